@@ -1,0 +1,240 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/test/testenv"
+)
+
+var env = testenv.New()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+// roundTrip creates obj, reads it back, writes status through the status subresource, and checks that a plain
+// update cannot change the status: the contract every Gleaner writer relies on.
+func TestCRDRoundTrip(t *testing.T) {
+	c := env.Start(t).Client
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+
+	tests := []struct {
+		name        string
+		obj         client.Object
+		setStatus   func(client.Object)
+		clearStatus func(client.Object)
+		status      func(client.Object) any
+		spec        func(client.Object) any
+	}{
+		{
+			name: "NodeAllocation",
+			obj:  &slov1alpha1.NodeAllocation{ObjectMeta: metav1.ObjectMeta{Name: "rt-alloc"}},
+			setStatus: func(o client.Object) {
+				o.(*slov1alpha1.NodeAllocation).Status = slov1alpha1.NodeAllocationStatus{
+					Allocatable:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), "hugepages-2Mi": resource.MustParse("0")},
+					Requests:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2632m"), "example.com/gpu": resource.MustParse("1")},
+					Limits:          corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5110m")},
+					RequestsPercent: map[corev1.ResourceName]int64{corev1.ResourceCPU: 65},
+					LimitsPercent:   map[corev1.ResourceName]int64{corev1.ResourceCPU: 127},
+					PodCount:        21,
+					UpdateTime:      &now,
+				}
+			},
+			clearStatus: func(o client.Object) { o.(*slov1alpha1.NodeAllocation).Status = slov1alpha1.NodeAllocationStatus{} },
+			status:      func(o client.Object) any { return o.(*slov1alpha1.NodeAllocation).Status },
+			spec:        func(o client.Object) any { return o.(*slov1alpha1.NodeAllocation).Spec },
+		},
+		{
+			name: "NodeSLO",
+			obj: &slov1alpha1.NodeSLO{
+				ObjectMeta: metav1.ObjectMeta{Name: "rt-slo"},
+				Spec: slov1alpha1.NodeSLOSpec{
+					ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+						Enable:                      ptr.To(true),
+						CPUSuppressThresholdPercent: ptr.To[int64](65),
+						CPUSuppressPolicy:           slov1alpha1.CPUSuppressCPUSet,
+						MemoryEvictThresholdPercent: ptr.To[int64](70),
+					},
+					ResourceQOSStrategy: &slov1alpha1.ResourceQOSStrategy{
+						BEClass: &slov1alpha1.ResourceQOS{
+							CPUQOS:     &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{GroupIdentity: ptr.To[int64](-1)}},
+							MemoryQOS:  &slov1alpha1.MemoryQOSCfg{MemoryQOS: slov1alpha1.MemoryQOS{WmarkRatio: ptr.To[int64](90)}},
+							ResctrlQOS: &slov1alpha1.ResctrlQOSCfg{ResctrlQOS: slov1alpha1.ResctrlQOS{CATRangeEndPercent: ptr.To[int64](30)}},
+							BlkIOQOS: &slov1alpha1.BlkIOQOSCfg{BlkIOQOS: slov1alpha1.BlkIOQOS{Blocks: []slov1alpha1.BlockCfg{{
+								Name: "/dev/vda", Type: slov1alpha1.BlockDevice, IOCfg: slov1alpha1.IOCfg{ReadBPS: ptr.To[int64](1 << 20)},
+							}}}},
+						},
+					},
+					CPUBurstStrategy: &slov1alpha1.CPUBurstStrategy{
+						CPUBurstConfig:            slov1alpha1.CPUBurstConfig{Policy: slov1alpha1.CFSQuotaBurstOnly, CFSQuotaBurstPercent: ptr.To[int64](400)},
+						SharePoolThresholdPercent: ptr.To[int64](50),
+					},
+					SystemStrategy: &slov1alpha1.SystemStrategy{MinFreeKbytesFactor: ptr.To[int64](100), WatermarkScaleFactor: ptr.To[int64](150)},
+					HostApplications: []slov1alpha1.HostApplicationSpec{{
+						Name: "nginx", QoS: slov1alpha1.QoSLS,
+						CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseRoot, ParentDir: "host-latency-sensitive/", RelativePath: "nginx/"},
+					}},
+					Extensions: &runtime.RawExtension{Raw: []byte(`{"example":{"level":3}}`)},
+				},
+			},
+			setStatus:   func(client.Object) {},
+			clearStatus: func(o client.Object) { o.(*slov1alpha1.NodeSLO).Status = slov1alpha1.NodeSLOStatus{} },
+			status:      func(o client.Object) any { return o.(*slov1alpha1.NodeSLO).Status },
+			spec:        func(o client.Object) any { return o.(*slov1alpha1.NodeSLO).Spec },
+		},
+		{
+			name: "NodeMetric",
+			obj: &slov1alpha1.NodeMetric{
+				ObjectMeta: metav1.ObjectMeta{Name: "rt-metric"},
+				Spec: slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{
+					AggregateDurationSeconds: ptr.To[int64](300),
+					ReportIntervalSeconds:    ptr.To[int64](60),
+					NodeAggregatePolicy:      &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{{Duration: 5 * time.Minute}, {Duration: 15 * time.Minute}}},
+				}},
+			},
+			setStatus: func(o client.Object) {
+				usage := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("3Gi")}
+				o.(*slov1alpha1.NodeMetric).Status = slov1alpha1.NodeMetricStatus{
+					UpdateTime: &now,
+					NodeMetric: &slov1alpha1.NodeMetricInfo{
+						NodeUsage:   usage,
+						SystemUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
+						AggregatedNodeUsages: []slov1alpha1.AggregatedUsage{{
+							Duration: metav1.Duration{Duration: 5 * time.Minute},
+							Usage:    map[slov1alpha1.AggregationType]corev1.ResourceList{slov1alpha1.AggregationP99: usage, slov1alpha1.AggregationAvg: usage},
+						}},
+					},
+					PodsMetric: []slov1alpha1.PodMetricInfo{{
+						Name: "web-0", Namespace: "default", UID: "0b7c", Priority: slov1alpha1.PriorityProd, QoS: slov1alpha1.QoSLS, Usage: usage,
+					}},
+					HostApplicationMetric: []slov1alpha1.HostApplicationMetricInfo{{Name: "nginx", QoS: slov1alpha1.QoSLS, Usage: usage}},
+					ProdReclaimableMetric: &slov1alpha1.ReclaimableMetric{Resource: usage},
+				}
+			},
+			clearStatus: func(o client.Object) { o.(*slov1alpha1.NodeMetric).Status = slov1alpha1.NodeMetricStatus{} },
+			status:      func(o client.Object) any { return o.(*slov1alpha1.NodeMetric).Status },
+			spec:        func(o client.Object) any { return o.(*slov1alpha1.NodeMetric).Spec },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			obj := tt.obj.DeepCopyObject().(client.Object)
+			if err := c.Create(ctx, obj); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+
+			got := tt.obj.DeepCopyObject().(client.Object)
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			if diff := cmp.Diff(tt.spec(tt.obj), tt.spec(got), quantityCmp); diff != "" {
+				t.Errorf("spec read back differs (-created +read):\n%s", diff)
+			}
+
+			want := got.DeepCopyObject().(client.Object)
+			tt.setStatus(want)
+			if err := c.Status().Update(ctx, want); err != nil {
+				t.Fatalf("status update: %v", err)
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatalf("get after status update: %v", err)
+			}
+			if diff := cmp.Diff(tt.status(want), tt.status(got), quantityCmp); diff != "" {
+				t.Errorf("status read back differs (-written +read):\n%s", diff)
+			}
+
+			// A plain update carries an emptied status; the status subresource must keep the stored one.
+			plain := got.DeepCopyObject().(client.Object)
+			tt.clearStatus(plain)
+			if err := c.Update(ctx, plain); err != nil {
+				t.Fatalf("plain update: %v", err)
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatalf("get after plain update: %v", err)
+			}
+			if diff := cmp.Diff(tt.status(want), tt.status(got), quantityCmp); diff != "" {
+				t.Errorf("a plain update changed the status (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+var quantityCmp = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+// TestCRDSchemaRejects checks that the real API server enforces the generated OpenAPI schema, so a hand-edited
+// object with an out-of-range or unknown value is refused instead of reaching the agent.
+func TestCRDSchemaRejects(t *testing.T) {
+	c := env.Start(t).Client
+	tests := []struct {
+		name      string
+		obj       client.Object
+		wantField string
+	}{
+		{
+			name: "percentage above 100",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-percent"}, Spec: slov1alpha1.NodeSLOSpec{
+				ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{CPUSuppressThresholdPercent: ptr.To[int64](150)},
+			}},
+			wantField: "spec.resourceUsedThresholdWithBE.cpuSuppressThresholdPercent",
+		},
+		{
+			name: "unknown suppress policy",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-policy"}, Spec: slov1alpha1.NodeSLOSpec{
+				ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{CPUSuppressPolicy: "freeze"},
+			}},
+			wantField: "spec.resourceUsedThresholdWithBE.cpuSuppressPolicy",
+		},
+		{
+			name: "group identity out of range",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-gi"}, Spec: slov1alpha1.NodeSLOSpec{
+				ResourceQOSStrategy: &slov1alpha1.ResourceQOSStrategy{LSClass: &slov1alpha1.ResourceQOS{
+					CPUQOS: &slov1alpha1.CPUQOSCfg{CPUQOS: slov1alpha1.CPUQOS{GroupIdentity: ptr.To[int64](7)}},
+				}},
+			}},
+			wantField: "spec.resourceQOSStrategy.lsClass.cpuQOS.groupIdentity",
+		},
+		{
+			name: "zero report interval",
+			obj: &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "bad-interval"}, Spec: slov1alpha1.NodeMetricSpec{
+				CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{ReportIntervalSeconds: ptr.To[int64](0)},
+			}},
+			wantField: "spec.metricCollectPolicy.reportIntervalSeconds",
+		},
+		{
+			name: "duplicate host application",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-hostapp"}, Spec: slov1alpha1.NodeSLOSpec{
+				HostApplications: []slov1alpha1.HostApplicationSpec{{Name: "nginx"}, {Name: "nginx"}},
+			}},
+			wantField: "spec.hostApplications",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := c.Create(context.Background(), tt.obj)
+			if err == nil {
+				_ = c.Delete(context.Background(), tt.obj)
+				t.Fatal("the API server accepted an object the schema forbids")
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tt.wantField) {
+				t.Errorf("error does not name %s: %v", tt.wantField, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,179 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeMetric carries one node's measured usage from gleaner-agent to gleaner-manager. The manager creates it and
+// owns the spec (how to collect, from the node's colocation strategy); the agent owns the status (what it measured)
+// and writes it every spec.metricCollectPolicy.reportIntervalSeconds. The batch and mid plugins read the status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nmetric
+// +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.nodeMetric.nodeUsage.cpu`,description="node CPU usage over the aggregate duration"
+// +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.nodeMetric.nodeUsage.memory`,description="node memory usage over the aggregate duration"
+// +kubebuilder:printcolumn:name="Updated",type=date,JSONPath=`.status.updateTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeMetric struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is how the agent collects and reports.
+	Spec NodeMetricSpec `json:"spec,omitempty"`
+	// Status is what the agent measured.
+	Status NodeMetricStatus `json:"status,omitempty"`
+}
+
+// NodeMetricSpec is how the agent collects and reports.
+type NodeMetricSpec struct {
+	// CollectPolicy sets the report's windows and interval; unset fields take the agent's defaults.
+	// +optional
+	CollectPolicy *NodeMetricCollectPolicy `json:"metricCollectPolicy,omitempty"`
+}
+
+// NodeMetricCollectPolicy sets the report's windows and interval.
+type NodeMetricCollectPolicy struct {
+	// AggregateDurationSeconds is the window status.nodeMetric.nodeUsage averages over. Default 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	AggregateDurationSeconds *int64 `json:"aggregateDurationSeconds,omitempty"`
+	// ReportIntervalSeconds is how often the agent writes the status. Default 60.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ReportIntervalSeconds *int64 `json:"reportIntervalSeconds,omitempty"`
+	// NodeAggregatePolicy lists the windows of status.nodeMetric.aggregatedNodeUsages.
+	// +optional
+	NodeAggregatePolicy *AggregatePolicy `json:"nodeAggregatePolicy,omitempty"`
+}
+
+// AggregatePolicy lists aggregation windows.
+type AggregatePolicy struct {
+	// Durations are the windows, such as 5m, 10m, 15m.
+	// +optional
+	Durations []metav1.Duration `json:"durations,omitempty"`
+}
+
+// AggregationType is a statistic over a window.
+// +kubebuilder:validation:Enum=avg;p50;p90;p95;p99
+type AggregationType string
+
+// The statistics the agent reports per window.
+const (
+	// AggregationAvg is the mean.
+	AggregationAvg AggregationType = "avg"
+	// AggregationP50 is the median.
+	AggregationP50 AggregationType = "p50"
+	// AggregationP90 is the 90th percentile.
+	AggregationP90 AggregationType = "p90"
+	// AggregationP95 is the 95th percentile.
+	AggregationP95 AggregationType = "p95"
+	// AggregationP99 is the 99th percentile.
+	AggregationP99 AggregationType = "p99"
+)
+
+// NodeMetricStatus is what the agent measured on the node. Usage quantities are CPU in cores (millicore precision)
+// and memory in bytes; memory excludes page cache.
+type NodeMetricStatus struct {
+	// UpdateTime is when the agent wrote this status. The batch plugin degrades a node whose UpdateTime is older than
+	// degradeTimeMinutes.
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
+
+	// NodeMetric is the node's own usage.
+	// +optional
+	NodeMetric *NodeMetricInfo `json:"nodeMetric,omitempty"`
+
+	// PodsMetric is the usage of each pod on the node, averaged over the aggregate duration. Pods without enough
+	// samples (just started, or the agent just restarted) are left out.
+	// +optional
+	PodsMetric []PodMetricInfo `json:"podsMetric,omitempty"`
+
+	// HostApplicationMetric is the usage of each host application of the NodeSLO.
+	// +optional
+	HostApplicationMetric []HostApplicationMetricInfo `json:"hostApplicationMetric,omitempty"`
+
+	// ProdReclaimableMetric is what the agent predicts prod pods requested but will not use: the input of the mid
+	// tier.
+	// +optional
+	ProdReclaimableMetric *ReclaimableMetric `json:"prodReclaimableMetric,omitempty"`
+}
+
+// NodeMetricInfo is the node's usage.
+type NodeMetricInfo struct {
+	// NodeUsage is the node's usage averaged over the aggregate duration: CPU busy time of every task, memory
+	// MemTotal - MemAvailable.
+	// +optional
+	NodeUsage corev1.ResourceList `json:"nodeUsage,omitempty"`
+	// AggregatedNodeUsages are statistics of the node's usage over each configured window.
+	// +optional
+	AggregatedNodeUsages []AggregatedUsage `json:"aggregatedNodeUsages,omitempty"`
+	// SystemUsage is the usage of everything outside pods and host applications (kernel, kubelet, runtime, other
+	// daemons): max(node - pods - host applications, 0), averaged like NodeUsage.
+	// +optional
+	SystemUsage corev1.ResourceList `json:"systemUsage,omitempty"`
+	// AggregatedSystemUsages are statistics of the system usage over each configured window.
+	// +optional
+	AggregatedSystemUsages []AggregatedUsage `json:"aggregatedSystemUsages,omitempty"`
+}
+
+// AggregatedUsage is a set of statistics of a usage over one window.
+type AggregatedUsage struct {
+	// Usage maps each statistic to its value per resource.
+	// +optional
+	Usage map[AggregationType]corev1.ResourceList `json:"usage,omitempty"`
+	// Duration is the window.
+	Duration metav1.Duration `json:"duration"`
+}
+
+// PodMetricInfo is one pod's usage.
+type PodMetricInfo struct {
+	// Name is the pod's name.
+	Name string `json:"name"`
+	// Namespace is the pod's namespace.
+	Namespace string `json:"namespace"`
+	// UID is the pod's UID, so a pod recreated under the same name is not mistaken for the old one.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// Priority is the pod's priority band.
+	// +optional
+	Priority PriorityClass `json:"priority,omitempty"`
+	// QoS is the pod's QoS class.
+	// +optional
+	QoS QoSClass `json:"qos,omitempty"`
+	// Usage is the pod's usage averaged over the aggregate duration.
+	// +optional
+	Usage corev1.ResourceList `json:"usage,omitempty"`
+}
+
+// HostApplicationMetricInfo is one host application's usage.
+type HostApplicationMetricInfo struct {
+	// Name is the application's name in the NodeSLO.
+	Name string `json:"name"`
+	// Priority is the application's priority band.
+	// +optional
+	Priority PriorityClass `json:"priority,omitempty"`
+	// QoS is the application's QoS class.
+	// +optional
+	QoS QoSClass `json:"qos,omitempty"`
+	// Usage is the application's usage averaged over the aggregate duration.
+	// +optional
+	Usage corev1.ResourceList `json:"usage,omitempty"`
+}
+
+// ReclaimableMetric is a quantity predicted to be reclaimable.
+type ReclaimableMetric struct {
+	// Resource is the reclaimable quantity per resource.
+	// +optional
+	Resource corev1.ResourceList `json:"resource,omitempty"`
+}
+
+// NodeMetricList is a list of NodeMetric.
+//
+// +kubebuilder:object:root=true
+type NodeMetricList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeMetric `json:"items"`
+}

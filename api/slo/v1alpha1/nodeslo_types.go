@@ -1,0 +1,456 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// NodeSLO is the QoS strategy gleaner-agent enforces on one node: the cluster strategy of the slo-controller-config
+// ConfigMap overlaid by the first node strategy whose selector matches the node. gleaner-manager writes it; the agent
+// watches it and keeps enforcing the last one it saw when the API server is unreachable.
+//
+// Every field is optional; a field left out means the agent's default (docs/configuration.md lists them), so the
+// object only shows what a user configured.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nslo
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeSLO struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the node's merged strategy.
+	Spec NodeSLOSpec `json:"spec,omitempty"`
+	// Status is reserved for the agent.
+	Status NodeSLOStatus `json:"status,omitempty"`
+}
+
+// NodeSLOSpec is a node's merged QoS strategy. Field names are those of seed 002's ConfigMap keys.
+type NodeSLOSpec struct {
+	// ResourceUsedThresholdWithBE holds the thresholds at which best-effort pods are suppressed and evicted
+	// (from the ConfigMap key resource-threshold-config).
+	// +optional
+	ResourceUsedThresholdWithBE *ResourceThresholdStrategy `json:"resourceUsedThresholdWithBE,omitempty"`
+
+	// ResourceQOSStrategy holds the per-class CPU, memory, block I/O and cache QoS (from resource-qos-config).
+	// +optional
+	ResourceQOSStrategy *ResourceQOSStrategy `json:"resourceQOSStrategy,omitempty"`
+
+	// CPUBurstStrategy configures CFS burst and quota burst (from cpu-burst-config).
+	// +optional
+	CPUBurstStrategy *CPUBurstStrategy `json:"cpuBurstStrategy,omitempty"`
+
+	// SystemStrategy holds node-wide kernel settings (from system-config).
+	// +optional
+	SystemStrategy *SystemStrategy `json:"systemStrategy,omitempty"`
+
+	// HostApplications are processes outside Kubernetes whose usage the agent measures and whose cgroups it manages
+	// (from host-application-config).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	HostApplications []HostApplicationSpec `json:"hostApplications,omitempty"`
+
+	// Extensions carries settings of plugins outside this API, as free-form JSON keyed by plugin name.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Extensions *runtime.RawExtension `json:"extensions,omitempty"`
+}
+
+// CPUSuppressPolicy is how best-effort pods' CPU is suppressed.
+// +kubebuilder:validation:Enum=cpuset;cfsQuota
+type CPUSuppressPolicy string
+
+const (
+	// CPUSuppressCPUSet confines best-effort pods to fewer cores through cpuset.cpus.
+	CPUSuppressCPUSet CPUSuppressPolicy = "cpuset"
+	// CPUSuppressCFSQuota caps best-effort pods' CPU time through the CFS quota of the best-effort cgroup.
+	CPUSuppressCFSQuota CPUSuppressPolicy = "cfsQuota"
+)
+
+// ResourceThresholdStrategy holds the node-usage thresholds that protect latency-sensitive pods from best-effort ones.
+type ResourceThresholdStrategy struct {
+	// Enable turns every threshold-based strategy on or off. When on, CPU suppression and memory eviction run.
+	// Default false.
+	// +optional
+	Enable *bool `json:"enable,omitempty"`
+
+	// CPUSuppressThresholdPercent is the node CPU utilisation, percent of the node's CPU, above which best-effort
+	// pods are suppressed. Default 65.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CPUSuppressThresholdPercent *int64 `json:"cpuSuppressThresholdPercent,omitempty"`
+
+	// CPUSuppressPolicy is how suppression is applied. Default cpuset.
+	// +optional
+	CPUSuppressPolicy CPUSuppressPolicy `json:"cpuSuppressPolicy,omitempty"`
+
+	// MemoryEvictThresholdPercent is the node memory utilisation, percent of the node's memory, above which
+	// best-effort pods are evicted. Default 70.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MemoryEvictThresholdPercent *int64 `json:"memoryEvictThresholdPercent,omitempty"`
+
+	// MemoryEvictLowerPercent is the utilisation eviction brings memory back under. Default
+	// MemoryEvictThresholdPercent - 2.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MemoryEvictLowerPercent *int64 `json:"memoryEvictLowerPercent,omitempty"`
+
+	// CPUEvictBESatisfactionUpperPercent is the best-effort CPU satisfaction (real limit / request, percent) that
+	// CPU eviction restores before it stops.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CPUEvictBESatisfactionUpperPercent *int64 `json:"cpuEvictBESatisfactionUpperPercent,omitempty"`
+
+	// CPUEvictBESatisfactionLowerPercent is the best-effort CPU satisfaction below which CPU eviction starts (when
+	// CPUEvictBEUsageThresholdPercent is also reached). Unset disables CPU eviction.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CPUEvictBESatisfactionLowerPercent *int64 `json:"cpuEvictBESatisfactionLowerPercent,omitempty"`
+
+	// CPUEvictBEUsageThresholdPercent is the best-effort CPU utilisation (usage / real limit, percent) at or above
+	// which CPU eviction may start. Default 90.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CPUEvictBEUsageThresholdPercent *int64 `json:"cpuEvictBEUsageThresholdPercent,omitempty"`
+
+	// CPUEvictTimeWindowSeconds is the window the CPU eviction averages its inputs over. Default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	CPUEvictTimeWindowSeconds *int64 `json:"cpuEvictTimeWindowSeconds,omitempty"`
+}
+
+// ResourceQOSStrategy is the QoS of each class of pods on a node.
+type ResourceQOSStrategy struct {
+	// LSRClass applies to pods of QoS class LSR.
+	// +optional
+	LSRClass *ResourceQOS `json:"lsrClass,omitempty"`
+	// LSClass applies to pods of QoS class LS.
+	// +optional
+	LSClass *ResourceQOS `json:"lsClass,omitempty"`
+	// BEClass applies to pods of QoS class BE.
+	// +optional
+	BEClass *ResourceQOS `json:"beClass,omitempty"`
+	// SystemClass applies to pods of QoS class SYSTEM and to system host applications.
+	// +optional
+	SystemClass *ResourceQOS `json:"systemClass,omitempty"`
+}
+
+// ResourceQOS is the QoS of one class.
+type ResourceQOS struct {
+	// CPUQOS configures CPU scheduling priority.
+	// +optional
+	CPUQOS *CPUQOSCfg `json:"cpuQOS,omitempty"`
+	// MemoryQOS configures memory protection and throttling.
+	// +optional
+	MemoryQOS *MemoryQOSCfg `json:"memoryQOS,omitempty"`
+	// BlkIOQOS configures block I/O limits and weights.
+	// +optional
+	BlkIOQOS *BlkIOQOSCfg `json:"blkioQOS,omitempty"`
+	// ResctrlQOS configures last-level cache and memory bandwidth partitioning (Intel RDT / AMD QoS).
+	// +optional
+	ResctrlQOS *ResctrlQOSCfg `json:"resctrlQOS,omitempty"`
+}
+
+// CPUQOSCfg turns CPU QoS on or off for a class and sets its parameters.
+type CPUQOSCfg struct {
+	// Enable turns CPU QoS on; off resets the class's cgroups to the kernel defaults. Default false.
+	// +optional
+	Enable *bool `json:"enable,omitempty"`
+	// CPUQOS holds the parameters.
+	CPUQOS `json:",inline"`
+}
+
+// CPUQOS are CPU scheduling parameters.
+type CPUQOS struct {
+	// GroupIdentity is the scheduling priority level, from -1 (lowest) to 2 (highest). It needs a kernel with group
+	// identity (Anolis OS); elsewhere the agent uses cpu.idle for -1 where the kernel has it.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	// +kubebuilder:validation:Maximum=2
+	GroupIdentity *int64 `json:"groupIdentity,omitempty"`
+}
+
+// MemoryQOSCfg turns memory QoS on or off for a class and sets its parameters.
+type MemoryQOSCfg struct {
+	// Enable turns memory QoS on; off resets the class's cgroups to the kernel defaults. Default false.
+	// +optional
+	Enable *bool `json:"enable,omitempty"`
+	// MemoryQOS holds the parameters.
+	MemoryQOS `json:",inline"`
+}
+
+// MemoryQOS are memory cgroup parameters. memory.min, memory.low and memory.high need cgroup v2 (or a kernel that
+// backports them to v1); the agent reports once that it cannot set them and leaves them alone.
+type MemoryQOS struct {
+	// MinLimitPercent sets memory.min to this percentage of the container's memory request. Default 0 (off).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MinLimitPercent *int64 `json:"minLimitPercent,omitempty"`
+	// LowLimitPercent sets memory.low to this percentage of the memory request. Default 0 (off).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	LowLimitPercent *int64 `json:"lowLimitPercent,omitempty"`
+	// ThrottlingPercent sets memory.high to this percentage of the memory limit. Default 0 (off).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	ThrottlingPercent *int64 `json:"throttlingPercent,omitempty"`
+	// WmarkRatio is the asynchronous reclaim watermark, percent of the limit (Anolis OS). Default 95.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	WmarkRatio *int64 `json:"wmarkRatio,omitempty"`
+	// WmarkScalePermill is the share of memory, per mille, one asynchronous reclaim frees (Anolis OS). Default 20.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	WmarkScalePermill *int64 `json:"wmarkScalePermill,omitempty"`
+	// WmarkMinAdj adjusts the global minimum watermark for the class, percent, -25..50 (Anolis OS). Default -25 for
+	// LSR and LS, 50 for BE.
+	// +optional
+	// +kubebuilder:validation:Minimum=-25
+	// +kubebuilder:validation:Maximum=50
+	WmarkMinAdj *int64 `json:"wmarkMinAdj,omitempty"`
+	// PriorityEnable turns memcg reclaim priority on (1) or off (0) (Anolis OS). Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	PriorityEnable *int64 `json:"priorityEnable,omitempty"`
+	// Priority is the memcg reclaim priority, 0..12 (Anolis OS). Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=12
+	Priority *int64 `json:"priority,omitempty"`
+	// OomKillGroup makes the OOM killer kill the whole cgroup (1) or one task (0). Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	OomKillGroup *int64 `json:"oomKillGroup,omitempty"`
+}
+
+// BlkIOQOSCfg turns block I/O QoS on or off for a class and sets its parameters.
+type BlkIOQOSCfg struct {
+	// Enable turns block I/O QoS on. Default false.
+	// +optional
+	Enable *bool `json:"enable,omitempty"`
+	// BlkIOQOS holds the parameters.
+	BlkIOQOS `json:",inline"`
+}
+
+// BlkIOQOS lists the block devices and their limits.
+type BlkIOQOS struct {
+	// Blocks are the devices to limit.
+	// +optional
+	Blocks []BlockCfg `json:"blocks,omitempty"`
+}
+
+// BlockType says how a BlockCfg names its device.
+// +kubebuilder:validation:Enum=device;volumegroup;podvolume
+type BlockType string
+
+const (
+	// BlockDevice names a device node, such as /dev/vda.
+	BlockDevice BlockType = "device"
+	// BlockVolumeGroup names an LVM volume group.
+	BlockVolumeGroup BlockType = "volumegroup"
+	// BlockPodVolume names a pod volume.
+	BlockPodVolume BlockType = "podvolume"
+)
+
+// BlockCfg is the I/O configuration of one device.
+type BlockCfg struct {
+	// Name is the device, volume group or volume, as Type says.
+	Name string `json:"name"`
+	// Type says what Name is.
+	Type BlockType `json:"type"`
+	// IOCfg holds the limits.
+	IOCfg IOCfg `json:"ioCfg"`
+}
+
+// IOCfg are block I/O limits; unset means unlimited.
+type IOCfg struct {
+	// ReadIOPS caps read operations per second.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ReadIOPS *int64 `json:"readIOPS,omitempty"`
+	// WriteIOPS caps write operations per second.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WriteIOPS *int64 `json:"writeIOPS,omitempty"`
+	// ReadBPS caps read bytes per second.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ReadBPS *int64 `json:"readBPS,omitempty"`
+	// WriteBPS caps write bytes per second.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WriteBPS *int64 `json:"writeBPS,omitempty"`
+	// IOWeightPercent is the proportional I/O weight, 1..100, percent of the default weight.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	IOWeightPercent *int64 `json:"ioWeightPercent,omitempty"`
+}
+
+// ResctrlQOSCfg turns resctrl QoS on or off for a class and sets its parameters.
+type ResctrlQOSCfg struct {
+	// Enable turns resctrl QoS on. Default false.
+	// +optional
+	Enable *bool `json:"enable,omitempty"`
+	// ResctrlQOS holds the parameters.
+	ResctrlQOS `json:",inline"`
+}
+
+// ResctrlQOS partitions the last-level cache and memory bandwidth.
+type ResctrlQOS struct {
+	// CATRangeStartPercent is where the class's share of the L3 cache ways starts. Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CATRangeStartPercent *int64 `json:"catRangeStartPercent,omitempty"`
+	// CATRangeEndPercent is where it ends. Default 100 (30 for BE).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CATRangeEndPercent *int64 `json:"catRangeEndPercent,omitempty"`
+	// MBAPercent is the class's share of memory bandwidth. Default 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MBAPercent *int64 `json:"mbaPercent,omitempty"`
+}
+
+// CPUBurstPolicy selects which CPU burst mechanisms run.
+// +kubebuilder:validation:Enum=none;cpuBurstOnly;cfsQuotaBurstOnly;auto
+type CPUBurstPolicy string
+
+const (
+	// CPUBurstNone turns CPU burst off.
+	CPUBurstNone CPUBurstPolicy = "none"
+	// CPUBurstOnly uses the kernel's CFS burst (cpu.cfs_burst_us / cpu.max.burst) only.
+	CPUBurstOnly CPUBurstPolicy = "cpuBurstOnly"
+	// CFSQuotaBurstOnly raises cfs quota temporarily while the node is not overloaded, and nothing else.
+	CFSQuotaBurstOnly CPUBurstPolicy = "cfsQuotaBurstOnly"
+	// CPUBurstAuto uses both.
+	CPUBurstAuto CPUBurstPolicy = "auto"
+)
+
+// CPUBurstStrategy configures CPU burst on a node.
+type CPUBurstStrategy struct {
+	// CPUBurstConfig holds the per-pod parameters.
+	CPUBurstConfig `json:",inline"`
+	// SharePoolThresholdPercent is the utilisation of the shared CPU pool above which bursting stops and quotas
+	// return to their limits. Default 50.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	SharePoolThresholdPercent *int64 `json:"sharePoolThresholdPercent,omitempty"`
+}
+
+// CPUBurstConfig are the CPU burst parameters a pod may also set for itself.
+type CPUBurstConfig struct {
+	// Policy selects the mechanisms. Default none.
+	// +optional
+	Policy CPUBurstPolicy `json:"policy,omitempty"`
+	// CPUBurstPercent sets cpu.cfs_burst_us to this percentage of the CPU limit's quota. Default 1000.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	CPUBurstPercent *int64 `json:"cpuBurstPercent,omitempty"`
+	// CFSQuotaBurstPercent is how far, percent of the limit, quota burst may raise cpu.cfs_quota_us. Default 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=100
+	CFSQuotaBurstPercent *int64 `json:"cfsQuotaBurstPercent,omitempty"`
+	// CFSQuotaBurstPeriodSeconds is the longest one quota burst may last; -1 means no limit. Default -1.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	CFSQuotaBurstPeriodSeconds *int64 `json:"cfsQuotaBurstPeriodSeconds,omitempty"`
+}
+
+// SystemStrategy holds node-wide kernel settings.
+type SystemStrategy struct {
+	// MinFreeKbytesFactor sets vm.min_free_kbytes = factor x node memory (KiB) / 10000. Default 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinFreeKbytesFactor *int64 `json:"minFreeKbytesFactor,omitempty"`
+	// WatermarkScaleFactor sets vm.watermark_scale_factor, 10..1000. Default 150.
+	// +optional
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=1000
+	WatermarkScaleFactor *int64 `json:"watermarkScaleFactor,omitempty"`
+	// MemcgReapBackGround turns the background reaper of orphan memory cgroups on (1) or off (0) (Anolis OS).
+	// Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	MemcgReapBackGround *int64 `json:"memcgReapBackGround,omitempty"`
+}
+
+// CgroupBaseType is the cgroup directory a host application's path is relative to.
+// +kubebuilder:validation:Enum=CgroupRoot;Kubepods;KubepodsBurstable;KubepodsBesteffort
+type CgroupBaseType string
+
+const (
+	// CgroupBaseRoot is the cgroup root.
+	CgroupBaseRoot CgroupBaseType = "CgroupRoot"
+	// CgroupBaseKubepods is the kubepods cgroup.
+	CgroupBaseKubepods CgroupBaseType = "Kubepods"
+	// CgroupBaseKubepodsBurstable is kubepods' burstable cgroup.
+	CgroupBaseKubepodsBurstable CgroupBaseType = "KubepodsBurstable"
+	// CgroupBaseKubepodsBesteffort is kubepods' besteffort cgroup.
+	CgroupBaseKubepodsBesteffort CgroupBaseType = "KubepodsBesteffort"
+)
+
+// HostApplicationSpec describes a process outside Kubernetes that runs on the node.
+type HostApplicationSpec struct {
+	// Name identifies the application; unique per node.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Priority is the application's priority band. An application in the batch or free band is not counted as
+	// system usage when batch resources are calculated.
+	// +optional
+	Priority PriorityClass `json:"priority,omitempty"`
+	// QoS is the application's QoS class.
+	// +optional
+	QoS QoSClass `json:"qos,omitempty"`
+	// CgroupPath locates the application's cgroup.
+	// +optional
+	CgroupPath *CgroupPath `json:"cgroupPath,omitempty"`
+}
+
+// CgroupPath is ${base}/${parentDir}/${relativePath} in every cgroup subsystem.
+type CgroupPath struct {
+	// Base is the directory the path starts from. Default CgroupRoot.
+	// +optional
+	Base CgroupBaseType `json:"base,omitempty"`
+	// ParentDir is the directory under Base. Default "host-latency-sensitive/" for LS applications and
+	// "host-best-effort/" for BE ones.
+	// +optional
+	ParentDir string `json:"parentDir,omitempty"`
+	// RelativePath is the application's directory under ParentDir.
+	// +optional
+	RelativePath string `json:"relativePath,omitempty"`
+}
+
+// NodeSLOStatus is reserved for the agent to report what it enforces.
+type NodeSLOStatus struct{}
+
+// NodeSLOList is a list of NodeSLO.
+//
+// +kubebuilder:object:root=true
+type NodeSLOList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeSLO `json:"items"`
+}

@@ -1,0 +1,83 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Extended resources that gleaner-manager publishes in node.status.allocatable and that batch and mid pods request.
+// The names are those of the system the seeds describe, so workloads written for it schedule unchanged.
+const (
+	// BatchCPU is reclaimed CPU for batch pods, in millicores (an integer: "1200" means 1.2 cores).
+	BatchCPU corev1.ResourceName = "kubernetes.io/batch-cpu"
+	// BatchMemory is reclaimed memory for batch pods, in bytes.
+	BatchMemory corev1.ResourceName = "kubernetes.io/batch-memory"
+	// MidCPU is the CPU of the mid tier, in millicores.
+	MidCPU corev1.ResourceName = "kubernetes.io/mid-cpu"
+	// MidMemory is the memory of the mid tier, in bytes.
+	MidMemory corev1.ResourceName = "kubernetes.io/mid-memory"
+)
+
+// Pod labels Gleaner reads.
+const (
+	// LabelQoSClass sets a pod's Gleaner QoS class (LSE, LSR, LS, BE, SYSTEM).
+	LabelQoSClass = "gleaner.sh/qos-class"
+	// LabelQoSClassAlias is the QoS label of the system the seeds describe, honoured when LabelQoSClass is absent.
+	LabelQoSClassAlias = "koordinator.sh/qosClass"
+)
+
+// QoSClass is a pod's colocation QoS class. It is independent of the Kubernetes QoS class (Guaranteed, Burstable,
+// BestEffort): it says how much interference a pod tolerates, not how its requests relate to its limits.
+// +kubebuilder:validation:Enum=LSE;LSR;LS;BE;SYSTEM;NONE
+type QoSClass string
+
+// The QoS classes, from the most to the least protected.
+const (
+	// QoSLSE is latency-sensitive exclusive: dedicated cores, shared with nobody.
+	QoSLSE QoSClass = "LSE"
+	// QoSLSR is latency-sensitive reserved: dedicated cores that BE pods may borrow when idle.
+	QoSLSR QoSClass = "LSR"
+	// QoSLS is latency-sensitive: the ordinary online service, on the shared pool.
+	QoSLS QoSClass = "LS"
+	// QoSBE is best-effort: batch work that runs on reclaimed resources and is suppressed or evicted first.
+	QoSBE QoSClass = "BE"
+	// QoSSystem is for node daemons and host applications outside the pod QoS tiers.
+	QoSSystem QoSClass = "SYSTEM"
+	// QoSNone means the pod carries no QoS class.
+	QoSNone QoSClass = "NONE"
+)
+
+// PriorityClass is the colocation priority band a pod's spec.priority falls into.
+// +kubebuilder:validation:Enum=prod;mid;batch;free;none
+type PriorityClass string
+
+// The priority bands and their spec.priority ranges (inclusive).
+const (
+	// PriorityProd is for production services, priority 9000-9999.
+	PriorityProd PriorityClass = "prod"
+	// PriorityMid is for the mid tier, priority 7000-7999.
+	PriorityMid PriorityClass = "mid"
+	// PriorityBatch is for batch work, priority 5000-5999.
+	PriorityBatch PriorityClass = "batch"
+	// PriorityFree is for free work, priority 3000-3999.
+	PriorityFree PriorityClass = "free"
+	// PriorityNone is any priority outside the four bands; it counts like prod when resources are reclaimed.
+	PriorityNone PriorityClass = "none"
+)
+
+// PriorityClassOf returns the band of a spec.priority value; nil (no priority) and values outside every band are
+// PriorityNone.
+func PriorityClassOf(priority *int32) PriorityClass {
+	if priority == nil {
+		return PriorityNone
+	}
+	switch p := *priority; {
+	case p >= 9000 && p <= 9999:
+		return PriorityProd
+	case p >= 7000 && p <= 7999:
+		return PriorityMid
+	case p >= 5000 && p <= 5999:
+		return PriorityBatch
+	case p >= 3000 && p <= 3999:
+		return PriorityFree
+	default:
+		return PriorityNone
+	}
+}

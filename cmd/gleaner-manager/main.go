@@ -1,0 +1,37 @@
+// Command gleaner-manager runs Gleaner's cluster controllers: the node allocation summary, the SLO configuration
+// projected into NodeSLO and NodeMetric objects, and the node-resource framework that publishes batch and mid
+// resources on nodes.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gleaner-sh/gleaner/pkg/manager"
+)
+
+func main() {
+	opts := manager.NewOptions()
+	fs := pflag.NewFlagSet("gleaner-manager", pflag.ExitOnError)
+	opts.AddFlags(fs)
+	zapOpts := zap.Options{}
+	logFlags := flag.NewFlagSet("log", flag.ExitOnError)
+	zapOpts.BindFlags(logFlags)
+	fs.AddGoFlagSet(logFlags)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
+
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	if err := manager.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+		fmt.Fprintf(os.Stderr, "gleaner-manager: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# kube-build.sh builds the Kubernetes and etcd binaries Gleaner's tests and local cluster run, from the Go module
+# proxy, into a per-user cache outside the work tree. Nothing here can be downloaded as a release binary, so each
+# component is compiled once from its Go module and kept, keyed by version; a second run finds it and returns at once.
+#
+# Usage:
+#   hack/kube-build.sh envtest            # kube-apiserver, kubectl, etcd; prints the KUBEBUILDER_ASSETS directory
+#   hack/kube-build.sh bin NAME...        # any of: kube-apiserver kubectl kubelet kube-scheduler
+#                                         #         kube-controller-manager etcd; prints the directory of each
+#
+# Environment:
+#   GLEANER_CACHE   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gleaner)
+#   KUBE_VERSION    Kubernetes version (default v1.36.3, the line Gleaner's client libraries follow)
+#   ETCD_VERSION    etcd version (default v3.6.8, the one k8s.io/kubernetes v1.36.3 itself requires)
+#
+# Only the asked-for directory goes to stdout; progress goes to stderr, so `$(hack/kube-build.sh envtest)` works.
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
+CACHE=${GLEANER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gleaner}
+KUBE_BIN=$CACHE/kubernetes/$KUBE_VERSION/bin
+ETCD_BIN=$CACHE/etcd/$ETCD_VERSION/bin
+
+# The Kubernetes commands a throwaway module can build; each must be imported by its tools file so go.sum covers it.
+KUBE_COMMANDS=(kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager)
+
+log() { printf 'kube-build: %s\n' "$*" >&2; }
+
+# Staging minor version: v1.36.3 -> v0.36.3.
+staging_version() { echo "v0.${KUBE_VERSION#v1.}"; }
+
+# kube_module prepares (once) a module that requires k8s.io/kubernetes and pins every staging module it replaces
+# with a local path in its own go.mod to the published v0.x version of the same release.
+kube_module() {
+  local dir=$CACHE/src/kubernetes-$KUBE_VERSION
+  if [[ -f $dir/.ready ]]; then echo "$dir"; return; fi
+  log "preparing build module for k8s.io/kubernetes $KUBE_VERSION in $dir"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local upstream staging
+  upstream=$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  staging=$(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$upstream")
+  {
+    echo "module gleaner.local/kube-build"
+    echo
+    echo "go 1.26"
+    echo
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo
+    echo "replace ("
+    for m in $staging; do echo "	$m => $m $(staging_version)"; done
+    echo ")"
+  } >"$dir/go.mod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "// Package tools pins the commands this module builds so that go mod tidy records their imports."
+    echo "package tools"
+    echo
+    echo "import ("
+    for c in "${KUBE_COMMANDS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
+    echo ")"
+  } >"$dir/tools.go"
+  (cd "$dir" && go mod tidy >&2)
+  touch "$dir/.ready"
+  echo "$dir"
+}
+
+# build_kube builds the named Kubernetes commands that are not in the cache yet, in one go build so they share work.
+build_kube() {
+  local missing=() c
+  for c in "$@"; do [[ -x $KUBE_BIN/$c ]] || missing+=("$c"); done
+  ((${#missing[@]})) || return 0
+  local dir pkgs=() v=$KUBE_VERSION minor
+  dir=$(kube_module)
+  minor=${v#v1.}; minor=${minor%%.*}
+  local ldflags=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  log "building ${missing[*]} $KUBE_VERSION (minutes on a cold Go build cache)"
+  mkdir -p "$KUBE_BIN"
+  local tmp
+  tmp=$(mktemp -d "$KUBE_BIN/.build.XXXXXX")
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
+  for c in "${missing[@]}"; do mv -f "$tmp/$c" "$KUBE_BIN/$c"; done
+  rmdir "$tmp"
+}
+
+build_etcd() {
+  [[ -x $ETCD_BIN/etcd ]] && return 0
+  local dir=$CACHE/src/etcd-$ETCD_VERSION
+  log "building etcd $ETCD_VERSION"
+  rm -rf "$dir" && mkdir -p "$dir" "$ETCD_BIN"
+  cat >"$dir/go.mod" <<MOD
+module gleaner.local/etcd-build
+
+go 1.26
+
+require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+MOD
+  cat >"$dir/main.go" <<'GO'
+// Command etcd is the etcd server, built from its Go module.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  (cd "$dir" && go mod tidy >&2 && CGO_ENABLED=0 go build -trimpath -o "$ETCD_BIN/etcd.tmp" . && mv -f "$ETCD_BIN/etcd.tmp" "$ETCD_BIN/etcd")
+}
+
+# with_lock serialises builds: two test runs started together must not both compile kube-apiserver.
+with_lock() {
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/.build.lock"
+  flock 9
+  "$@"
+}
+
+# built reports whether every named component is already in the cache, so a warm run never waits on the lock.
+built() {
+  local c
+  for c in "$@"; do
+    case $c in
+      etcd) [[ -x $ETCD_BIN/etcd ]] || return 1 ;;
+      *) [[ -x $KUBE_BIN/$c ]] || return 1 ;;
+    esac
+  done
+}
+
+envtest() {
+  local assets=$CACHE/envtest/$KUBE_VERSION-etcd-$ETCD_VERSION
+  if ! built etcd kube-apiserver kubectl || [[ ! -e $assets/kubectl ]]; then
+    with_lock build_etcd
+    with_lock build_kube kube-apiserver kubectl
+    mkdir -p "$assets"
+    ln -sfn "$KUBE_BIN/kube-apiserver" "$assets/kube-apiserver"
+    ln -sfn "$KUBE_BIN/kubectl" "$assets/kubectl"
+    ln -sfn "$ETCD_BIN/etcd" "$assets/etcd"
+  fi
+  echo "$assets"
+}
+
+bins() {
+  local c kube=() dirs=()
+  for c in "$@"; do
+    case $c in
+      etcd) dirs+=("$ETCD_BIN") ;;
+      kube-apiserver|kubectl|kubelet|kube-scheduler|kube-controller-manager) kube+=("$c"); dirs+=("$KUBE_BIN") ;;
+      *) echo "kube-build: unknown component $c" >&2; exit 2 ;;
+    esac
+  done
+  if ! built "$@"; then
+    [[ " $* " == *" etcd "* ]] && with_lock build_etcd
+    ((${#kube[@]})) && with_lock build_kube "${kube[@]}"
+  fi
+  printf '%s\n' "${dirs[@]}" | sort -u
+}
+
+case ${1:-} in
+  envtest) envtest ;;
+  bin) shift; bins "$@" ;;
+  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+esac

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# tool.sh installs a pinned Go tool into the per-user cache (once) and prints the path of its binary. Tools that the
+# module can carry itself (controller-gen) are `go tool` entries in go.mod instead; this is for those whose
+# dependencies must not mix with Gleaner's.
+#
+# Usage: hack/tool.sh golangci-lint
+set -euo pipefail
+
+CACHE=${GLEANER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gleaner}
+
+case ${1:-} in
+  golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint version=v2.15.0 ;;
+  *) echo "usage: hack/tool.sh golangci-lint" >&2; exit 2 ;;
+esac
+
+dir=$CACHE/tools/$1-$version
+if [[ ! -x $dir/$1 ]]; then
+  echo "tool: installing $1 $version into $dir" >&2
+  mkdir -p "$dir"
+  (cd /tmp && GOBIN=$dir GOFLAGS=-mod=mod go install "$pkg@$version" >&2)
+fi
+echo "$dir/$1"

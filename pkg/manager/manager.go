@@ -1,0 +1,128 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+// NewScheme returns a scheme with the built-in kinds and Gleaner's.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding built-in kinds to the scheme: %w", err)
+	}
+	if err := slov1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding %s to the scheme: %w", slov1alpha1.GroupVersion, err)
+	}
+	return s, nil
+}
+
+// RESTConfig loads the client configuration the options point at.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig (--kubeconfig %q, $KUBECONFIG, ~/.kube/config or in-cluster): %w", o.Kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// Run starts gleaner-manager against the cluster the options point at and blocks until ctx ends.
+func Run(ctx context.Context, opts *Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	cfg, err := opts.RESTConfig()
+	if err != nil {
+		return err
+	}
+	if err := CheckReachable(cfg, opts.ConnectTimeout); err != nil {
+		return err
+	}
+	mgr, err := New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("gleaner-manager").Info("serving", "apiServer", cfg.Host, "metrics", opts.MetricsAddr,
+		"health", opts.HealthAddr, "leaderElection", opts.LeaderElect, "namespace", opts.Namespace)
+	return mgr.Start(ctx)
+}
+
+// CheckReachable asks the API server for its version, so that a wrong or missing cluster is one clear error at
+// start-up instead of an endless retry loop in every informer.
+func CheckReachable(cfg *rest.Config, timeout time.Duration) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("creating a discovery client for %s: %w", cfg.Host, err)
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return fmt.Errorf("cannot reach the Kubernetes API server at %s (check --kubeconfig and the cluster): %w", cfg.Host, err)
+	}
+	return nil
+}
+
+// New builds the controller-runtime manager with every enabled controller set up, ready to Start.
+func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	shutdown := opts.ShutdownTimeout
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.HealthAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr)); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	for _, c := range controllers() {
+		if !enabled(opts.Controllers, c.Name()) {
+			continue
+		}
+		if err := c.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up controller %s: %w", c.Name(), err)
+		}
+	}
+	return mgr, nil
+}
+
+// informersSynced is ready once the manager's informer caches hold a full list of what they watch.
+func informersSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced yet")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,222 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gleaner-sh/gleaner/test/testenv"
+)
+
+var env = testenv.New()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr []string
+	}{
+		{name: "defaults are valid", mutate: func(*Options) {}},
+		{name: "probes off", mutate: func(o *Options) { o.MetricsAddr, o.HealthAddr = "0", "0" }},
+		{name: "empty namespace", mutate: func(o *Options) { o.Namespace = "" }, wantErr: []string{"--namespace"}},
+		{
+			name:    "leader election without a lease name",
+			mutate:  func(o *Options) { o.LeaderElectionID = "" },
+			wantErr: []string{"--leader-election-id"},
+		},
+		{name: "leader election off needs no lease name", mutate: func(o *Options) { o.LeaderElect, o.LeaderElectionID = false, "" }},
+		{
+			name:    "every bad option is reported at once",
+			mutate:  func(o *Options) { o.MetricsAddr, o.HealthAddr, o.ConnectTimeout = "8080", "localhost", 0 },
+			wantErr: []string{"--metrics-bind-address", "--health-probe-bind-address", "--connect-timeout"},
+		},
+		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`unknown controller "nosuch"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			tt.mutate(o)
+			err := o.Validate()
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want errors %q, got none", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEnabled(t *testing.T) {
+	tests := []struct {
+		selection []string
+		name      string
+		want      bool
+	}{
+		{[]string{"*"}, "nodeslo", true},
+		{[]string{"*", "-nodeslo"}, "nodeslo", false},
+		{[]string{"-nodeslo", "*"}, "nodeslo", false},
+		{[]string{"nodeslo"}, "nodeslo", true},
+		{[]string{"nodeslo"}, "nodemetric", false},
+		{nil, "nodeslo", false},
+	}
+	for _, tt := range tests {
+		if got := enabled(tt.selection, tt.name); got != tt.want {
+			t.Errorf("enabled(%q, %q) = %v, want %v", tt.selection, tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestRunFailsClearlyWithoutACluster(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	// Port 1 on loopback refuses connections: a cluster that is configured but not there.
+	writeFile(t, kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`)
+	o := NewOptions()
+	o.Kubeconfig = kubeconfig
+	o.ConnectTimeout = 2 * time.Second
+	err := Run(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the Kubernetes API server at https://127.0.0.1:1") {
+		t.Fatalf("want a clear unreachable-cluster error, got %v", err)
+	}
+
+	o.Kubeconfig = filepath.Join(t.TempDir(), "missing")
+	if err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "loading the kubeconfig") {
+		t.Fatalf("want a kubeconfig error, got %v", err)
+	}
+}
+
+// TestManagerServesAndStops runs gleaner-manager against a real API server: it must take the leader lease, answer
+// its probes and serve metrics, then stop cleanly on cancel and hand the lease back.
+func TestManagerServesAndStops(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gleaner-system"}}
+	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+
+	o := NewOptions()
+	o.Kubeconfig = e.Kubeconfig
+	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
+	o.ShutdownTimeout = 5 * time.Second
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(runCtx, o) }()
+	t.Cleanup(cancel)
+
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "ok")
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "leader_election_master_status")
+
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: o.Namespace, Name: o.LeaderElectionID}
+	eventually(t, func() error {
+		if err := e.Client.Get(ctx, key, lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return fmt.Errorf("lease %s has no holder", key)
+		}
+		return nil
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("manager stopped with an error: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("manager did not stop within 15s of cancel")
+	}
+	if err := e.Client.Get(ctx, key, lease); err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("lease still held by %q after shutdown; the next replica would wait for it to expire", *h)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// waitHTTP polls url until it answers 200 with a body containing want, failing early if the manager exits.
+func waitHTTP(t *testing.T, done <-chan error, url, want string) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("manager exited while waiting for %s: %v", url, err)
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(body), want) {
+				return
+			}
+			last = fmt.Sprintf("status %d, body %.200q", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered 200 with %q; last: %s", url, want, last)
+}
+
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err = f(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("condition not met within 30s: %v", err)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,169 @@
+// Package testenv runs Gleaner's controller tests against a real kube-apiserver and etcd (controller-runtime's
+// envtest) with Gleaner's CRDs installed.
+//
+// The binaries come from KUBEBUILDER_ASSETS, which `make test` sets from hack/kube-build.sh. A package shares one
+// API server across its tests:
+//
+//	var env = testenv.New()
+//
+//	func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+//
+//	func TestSomething(t *testing.T) {
+//		c := env.Start(t).Client
+//		...
+//	}
+//
+// Start skips the test, with a message saying how to get the binaries, only when KUBEBUILDER_ASSETS is unset; under
+// CI (CI=true) a missing control plane fails instead, so CI can never pass by skipping.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/config/crd"
+)
+
+// AssetsVar is the environment variable naming the directory with kube-apiserver, etcd and kubectl.
+const AssetsVar = "KUBEBUILDER_ASSETS"
+
+// Env is a lazily started control plane shared by the tests of one package.
+type Env struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Scheme knows the built-in kinds and Gleaner's.
+	Scheme *runtime.Scheme
+	// Client is an uncached client for the API server.
+	Client client.Client
+	// Kubeconfig is the path of a kubeconfig file for the API server, for commands such as kubectl.
+	Kubeconfig string
+
+	once     sync.Once
+	startErr error
+	skip     string
+	env      *envtest.Environment
+	dir      string
+}
+
+// New returns an Env that starts on its first Start.
+func New() *Env { return &Env{} }
+
+// Run runs the package's tests and stops the control plane afterwards; pass its result to os.Exit.
+func (e *Env) Run(m *testing.M) int {
+	code := m.Run()
+	if err := e.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: stopping the control plane: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Start starts the control plane on first use and returns the Env. It skips t when the binaries are not available
+// (and fails it under CI), and fails t when the control plane does not come up.
+func (e *Env) Start(t testing.TB) *Env {
+	t.Helper()
+	e.once.Do(e.start)
+	if e.skip != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("testenv: %s (CI=true: refusing to skip)", e.skip)
+		}
+		t.Skip("testenv: " + e.skip)
+	}
+	if e.startErr != nil {
+		t.Fatalf("testenv: starting kube-apiserver and etcd: %v", e.startErr)
+	}
+	return e
+}
+
+func (e *Env) start() {
+	assets := os.Getenv(AssetsVar)
+	if assets == "" {
+		e.skip = AssetsVar + " is not set; run `make test`, or `export " + AssetsVar + "=$(hack/kube-build.sh envtest)`"
+		return
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			e.startErr = fmt.Errorf("%s=%s has no %s: %w", AssetsVar, assets, bin, err)
+			return
+		}
+	}
+	crds, err := crd.Objects()
+	if err != nil {
+		e.startErr = err
+		return
+	}
+	e.Scheme = runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(e.Scheme); err != nil {
+			e.startErr = fmt.Errorf("building the scheme: %w", err)
+			return
+		}
+	}
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDs:                  crds,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                e.Scheme,
+	}
+	if e.Config, err = e.env.Start(); err != nil {
+		e.startErr = err
+		return
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
+		e.startErr = fmt.Errorf("creating a client: %w", err)
+		return
+	}
+	if e.dir, err = os.MkdirTemp("", "gleaner-testenv-"); err != nil {
+		e.startErr = fmt.Errorf("creating a temporary directory: %w", err)
+		return
+	}
+	e.Kubeconfig = filepath.Join(e.dir, "kubeconfig")
+	e.startErr = e.writeKubeconfig(e.Kubeconfig)
+}
+
+func (e *Env) stop() error {
+	if e.env == nil || e.Config == nil {
+		return nil
+	}
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+	}
+	return e.env.Stop()
+}
+
+// Kubectl returns a command running the kubectl next to kube-apiserver (the same version, so its output is the
+// reference for allocation numbers) against this API server.
+func (e *Env) Kubectl(args ...string) *exec.Cmd {
+	bin := filepath.Join(os.Getenv(AssetsVar), "kubectl")
+	return exec.Command(bin, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+}
+
+// writeKubeconfig writes a kubeconfig for a cluster-admin user of the running API server.
+func (e *Env) writeKubeconfig(path string) error {
+	user, err := e.env.AddUser(envtest.User{Name: "gleaner-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding a kubeconfig user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("rendering the kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
