@@ -81,3 +81,18 @@ func PriorityClassOf(priority *int32) PriorityClass {
 		return PriorityNone
 	}
 }
+
+// QoSClassOf returns the QoS class a pod's labels give it: LabelQoSClass, else LabelQoSClassAlias, else QoSNone. An
+// unrecognised value is QoSNone too.
+func QoSClassOf(pod *corev1.Pod) QoSClass {
+	v, ok := pod.Labels[LabelQoSClass]
+	if !ok {
+		v = pod.Labels[LabelQoSClassAlias]
+	}
+	switch q := QoSClass(v); q {
+	case QoSLSE, QoSLSR, QoSLS, QoSBE, QoSSystem:
+		return q
+	default:
+		return QoSNone
+	}
+}
