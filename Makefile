@@ -21,7 +21,7 @@ generate: ## Regenerate deepcopy functions and CRD manifests from the API types.
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are not what `make generate` writes.
-	@sum() { find api config/crd -type f | sort | xargs md5sum; }; \
+	@sum() { find api config/crd $(wildcard config/rbac) -type f | sort | xargs md5sum; }; \
 	before=$$(sum); $(MAKE) --no-print-directory generate >/dev/null; after=$$(sum); \
 	if [[ "$$before" != "$$after" ]]; then \
 	  diff <(echo "$$before") <(echo "$$after") || true; \

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -18,16 +19,25 @@ type Controller interface {
 	SetupWithManager(mgr ctrl.Manager) error
 }
 
+// Deps are what the controllers share, built once by New. Constructors only keep what they are given: they run
+// for flag validation too, with zero Deps.
+type Deps struct {
+	// Options are the manager's options.
+	Options *Options
+	// Clock is the time source of every controller; tests pass a fake one.
+	Clock clock.WithTicker
+}
+
 // controllers returns every controller gleaner-manager has, in the order they are set up. Adding a controller is
 // one line here.
-func controllers() []Controller {
+func controllers(d Deps) []Controller {
 	return []Controller{}
 }
 
 // controllerNames lists the names of all controllers, for flag validation.
 func controllerNames() []string {
 	var names []string
-	for _, c := range controllers() {
+	for _, c := range controllers(Deps{}) {
 		names = append(names, c.Name())
 	}
 	return names

@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -104,7 +105,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr)); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	for _, c := range controllers() {
+	for _, c := range controllers(Deps{Options: opts, Clock: clock.RealClock{}}) {
 		if !enabled(opts.Controllers, c.Name()) {
 			continue
 		}
