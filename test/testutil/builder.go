@@ -1,0 +1,195 @@
+// Package testutil has small builders for the objects tests create, so a test states only what matters to it:
+//
+//	pod := testutil.Pod("web").Node("n1").Requests("cpu", "250m").Limits("memory", "128Mi").Obj()
+//	node := testutil.Node("n1").Allocatable("cpu", "4", "memory", "8Gi").Obj()
+//
+// Quantities are strings parsed with resource.MustParse; a bad one is a programmer's error and panics.
+package testutil
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodBuilder builds a Pod. Its zero-argument methods act on the last container added (a container "c0" is added
+// when the pod has none).
+type PodBuilder struct {
+	pod  *corev1.Pod
+	last *corev1.Container
+}
+
+// Pod starts a pod in namespace "default", phase Running, with no containers yet.
+func Pod(name string) *PodBuilder {
+	return &PodBuilder{pod: &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}}
+}
+
+// Namespace sets the namespace.
+func (b *PodBuilder) Namespace(ns string) *PodBuilder { b.pod.Namespace = ns; return b }
+
+// UID sets the UID.
+func (b *PodBuilder) UID(uid string) *PodBuilder { b.pod.UID = types.UID(uid); return b }
+
+// Node binds the pod to a node.
+func (b *PodBuilder) Node(name string) *PodBuilder { b.pod.Spec.NodeName = name; return b }
+
+// Phase sets status.phase.
+func (b *PodBuilder) Phase(p corev1.PodPhase) *PodBuilder { b.pod.Status.Phase = p; return b }
+
+// Priority sets spec.priority.
+func (b *PodBuilder) Priority(p int32) *PodBuilder { b.pod.Spec.Priority = &p; return b }
+
+// Label adds a label.
+func (b *PodBuilder) Label(k, v string) *PodBuilder {
+	if b.pod.Labels == nil {
+		b.pod.Labels = map[string]string{}
+	}
+	b.pod.Labels[k] = v
+	return b
+}
+
+// Terminating sets a deletion timestamp.
+func (b *PodBuilder) Terminating() *PodBuilder {
+	now := metav1.Now()
+	b.pod.DeletionTimestamp = &now
+	return b
+}
+
+// Container adds a container and makes it the one Requests and Limits act on.
+func (b *PodBuilder) Container(name string) *PodBuilder {
+	b.pod.Spec.Containers = append(b.pod.Spec.Containers, corev1.Container{Name: name, Image: "pause"})
+	b.last = &b.pod.Spec.Containers[len(b.pod.Spec.Containers)-1]
+	return b
+}
+
+// InitContainer adds an init container and makes it current; restartable makes it a sidecar
+// (restartPolicy: Always).
+func (b *PodBuilder) InitContainer(name string, restartable bool) *PodBuilder {
+	c := corev1.Container{Name: name, Image: "pause"}
+	if restartable {
+		always := corev1.ContainerRestartPolicyAlways
+		c.RestartPolicy = &always
+	}
+	b.pod.Spec.InitContainers = append(b.pod.Spec.InitContainers, c)
+	b.last = &b.pod.Spec.InitContainers[len(b.pod.Spec.InitContainers)-1]
+	return b
+}
+
+// Requests sets requests of the current container from name/quantity pairs.
+func (b *PodBuilder) Requests(pairs ...string) *PodBuilder {
+	c := b.current()
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+	}
+	setPairs(c.Resources.Requests, pairs)
+	return b
+}
+
+// Limits sets limits of the current container from name/quantity pairs.
+func (b *PodBuilder) Limits(pairs ...string) *PodBuilder {
+	c := b.current()
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	setPairs(c.Resources.Limits, pairs)
+	return b
+}
+
+// PodRequests sets pod-level requests (spec.resources.requests).
+func (b *PodBuilder) PodRequests(pairs ...string) *PodBuilder {
+	if b.pod.Spec.Resources == nil {
+		b.pod.Spec.Resources = &corev1.ResourceRequirements{}
+	}
+	if b.pod.Spec.Resources.Requests == nil {
+		b.pod.Spec.Resources.Requests = corev1.ResourceList{}
+	}
+	setPairs(b.pod.Spec.Resources.Requests, pairs)
+	return b
+}
+
+// PodLimits sets pod-level limits (spec.resources.limits).
+func (b *PodBuilder) PodLimits(pairs ...string) *PodBuilder {
+	if b.pod.Spec.Resources == nil {
+		b.pod.Spec.Resources = &corev1.ResourceRequirements{}
+	}
+	if b.pod.Spec.Resources.Limits == nil {
+		b.pod.Spec.Resources.Limits = corev1.ResourceList{}
+	}
+	setPairs(b.pod.Spec.Resources.Limits, pairs)
+	return b
+}
+
+// Overhead sets spec.overhead.
+func (b *PodBuilder) Overhead(pairs ...string) *PodBuilder {
+	if b.pod.Spec.Overhead == nil {
+		b.pod.Spec.Overhead = corev1.ResourceList{}
+	}
+	setPairs(b.pod.Spec.Overhead, pairs)
+	return b
+}
+
+// Obj returns the pod.
+func (b *PodBuilder) Obj() *corev1.Pod { return b.pod }
+
+func (b *PodBuilder) current() *corev1.Container {
+	if b.last == nil {
+		b.Container("c0")
+	}
+	return b.last
+}
+
+// NodeBuilder builds a Node.
+type NodeBuilder struct{ node *corev1.Node }
+
+// Node starts a Ready node.
+func Node(name string) *NodeBuilder {
+	return &NodeBuilder{node: &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+		}},
+	}}
+}
+
+// Label adds a label.
+func (b *NodeBuilder) Label(k, v string) *NodeBuilder {
+	if b.node.Labels == nil {
+		b.node.Labels = map[string]string{}
+	}
+	b.node.Labels[k] = v
+	return b
+}
+
+// Capacity sets status.capacity from name/quantity pairs.
+func (b *NodeBuilder) Capacity(pairs ...string) *NodeBuilder {
+	if b.node.Status.Capacity == nil {
+		b.node.Status.Capacity = corev1.ResourceList{}
+	}
+	setPairs(b.node.Status.Capacity, pairs)
+	return b
+}
+
+// Allocatable sets status.allocatable from name/quantity pairs.
+func (b *NodeBuilder) Allocatable(pairs ...string) *NodeBuilder {
+	if b.node.Status.Allocatable == nil {
+		b.node.Status.Allocatable = corev1.ResourceList{}
+	}
+	setPairs(b.node.Status.Allocatable, pairs)
+	return b
+}
+
+// Obj returns the node.
+func (b *NodeBuilder) Obj() *corev1.Node { return b.node }
+
+func setPairs(list corev1.ResourceList, pairs []string) {
+	if len(pairs)%2 != 0 {
+		panic("testutil: resource pairs must be name, quantity, name, quantity, ...")
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		list[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+}

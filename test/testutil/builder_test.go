@@ -1,0 +1,34 @@
+package testutil
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestPodBuilder(t *testing.T) {
+	pod := Pod("p").Node("n").Priority(5500).
+		InitContainer("init", false).Requests("cpu", "1").
+		Container("app").Requests("cpu", "250m", "memory", "64Mi").Limits("memory", "128Mi").
+		Overhead("cpu", "10m").Obj()
+	if pod.Spec.NodeName != "n" || *pod.Spec.Priority != 5500 {
+		t.Fatalf("node/priority not set: %+v", pod.Spec)
+	}
+	if got := pod.Spec.InitContainers[0].Resources.Requests.Cpu().String(); got != "1" {
+		t.Errorf("init container cpu request = %s, want 1", got)
+	}
+	app := pod.Spec.Containers[0]
+	if app.Resources.Requests.Cpu().MilliValue() != 250 || app.Resources.Limits.Memory().Value() != 128<<20 {
+		t.Errorf("app resources = %+v", app.Resources)
+	}
+	if pod.Spec.Overhead.Cpu().MilliValue() != 10 {
+		t.Errorf("overhead = %v", pod.Spec.Overhead)
+	}
+	// Requests with no container added first creates c0.
+	if p := Pod("q").Requests("cpu", "1").Obj(); len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Name != "c0" {
+		t.Errorf("implicit container: %+v", p.Spec.Containers)
+	}
+	if p := Pod("r").InitContainer("side", true).Obj(); *p.Spec.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Error("sidecar restart policy not set")
+	}
+}
