@@ -1,0 +1,159 @@
+package cgroup
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/qos"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+// Driver is the kubelet's cgroup driver, which decides how it names cgroup directories.
+type Driver string
+
+// The cgroup drivers.
+const (
+	// Systemd names directories as systemd units: kubepods.slice/kubepods-burstable.slice/
+	// kubepods-burstable-pod<uid with _>.slice/<runtime>-<id>.scope.
+	Systemd Driver = "systemd"
+	// Cgroupfs names them as plain paths: kubepods/burstable/pod<uid>/<id>.
+	Cgroupfs Driver = "cgroupfs"
+)
+
+// DetectDriver tells the kubelet's cgroup driver from the kubepods directory it created under parent: the
+// hierarchy root on v2, the cpu subsystem on v1. kubepods.slice means Systemd, kubepods Cgroupfs; neither (no
+// kubelet has run here yet, or parent is wrong) is an error that says so.
+func DetectDriver(root string, v Version, parent string) (Driver, error) {
+	base := path.Join(root, parent)
+	if v == V1 {
+		base = path.Join(root, "cpu", parent)
+	}
+	switch {
+	case exists(path.Join(base, "kubepods.slice")):
+		return Systemd, nil
+	case exists(path.Join(base, "kubepods")):
+		return Cgroupfs, nil
+	}
+	return "", fmt.Errorf("detecting the cgroup driver: neither kubepods.slice nor kubepods exists in %s (is the kubelet running, and is its --cgroup-root %q?); set the driver explicitly", base, "/"+parent)
+}
+
+// Layout formats the cgroup directories the kubelet creates, relative to the hierarchy root, for a driver.
+type Layout struct {
+	// Driver is the kubelet's cgroup driver.
+	Driver Driver
+	// Parent is the kubelet's --cgroup-root relative to the hierarchy root, "" for the default "/". It is also the
+	// directory host applications' CgroupRoot base points at. Tests point it at a private directory.
+	Parent string
+}
+
+// Kubepods is the directory holding every pod: kubepods.slice (systemd) or kubepods (cgroupfs).
+func (l Layout) Kubepods() string {
+	if l.Driver == Systemd {
+		return path.Join(l.Parent, "kubepods.slice")
+	}
+	return path.Join(l.Parent, "kubepods")
+}
+
+// QoSDir is the directory of a Kubernetes QoS class: Kubepods itself for Guaranteed, a burstable or besteffort
+// child for the others.
+func (l Layout) QoSDir(c corev1.PodQOSClass) string {
+	var class string
+	switch c {
+	case corev1.PodQOSBurstable:
+		class = "burstable"
+	case corev1.PodQOSBestEffort:
+		class = "besteffort"
+	default:
+		return l.Kubepods()
+	}
+	if l.Driver == Systemd {
+		return path.Join(l.Kubepods(), "kubepods-"+class+".slice")
+	}
+	return path.Join(l.Kubepods(), class)
+}
+
+// PodDir is the directory of a pod, from its Kubernetes QoS class (status.qosClass, else computed from its
+// resources) and UID.
+func (l Layout) PodDir(pod *corev1.Pod) string { return l.PodDirOf(qos.GetPodQOS(pod), pod.UID) }
+
+// PodDirOf is the directory of the pod with QoS class c and UID uid.
+func (l Layout) PodDirOf(c corev1.PodQOSClass, uid types.UID) string {
+	if l.Driver != Systemd {
+		return path.Join(l.QoSDir(c), "pod"+string(uid))
+	}
+	// systemd: the slice name repeats its parents' names, and "-" separates levels, so the UID's dashes become "_".
+	prefix := "kubepods-"
+	switch c {
+	case corev1.PodQOSBurstable:
+		prefix = "kubepods-burstable-"
+	case corev1.PodQOSBestEffort:
+		prefix = "kubepods-besteffort-"
+	}
+	return path.Join(l.QoSDir(c), prefix+"pod"+strings.ReplaceAll(string(uid), "-", "_")+".slice")
+}
+
+// ContainerDir is the directory of a container in podDir, from its status containerID ("<runtime>://<id>").
+// The runtime decides the name: containerd and docker use the bare ID with cgroupfs and cri-containerd-<id>.scope /
+// docker-<id>.scope with systemd; CRI-O uses crio-<id> and crio-<id>.scope. An empty or unknown ID is an error
+// (the container has not started, or a runtime this agent does not know).
+func (l Layout) ContainerDir(podDir, containerID string) (string, error) {
+	runtime, id, ok := strings.Cut(containerID, "://")
+	if !ok || id == "" {
+		return "", fmt.Errorf("container ID %q is not <runtime>://<id>", containerID)
+	}
+	var prefix string
+	switch runtime {
+	case "containerd":
+		prefix = "cri-containerd-"
+	case "cri-o":
+		prefix = "crio-"
+	case "docker":
+		prefix = "docker-"
+	default:
+		return "", fmt.Errorf("container ID %q: unknown runtime %q (known: containerd, cri-o, docker)", containerID, runtime)
+	}
+	switch {
+	case l.Driver == Systemd:
+		return path.Join(podDir, prefix+id+".scope"), nil
+	case runtime == "cri-o":
+		return path.Join(podDir, prefix+id), nil
+	default:
+		return path.Join(podDir, id), nil
+	}
+}
+
+// HostAppDir is the directory of a host application: ${base}/${parentDir}/${relativePath}, where base is
+// Parent (CgroupRoot, the default), Kubepods, or the burstable or besteffort QoS directory; parentDir defaults to
+// host-latency-sensitive/ (host-best-effort/ for BE applications) and relativePath to the application's name.
+func (l Layout) HostAppDir(app slov1alpha1.HostApplicationSpec) string {
+	var cp slov1alpha1.CgroupPath
+	if app.CgroupPath != nil {
+		cp = *app.CgroupPath
+	}
+	base := l.Parent
+	switch cp.Base {
+	case slov1alpha1.CgroupBaseKubepods:
+		base = l.Kubepods()
+	case slov1alpha1.CgroupBaseKubepodsBurstable:
+		base = l.QoSDir(corev1.PodQOSBurstable)
+	case slov1alpha1.CgroupBaseKubepodsBesteffort:
+		base = l.QoSDir(corev1.PodQOSBestEffort)
+	}
+	parent := cp.ParentDir
+	if parent == "" {
+		parent = "host-latency-sensitive"
+		if app.QoS == slov1alpha1.QoSBE {
+			parent = "host-best-effort"
+		}
+	}
+	rel := cp.RelativePath
+	if rel == "" {
+		rel = app.Name
+	}
+	// path.Join cleans "..": a host application cannot point outside the cgroup root it is given.
+	return strings.TrimPrefix(path.Join("/", base, parent, rel), "/")
+}

@@ -1,0 +1,13 @@
+// Package system is gleaner-agent's access to the host: everything it reads from /proc, /sys and the cgroup
+// filesystem goes through one of its sub-packages, each rooted at a directory the caller passes in (the host's
+// paths in production, a fixture tree under testdata/ or t.TempDir() in tests). Nothing here keeps a path in a
+// package-level variable.
+//
+//   - proc: node CPU time, memory and pressure stall information from /proc (through github.com/prometheus/procfs).
+//   - topology: CPUs, cores, sockets and NUMA nodes with their memory, from /sys.
+//   - cgroup: the cgroup version and the kubelet's cgroup driver, the directories the kubelet creates for QoS
+//     classes, pods and containers, and a reader/writer over the cgroup files the agent uses, the same API on
+//     cgroup v1 and v2.
+//
+// This package itself holds what they share: ErrUnsupported.
+package system
