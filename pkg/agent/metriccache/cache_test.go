@@ -317,4 +317,3 @@ func seq(from, to int) []int {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
