@@ -43,6 +43,13 @@ func (b *PodBuilder) Phase(p corev1.PodPhase) *PodBuilder { b.pod.Status.Phase =
 // Priority sets spec.priority.
 func (b *PodBuilder) Priority(p int32) *PodBuilder { b.pod.Spec.Priority = &p; return b }
 
+// PriorityClassName sets spec.priorityClassName; the API server's priority admission then fills spec.priority
+// from the PriorityClass, so a pod created through the API names a class instead of calling Priority.
+func (b *PodBuilder) PriorityClassName(name string) *PodBuilder {
+	b.pod.Spec.PriorityClassName = name
+	return b
+}
+
 // Label adds a label.
 func (b *PodBuilder) Label(k, v string) *PodBuilder {
 	if b.pod.Labels == nil {
