@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // PodBuilder builds a Pod. Its zero-argument methods act on the last container added (a container "c0" is added
@@ -136,6 +137,24 @@ func (b *PodBuilder) Overhead(pairs ...string) *PodBuilder {
 		b.pod.Spec.Overhead = corev1.ResourceList{}
 	}
 	setPairs(b.pod.Spec.Overhead, pairs)
+	return b
+}
+
+// Running reports the current container as running in the pod's status, with the container ID the runtime gave it
+// ("containerd://<id>", "cri-o://<id>", "docker://<id>"), as the kubelet does.
+func (b *PodBuilder) Running(containerID string) *PodBuilder {
+	c := b.current()
+	st := corev1.ContainerStatus{
+		Name: c.Name, ContainerID: containerID, Ready: true, Started: ptr.To(true),
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+	}
+	for i := range b.pod.Spec.InitContainers {
+		if &b.pod.Spec.InitContainers[i] == c {
+			b.pod.Status.InitContainerStatuses = append(b.pod.Status.InitContainerStatuses, st)
+			return b
+		}
+	}
+	b.pod.Status.ContainerStatuses = append(b.pod.Status.ContainerStatuses, st)
 	return b
 }
 

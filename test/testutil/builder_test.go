@@ -32,3 +32,13 @@ func TestPodBuilder(t *testing.T) {
 		t.Error("sidecar restart policy not set")
 	}
 }
+
+func TestPodBuilderRunning(t *testing.T) {
+	pod := Pod("p").InitContainer("sidecar", true).Running("containerd://s").Container("app").Running("containerd://a").Obj()
+	if len(pod.Status.InitContainerStatuses) != 1 || pod.Status.InitContainerStatuses[0].ContainerID != "containerd://s" {
+		t.Errorf("init statuses = %+v", pod.Status.InitContainerStatuses)
+	}
+	if len(pod.Status.ContainerStatuses) != 1 || pod.Status.ContainerStatuses[0].Name != "app" || pod.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("statuses = %+v", pod.Status.ContainerStatuses)
+	}
+}

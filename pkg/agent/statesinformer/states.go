@@ -30,7 +30,8 @@ type States interface {
 	// RegisterCallback calls fn after state of the given kind changed. Callbacks run on one goroutine, one at a
 	// time, in registration order, after the change is visible through the getters; changes that arrive while
 	// callbacks run are coalesced into one more call, so a callback is a signal to re-read, not an event log. A
-	// callback must return quickly. Register before the informer starts; name identifies the callback in logs.
+	// callback must return quickly. A callback registered while the informer runs sees the changes from then on; name
+	// identifies the callback in logs.
 	RegisterCallback(kind Kind, name string, fn func(Kind))
 }
 

@@ -128,7 +128,7 @@ func (f *FS) Pressure(r system.PSIResource) (procfs.PSIStats, error) {
 	s, err := guard(func() (procfs.PSIStats, error) { return f.fs.PSIStatsForResource(string(r)) })
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) {
-			return procfs.PSIStats{}, fmt.Errorf("reading %s/pressure/%s: %w: %w", f.root, r, system.ErrUnsupported, err)
+			return procfs.PSIStats{}, fmt.Errorf("reading %s/pressure/%s: %w (%s)", f.root, r, system.ErrUnsupported, err.Error())
 		}
 		return procfs.PSIStats{}, fmt.Errorf("reading %s/pressure/%s: %w", f.root, r, err)
 	}

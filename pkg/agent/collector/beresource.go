@@ -1,0 +1,91 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
+)
+
+// BEResourceName is the name of the best-effort resource collector.
+const BEResourceName = "beresource"
+
+// beResource samples what best-effort pods may use, request and use of CPU: the real limit of the besteffort QoS
+// cgroup (the smaller of its CFS quota and its cpuset, else the node's CPUs), the sum of the CPU requests of pods
+// of QoS class BE, and the besteffort cgroup's CPU usage. CPU suppression and eviction read them.
+type beResource struct {
+	d   Deps
+	cpu *rates[struct{}]
+}
+
+// NewBEResource returns the best-effort resource collector.
+func NewBEResource(d Deps) Collector { return &beResource{d: d, cpu: newRates[struct{}]()} }
+
+func (b *beResource) Collect(ctx context.Context) error {
+	now := b.d.Clock.Now()
+	dir := b.d.Layout.QoSDir(corev1.PodQOSBestEffort)
+	var samples []metriccache.Sample
+	limit, limitErr := b.realLimit(dir)
+	if limitErr == nil {
+		samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURealLimit), Value: limit})
+	}
+	samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURequest), Value: b.requests()})
+	usage, usageErr := b.d.Cgroups.CPUUsage(dir)
+	if usageErr == nil {
+		if cores, ok := b.cpu.rate(struct{}{}, usage, now); ok {
+			samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPUUsage), Value: cores})
+		}
+	}
+	b.d.Cache.Append(now, samples...)
+	return errors.Join(limitErr, usageErr)
+}
+
+// realLimit is min(quota, cpuset size) of the besteffort cgroup, in cores; the node's CPUs when neither limits it.
+func (b *beResource) realLimit(dir string) (float64, error) {
+	limit := -1.0
+	q, err := b.d.Cgroups.CPUQuota(dir)
+	if err != nil {
+		return 0, fmt.Errorf("reading the best-effort CPU quota: %w", err)
+	}
+	if !q.Unlimited() {
+		limit = q.Cores()
+	}
+	if cpus, err := b.d.Cgroups.CPUSet(dir); err == nil && cpus.Size() > 0 {
+		if n := float64(cpus.Size()); limit < 0 || n < limit {
+			limit = n
+		}
+	}
+	if limit >= 0 {
+		return limit, nil
+	}
+	if v, ok := b.d.Cache.Info(metriccache.InfoNodeTopology); ok {
+		if t, ok := v.(*topology.Topology); ok {
+			return float64(t.NumCPUs()), nil
+		}
+	}
+	return 0, fmt.Errorf("reading the best-effort CPU limit: neither quota nor cpuset limits %s and the node's CPU count is not known yet", dir)
+}
+
+// requests sums the CPU requests of BE pods: their batch-cpu requests (millicores), or plain cpu requests for BE
+// pods that request none, in cores.
+func (b *beResource) requests() float64 {
+	var milli int64
+	for _, m := range b.d.States.GetAllPods() {
+		if m.QoS != slov1alpha1.QoSBE {
+			continue
+		}
+		req := resourcehelper.PodRequests(m.Pod, resourcehelper.PodResourcesOptions{})
+		if q, ok := req[slov1alpha1.BatchCPU]; ok {
+			milli += q.Value()
+		} else {
+			milli += req.Cpu().MilliValue()
+		}
+	}
+	return float64(milli) / 1000
+}

@@ -1,0 +1,76 @@
+package collector
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+)
+
+// Collector takes one kind of measurement and writes it into the metric cache.
+type Collector interface {
+	// Collect takes one round of samples. The Runner calls it at start and then every interval, from one
+	// goroutine, never concurrently with itself. Rates need two rounds: the first round of a rate only remembers
+	// the counters. An error says what went wrong this round: an error wrapping system.ErrUnsupported means the
+	// host lacks what the collector reads (logged once, not retried faster); other errors are logged, rate-limited.
+	// A collector that measures many pods returns an error when some failed, after writing the others.
+	Collect(ctx context.Context) error
+}
+
+// Deps are what collectors read from and write to.
+type Deps struct {
+	// Proc reads the node's /proc.
+	Proc *proc.FS
+	// SysRoot is the node's /sys.
+	SysRoot string
+	// Cgroups reads cgroup files.
+	Cgroups cgroup.Reader
+	// CgroupVersion is the host's cgroup version.
+	CgroupVersion cgroup.Version
+	// Layout finds the kubelet's cgroup directories.
+	Layout cgroup.Layout
+	// States is the node's pods and NodeSLO.
+	States statesinformer.States
+	// Cache receives the samples.
+	Cache metriccache.Cache
+	// Clock stamps samples and measures the time between counter reads.
+	Clock clock.PassiveClock
+	// Metrics receives the node and pod usage gauges.
+	Metrics *metrics.Metrics
+	// Interval is how often the collector runs (set per collector by the Runner).
+	Interval time.Duration
+}
+
+// Factory describes one collector.
+type Factory struct {
+	// Name is the collector's name in flags, logs and metrics.
+	Name string
+	// Interval is how often it runs unless --collector-intervals says otherwise.
+	Interval time.Duration
+	// Default says whether "*" in --collectors turns it on.
+	Default bool
+	// New builds the collector.
+	New func(Deps) Collector
+}
+
+// Registry returns every collector, in the order the Runner runs them in one cycle. Adding a collector is one line
+// here. Node and pod collectors come before the system collector, which subtracts their samples.
+func Registry() []Factory {
+	return []Factory{
+		{Name: NodeInfoName, Interval: time.Minute, Default: true, New: NewNodeInfo},
+		{Name: NodeResourceName, Interval: time.Second, Default: true, New: NewNodeResource},
+		{Name: PodResourceName, Interval: time.Second, Default: true, New: NewPodResource},
+		{Name: HostApplicationName, Interval: time.Second, Default: true, New: NewHostApplication},
+		{Name: SystemResourceName, Interval: time.Second, Default: true, New: NewSystemResource},
+		{Name: BEResourceName, Interval: time.Second, Default: true, New: NewBEResource},
+		{Name: PodThrottledName, Interval: time.Second, Default: true, New: NewPodThrottled},
+		{Name: PageCacheName, Interval: 5 * time.Second, Default: true, New: NewPageCache},
+		{Name: PSIName, Interval: 5 * time.Second, Default: true, New: NewPSI},
+	}
+}

@@ -1,0 +1,107 @@
+package collector
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+)
+
+// PodResourceName is the name of the pod resource collector.
+const PodResourceName = "podresource"
+
+// podResource samples every pod's and container's CPU (cgroup CPU time over wall time) and memory (anonymous +
+// unevictable, without page cache) from their cgroups.
+type podResource struct {
+	d     Deps
+	pods  *rates[types.UID]
+	ctrs  *rates[containerKey]
+	names map[types.UID][2]string // namespace, name of pods with usage gauges
+}
+
+type containerKey struct {
+	pod  types.UID
+	name string
+}
+
+// NewPodResource returns the pod resource collector.
+func NewPodResource(d Deps) Collector {
+	return &podResource{d: d, pods: newRates[types.UID](), ctrs: newRates[containerKey](), names: map[types.UID][2]string{}}
+}
+
+func (p *podResource) Collect(ctx context.Context) error {
+	pods := p.d.States.GetAllPods()
+	now := p.d.Clock.Now()
+	samples := make([]metriccache.Sample, 0, 4*len(pods))
+	fail := failures{what: "reading pod cgroups"}
+	alive := make(map[types.UID]bool, len(pods))
+	for _, m := range pods {
+		pod := m.Pod
+		uid := string(pod.UID)
+		alive[pod.UID] = true
+		dir := p.d.Layout.PodDir(pod)
+		usage, err := p.d.Cgroups.CPUUsage(dir)
+		if err != nil {
+			fail.add(m.Key(), err)
+			continue
+		}
+		mem, err := p.d.Cgroups.MemoryStat(dir)
+		if err != nil {
+			fail.add(m.Key(), err)
+			continue
+		}
+		memUsage := float64(mem.Usage())
+		samples = append(samples, metriccache.Sample{Key: metriccache.PodKey(metriccache.PodMemoryUsage, uid), Value: memUsage})
+		p.d.Metrics.PodMemoryUsage.WithLabelValues(pod.Namespace, pod.Name).Set(memUsage)
+		p.names[pod.UID] = [2]string{pod.Namespace, pod.Name}
+		if cores, ok := p.pods.rate(pod.UID, usage, now); ok {
+			samples = append(samples, metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, uid), Value: cores})
+			p.d.Metrics.PodCPUUsage.WithLabelValues(pod.Namespace, pod.Name).Set(cores)
+		}
+		samples = p.containers(samples, pod, dir, now, &fail)
+	}
+	p.d.Cache.Append(now, samples...)
+	p.pods.retain()
+	p.ctrs.retain()
+	for uid, n := range p.names {
+		if !alive[uid] {
+			p.d.Metrics.DeletePod(n[0], n[1])
+			delete(p.names, uid)
+		}
+	}
+	return fail.err(len(pods))
+}
+
+// containers appends the samples of pod's running containers (sidecars included).
+func (p *podResource) containers(samples []metriccache.Sample, pod *corev1.Pod, podDir string, now time.Time, fail *failures) []metriccache.Sample {
+	uid := string(pod.UID)
+	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if s.ContainerID == "" || s.State.Running == nil {
+			continue
+		}
+		dir, err := p.d.Layout.ContainerDir(podDir, s.ContainerID)
+		if err != nil {
+			fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
+			continue
+		}
+		usage, err := p.d.Cgroups.CPUUsage(dir)
+		if err != nil {
+			fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
+			continue
+		}
+		mem, err := p.d.Cgroups.MemoryStat(dir)
+		if err != nil {
+			fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
+			continue
+		}
+		samples = append(samples, metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerMemoryUsage, uid, s.Name), Value: float64(mem.Usage())})
+		if cores, ok := p.ctrs.rate(containerKey{pod.UID, s.Name}, usage, now); ok {
+			samples = append(samples, metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerCPUUsage, uid, s.Name), Value: cores})
+		}
+	}
+	return samples
+}

@@ -1,0 +1,90 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+)
+
+// PSIName is the name of the pressure stall information collector.
+const PSIName = "psi"
+
+// psi samples the share of time tasks stalled on CPU, memory and I/O ("some": at least one task; "full": all
+// non-idle tasks), from the growth of the stall totals between rounds: the node's from /proc/pressure, each pod's
+// from its cgroup on cgroup v2 (cgroup v1 has no per-cgroup pressure; the collector says so once and measures the
+// node only).
+type psi struct {
+	d         Deps
+	stall     *rates[string]
+	v1Noticed bool
+}
+
+// NewPSI returns the pressure collector.
+func NewPSI(d Deps) Collector { return &psi{d: d, stall: newRates[string]()} }
+
+func (p *psi) Collect(ctx context.Context) error {
+	now := p.d.Clock.Now()
+	var samples []metriccache.Sample
+	var errs []error
+	for _, r := range system.PSIResources() {
+		s, err := p.d.Proc.Pressure(r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		samples = p.add(samples, "", r, s, now)
+	}
+	pods := p.d.States.GetAllPods()
+	if p.d.CgroupVersion == cgroup.V2 {
+		fail := failures{what: "reading pod pressure"}
+		for _, m := range pods {
+			dir := p.d.Layout.PodDir(m.Pod)
+			for _, r := range system.PSIResources() {
+				s, err := p.d.Cgroups.Pressure(dir, r)
+				if err != nil {
+					fail.add(m.Key(), err)
+					break
+				}
+				samples = p.add(samples, string(m.Pod.UID), r, s, now)
+			}
+		}
+		errs = append(errs, fail.err(len(pods)))
+	} else if !p.v1Noticed {
+		p.v1Noticed = true
+		errs = append(errs, fmt.Errorf("per-pod pressure needs cgroup v2, measuring the node only: %w", system.ErrUnsupported))
+	}
+	p.d.Cache.Append(now, samples...)
+	p.stall.retain()
+	return errors.Join(errs...)
+}
+
+// add appends the stall shares of one pressure reading ("" pod = the node).
+func (p *psi) add(samples []metriccache.Sample, pod string, r system.PSIResource, s procfs.PSIStats, now time.Time) []metriccache.Sample {
+	lines := []struct {
+		kind string
+		line *procfs.PSILine
+	}{{"some", s.Some}, {"full", s.Full}}
+	for _, l := range lines {
+		if l.line == nil {
+			continue
+		}
+		name := string(r) + "/" + l.kind
+		share, ok := p.stall.rate(pod+"/"+name, time.Duration(l.line.Total)*time.Microsecond, now)
+		if !ok {
+			continue
+		}
+		key := metriccache.NamedKey(metriccache.NodePressure, name)
+		if pod != "" {
+			key = metriccache.PodNamedKey(metriccache.PodPressure, pod, name)
+		}
+		samples = append(samples, metriccache.Sample{Key: key, Value: min(share, 1)})
+	}
+	return samples
+}

@@ -1,0 +1,106 @@
+// Package metrics holds gleaner-agent's Prometheus metrics: one registry per agent (no global state), with the
+// collectors' duration and outcome, the node's and pods' usage gauges, the metric cache's size and the NodeMetric
+// reports. Every metric is prefixed gleaner_agent_.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Results of a collector run, the result label of gleaner_agent_collector_runs_total.
+const (
+	ResultSuccess     = "success"
+	ResultError       = "error"
+	ResultUnsupported = "unsupported"
+)
+
+// Results of a NodeMetric report, the result label of gleaner_agent_nodemetric_reports_total.
+const (
+	ReportWritten   = "written"
+	ReportUnchanged = "unchanged"
+	ReportNotReady  = "not_ready"
+	ReportNoObject  = "no_nodemetric"
+	ReportError     = "error"
+)
+
+// Metrics are the agent's metrics, registered in Registry.
+type Metrics struct {
+	// Registry holds every metric below plus the Go runtime and process collectors.
+	Registry *prometheus.Registry
+	// CollectorDuration is how long one run of a collector took, by collector.
+	CollectorDuration *prometheus.HistogramVec
+	// CollectorRuns counts collector runs by collector and result (success, error, unsupported).
+	CollectorRuns *prometheus.CounterVec
+	// NodeCPUUsage is the node's CPU usage, cores, from the last sample.
+	NodeCPUUsage prometheus.Gauge
+	// NodeMemoryUsage is the node's memory usage without page cache, bytes, from the last sample.
+	NodeMemoryUsage prometheus.Gauge
+	// PodCPUUsage is each pod's CPU usage, cores, by namespace and pod.
+	PodCPUUsage *prometheus.GaugeVec
+	// PodMemoryUsage is each pod's memory usage without page cache, bytes, by namespace and pod.
+	PodMemoryUsage *prometheus.GaugeVec
+	// Reports counts NodeMetric reports by result.
+	Reports *prometheus.CounterVec
+}
+
+// New returns the metrics in a fresh registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		CollectorDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gleaner_agent_collector_duration_seconds",
+			Help:    "Duration of one run of a collector.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 8), // 100us .. 1.6s
+		}, []string{"collector"}),
+		CollectorRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gleaner_agent_collector_runs_total",
+			Help: "Runs of a collector by result: success, error (the run failed, or some pods did) or unsupported (the host lacks what it reads).",
+		}, []string{"collector", "result"}),
+		NodeCPUUsage: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gleaner_agent_node_cpu_usage_cores",
+			Help: "CPU the node uses (user+nice+system+irq+softirq of /proc/stat), in cores, at the last sample.",
+		}),
+		NodeMemoryUsage: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gleaner_agent_node_memory_usage_bytes",
+			Help: "Memory the node uses (MemTotal - MemAvailable), at the last sample.",
+		}),
+		PodCPUUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gleaner_agent_pod_cpu_usage_cores",
+			Help: "CPU a pod uses, in cores, at the last sample.",
+		}, []string{"namespace", "pod"}),
+		PodMemoryUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gleaner_agent_pod_memory_usage_bytes",
+			Help: "Memory a pod uses without page cache, at the last sample.",
+		}, []string{"namespace", "pod"}),
+		Reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gleaner_agent_nodemetric_reports_total",
+			Help: "NodeMetric status reports by result: written, unchanged (nothing to send), not_ready (too little data), no_nodemetric, error.",
+		}, []string{"result"}),
+	}
+	m.Registry.MustRegister(
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUUsage, m.PodMemoryUsage, m.Reports,
+	)
+	return m
+}
+
+// RegisterCacheSize adds gauges of the metric cache's size, read from stats at every scrape.
+func (m *Metrics) RegisterCacheSize(stats func() (series int, bytes int64)) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gleaner_agent_metric_cache_series",
+			Help: "Series in the metric cache.",
+		}, func() float64 { s, _ := stats(); return float64(s) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gleaner_agent_metric_cache_bytes",
+			Help: "Memory the metric cache's series take (fixed per series).",
+		}, func() float64 { _, b := stats(); return float64(b) }),
+	)
+}
+
+// DeletePod removes a pod's usage gauges.
+func (m *Metrics) DeletePod(namespace, name string) {
+	m.PodCPUUsage.DeleteLabelValues(namespace, name)
+	m.PodMemoryUsage.DeleteLabelValues(namespace, name)
+}

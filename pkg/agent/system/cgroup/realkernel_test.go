@@ -1,0 +1,90 @@
+package cgroup_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/utils/cpuset"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/cgrouptest"
+)
+
+// TestRealKernelReadWrite reads and writes every value of the API on a real cgroup v1 group with a process in it.
+func TestRealKernelReadWrite(t *testing.T) {
+	box := cgrouptest.New(t)
+	dir := box.Parent + "/kubepods/burstable/pod0000"
+	box.Mkdir(dir)
+	box.Start(dir, "sleep", "600")
+	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
+
+	if err := fs.SetCPUQuota(dir, cgroup.CPUQuota{Quota: 20 * time.Millisecond, Period: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SetCPUShares(dir, 512); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SetMemoryLimit(dir, 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SetCPUSet(dir, cpuset.New(0)); err != nil {
+		t.Fatal(err)
+	}
+	burstErr := fs.SetCPUBurst(dir, 10*time.Millisecond)
+	if burstErr != nil && !errors.Is(burstErr, system.ErrUnsupported) {
+		t.Fatal(burstErr)
+	}
+	readBack(t, fs, dir, burstErr == nil)
+
+	// Unlimited reads back as such.
+	if err := fs.SetMemoryLimit(dir, -1); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := fs.MemoryLimit(dir); err != nil || l != -1 {
+		t.Errorf("MemoryLimit after removing it = %d, %v; want -1", l, err)
+	}
+	if _, err := fs.Pressure(dir, system.PSICPU); !errors.Is(err, system.ErrUnsupported) {
+		t.Errorf("Pressure on cgroup v1: want ErrUnsupported, got %v", err)
+	}
+	// The kernel refuses a quota below its minimum (1 ms): the write error comes back.
+	if err := fs.SetCPUQuota(dir, cgroup.CPUQuota{Quota: 10 * time.Microsecond, Period: 100 * time.Millisecond}); err == nil {
+		t.Error("the kernel accepted a 10us quota")
+	}
+}
+
+// readBack checks the values TestRealKernelReadWrite wrote.
+func readBack(t *testing.T, fs *cgroup.FS, dir string, burst bool) {
+	t.Helper()
+	q, err := fs.CPUQuota(dir)
+	if err != nil || q.Cores() != 0.4 {
+		t.Errorf("CPUQuota = %+v, %v; want 0.4 cores", q, err)
+	}
+	if s, err := fs.CPUShares(dir); err != nil || s != 512 {
+		t.Errorf("CPUShares = %d, %v", s, err)
+	}
+	if l, err := fs.MemoryLimit(dir); err != nil || l != 256<<20 {
+		t.Errorf("MemoryLimit = %d, %v", l, err)
+	}
+	if c, err := fs.CPUSet(dir); err != nil || c.String() != "0" {
+		t.Errorf("CPUSet = %s, %v", c, err)
+	}
+	if b, err := fs.CPUBurst(dir); burst && (err != nil || b != 10*time.Millisecond) {
+		t.Errorf("CPUBurst = %s, %v", b, err)
+	}
+	if _, err := fs.CPUUsage(dir); err != nil {
+		t.Errorf("CPUUsage: %v", err)
+	}
+	if _, err := fs.CPUStat(dir); err != nil {
+		t.Errorf("CPUStat: %v", err)
+	}
+	// The process's pages are charged as it faults them in after exec.
+	var m cgroup.MemoryStat
+	for deadline := time.Now().Add(5 * time.Second); m.Usage() == 0 && err == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		m, err = fs.MemoryStat(dir)
+	}
+	if err != nil || m.Usage() == 0 {
+		t.Errorf("MemoryStat = %+v, %v; want the sleeping process's memory", m, err)
+	}
+}

@@ -1,0 +1,158 @@
+// Package cgrouptest gives tests a private, kubepods-shaped cgroup v1 hierarchy on the real kernel, with real
+// processes in it, and removes all of it when the test ends (also when it fails).
+//
+// The hierarchy lives under /sys/fs/cgroup/<subsystem>/gleaner-test-<random>/ for the cpu, cpuacct, cpuset and
+// memory subsystems, so it never touches a kubelet's own /kubepods on the same machine. Point the agent's cgroup
+// layout at it with Layout(). Tests skip, saying why, when not root, not on cgroup v1, or when the kernel refuses
+// to create cgroups.
+package cgrouptest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+)
+
+// Root is the cgroup v1 mount point the sandbox lives under.
+const Root = "/sys/fs/cgroup"
+
+// Sandbox is a private cgroup hierarchy.
+type Sandbox struct {
+	t *testing.T
+	// Parent is the sandbox's directory relative to each subsystem root: the kubelet cgroup root to give the agent.
+	Parent string
+}
+
+// New creates the sandbox or skips t.
+func New(t *testing.T) *Sandbox {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("cgrouptest: creating cgroups needs root")
+	}
+	if v, err := cgroup.DetectVersion(Root); err != nil || v != cgroup.V1 {
+		t.Skipf("cgrouptest: this test builds a cgroup v1 hierarchy; %s is %v (%v)", Root, v, err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	s := &Sandbox{t: t, Parent: "gleaner-test-" + hex.EncodeToString(b)}
+	if err := s.mkdir(s.Parent); err != nil {
+		s.remove()
+		t.Skipf("cgrouptest: the kernel refused to create cgroups under %s: %v", Root, err)
+	}
+	t.Cleanup(s.remove)
+	return s
+}
+
+// Layout is the cgroupfs kubelet layout rooted at the sandbox.
+func (s *Sandbox) Layout() cgroup.Layout {
+	return cgroup.Layout{Driver: cgroup.Cgroupfs, Parent: s.Parent}
+}
+
+// Mkdir creates cgroup dir (relative to the subsystem roots, under Parent) and its parents in every subsystem.
+func (s *Sandbox) Mkdir(dir string) {
+	s.t.Helper()
+	if !strings.HasPrefix(dir, s.Parent+"/") {
+		s.t.Fatalf("cgrouptest: %s is outside the sandbox %s", dir, s.Parent)
+	}
+	if err := s.mkdir(dir); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *Sandbox) mkdir(dir string) error {
+	for _, sub := range cgroup.V1Subsystems() {
+		// One level at a time: a new cpuset cgroup needs its CPUs and memory nodes before it can hold children.
+		parts := strings.Split(dir, "/")
+		for i := range parts {
+			p := filepath.Join(Root, sub, filepath.Join(parts[:i+1]...))
+			if err := os.Mkdir(p, 0o755); err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					continue
+				}
+				return fmt.Errorf("creating cgroup %s: %w", p, err)
+			}
+			if sub == "cpuset" {
+				for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+					v, err := os.ReadFile(filepath.Join(filepath.Dir(p), f))
+					if err != nil {
+						return err
+					}
+					if err := os.WriteFile(filepath.Join(p, f), v, 0); err != nil {
+						return fmt.Errorf("initialising %s/%s: %w", p, f, err)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Start runs argv inside cgroup dir of every subsystem: the process moves itself in before exec, so everything it
+// allocates is charged there. It is killed when the test ends.
+func (s *Sandbox) Start(dir string, argv ...string) *exec.Cmd {
+	s.t.Helper()
+	var moves []string
+	for _, sub := range cgroup.V1Subsystems() {
+		moves = append(moves, fmt.Sprintf("echo $$ > %s", filepath.Join(Root, sub, dir, "cgroup.procs")))
+	}
+	script := strings.Join(moves, " && ") + ` && exec "$@"`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, argv...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("cgrouptest: starting %v: %v", argv, err)
+	}
+	s.t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	// Wait until the process is in the cgroup.
+	procs := filepath.Join(Root, "cpuacct", dir, "cgroup.procs")
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(procs)
+		if slices.Contains(strings.Fields(string(b)), fmt.Sprint(cmd.Process.Pid)) {
+			return cmd
+		}
+	}
+	s.t.Fatalf("cgrouptest: %v did not enter %s", argv, dir)
+	return nil
+}
+
+// remove deletes every cgroup of the sandbox, deepest first, in every subsystem.
+func (s *Sandbox) remove() {
+	for _, sub := range cgroup.V1Subsystems() {
+		top := filepath.Join(Root, sub, s.Parent)
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		slices.Reverse(dirs)
+		for _, d := range dirs {
+			var err error
+			// A killed task can take a moment to leave its cgroup.
+			for range 50 {
+				if err = os.Remove(d); err == nil || errors.Is(err, fs.ErrNotExist) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.t.Errorf("cgrouptest: removing %s: %v", d, err)
+			}
+		}
+	}
+}
