@@ -1,0 +1,140 @@
+package reporter
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/test/testenv"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+var env = testenv.New()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+// counting is an API client that counts status patches.
+type counting struct {
+	client.Client
+	patches atomic.Int32
+}
+
+func newCounting(t *testing.T, e *testenv.Env) *counting {
+	t.Helper()
+	ww, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &counting{}
+	c.Client = interceptor.NewClient(ww, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			c.patches.Add(1)
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	return c
+}
+
+// TestReportWritesOnlyChanges writes a status the API server's schema accepts, sends nothing when it would not
+// change, and retries a conflicting write on a fresh copy.
+func TestReportWritesOnlyChanges(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	nm := &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "rep-1"}, Spec: slov1alpha1.NodeMetricSpec{
+		CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{AggregateDurationSeconds: ptr.To[int64](60), NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{{Duration: time.Minute}}}},
+	}}
+	if err := e.Client.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(ctx, nm) })
+
+	store := statesinformer.NewStore()
+	store.SetNodeMetric(nm.DeepCopy())
+	store.SetPod(testutil.Pod("p").Priority(9000).Label(slov1alpha1.LabelQoSClass, "LSR").Obj())
+	cache := fill(t,
+		node(metriccache.NodeCPUUsage, 60, constant(1.5)), node(metriccache.NodeMemoryUsage, 60, constant(3*gi)),
+		node(metriccache.SystemCPUUsage, 60, constant(0.25)), node(metriccache.SystemMemoryUsage, 60, constant(gi)),
+		pod(metriccache.PodCPUUsage, "uid-p", 60, 1), pod(metriccache.PodMemoryUsage, "uid-p", 60, gi),
+	)
+	c := newCounting(t, e)
+	clk := clocktesting.NewFakeClock(now)
+	m := metrics.New()
+	r := New(c, store, cache, clk, m, "rep-1", DefaultOptions())
+
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportWritten {
+		t.Fatalf("first report: %s, %v", res, err)
+	}
+	got := &slov1alpha1.NodeMetric{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: "rep-1"}, got); err != nil {
+		t.Fatal(err)
+	}
+	s := got.Status
+	if s.UpdateTime == nil || !s.UpdateTime.Time.Equal(now) || s.NodeMetric.NodeUsage.Cpu().MilliValue() != 1500 ||
+		s.NodeMetric.SystemUsage.Memory().Value() != gi || len(s.NodeMetric.AggregatedNodeUsages) != 1 ||
+		len(s.PodsMetric) != 1 || s.PodsMetric[0].QoS != slov1alpha1.QoSLSR || s.PodsMetric[0].Priority != slov1alpha1.PriorityProd {
+		t.Fatalf("status as stored: %+v", s)
+	}
+
+	// The informer now holds what was written: the same report sends nothing.
+	store.SetNodeMetric(got)
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportUnchanged {
+		t.Fatalf("second report: %s, %v", res, err)
+	}
+	if n := c.patches.Load(); n != 1 {
+		t.Errorf("patches = %d, want 1: an unchanged status was sent", n)
+	}
+
+	// Someone changes the object; the informer has not seen it yet. The write conflicts and is retried.
+	newer := got.DeepCopy()
+	newer.Spec.CollectPolicy.ReportIntervalSeconds = ptr.To[int64](30)
+	if err := e.Client.Update(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportWritten {
+		t.Fatalf("report after a concurrent change: %s, %v", res, err)
+	}
+	if n := c.patches.Load(); n != 3 {
+		t.Errorf("patches = %d, want 3 (one refused with a conflict, one retried)", n)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: "rep-1"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Status.UpdateTime.Time.Equal(now.Add(time.Second)) || *got.Spec.CollectPolicy.ReportIntervalSeconds != 30 {
+		t.Errorf("after the retry: updateTime %v, interval %d", got.Status.UpdateTime, *got.Spec.CollectPolicy.ReportIntervalSeconds)
+	}
+}
+
+func TestReportWithoutNodeMetricOrData(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	store := statesinformer.NewStore()
+	full := fill(t, node(metriccache.NodeCPUUsage, 300, constant(1)), node(metriccache.NodeMemoryUsage, 300, constant(gi)))
+	c := newCounting(t, e)
+	r := New(c, store, full, clocktesting.NewFakeClock(now), metrics.New(), "rep-none", DefaultOptions())
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportNoObject {
+		t.Errorf("without a NodeMetric: %s, %v", res, err)
+	}
+	// The informer still has an object the API server no longer has.
+	store.SetNodeMetric(&slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "rep-none", ResourceVersion: "1"}})
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportNoObject {
+		t.Errorf("with a NodeMetric deleted meanwhile: %s, %v", res, err)
+	}
+	empty := fill(t)
+	r = New(c, store, empty, clocktesting.NewFakeClock(now), metrics.New(), "rep-none", DefaultOptions())
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportNotReady {
+		t.Errorf("without data: %s, %v", res, err)
+	}
+}

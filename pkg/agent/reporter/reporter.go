@@ -1,0 +1,281 @@
+package reporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+)
+
+// +kubebuilder:rbac:groups=slo.gleaner.sh,resources=nodemetrics/status,verbs=get;update;patch
+
+// Options tune the reporter.
+type Options struct {
+	// MinCoverage is how far back, as a share of its window, a series' samples must reach to be reported: after a
+	// restart nothing is reported until the samples cover this much of the aggregate duration, and a pod that
+	// started less than that long ago is left out (the batch plugin then counts it at its request).
+	MinCoverage float64
+	// MaxPods caps the pods listed in the status, so its size stays bounded whatever runs on the node; pods beyond
+	// it (by namespace and name) are left out and logged.
+	MaxPods int
+	// MaxHostApplications caps the host applications listed, likewise.
+	MaxHostApplications int
+}
+
+// DefaultOptions are the defaults of the agent's flags.
+func DefaultOptions() Options {
+	return Options{MinCoverage: 0.5, MaxPods: 1000, MaxHostApplications: 100}
+}
+
+// Validate reports every invalid field.
+func (o Options) Validate() error {
+	var errs []error
+	if o.MinCoverage <= 0 || o.MinCoverage > 1 {
+		errs = append(errs, fmt.Errorf("--report-min-coverage must be in (0, 1], got %v", o.MinCoverage))
+	}
+	if o.MaxPods < 1 || o.MaxHostApplications < 1 {
+		errs = append(errs, fmt.Errorf("--report-max-pods and --report-max-host-applications must be at least 1, got %d and %d", o.MaxPods, o.MaxHostApplications))
+	}
+	return errors.Join(errs...)
+}
+
+// Reporter writes the NodeMetric status of one node. It is a Runnable.
+type Reporter struct {
+	client   client.Client
+	states   statesinformer.States
+	cache    metriccache.Cache
+	clock    clock.WithTicker
+	metrics  *metrics.Metrics
+	nodeName string
+	opts     Options
+}
+
+// New returns a reporter for nodeName. c writes the status (and reads the NodeMetric again after a conflict).
+func New(c client.Client, states statesinformer.States, cache metriccache.Cache, clk clock.WithTicker, m *metrics.Metrics, nodeName string, opts Options) *Reporter {
+	return &Reporter{client: c, states: states, cache: cache, clock: clk, metrics: m, nodeName: nodeName, opts: opts}
+}
+
+// Name is the reporter's name as a Runnable.
+func (r *Reporter) Name() string { return "nodemetric-reporter" }
+
+// Start reports every report interval of the NodeMetric's spec (re-read when the spec changes) until ctx ends. It
+// always returns nil: failed reports are logged and counted, and the next one tries again.
+func (r *Reporter) Start(ctx context.Context) error {
+	log := klog.FromContext(ctx).WithValues("node", r.nodeName)
+	ctx = klog.NewContext(ctx, log)
+	changed := make(chan struct{}, 1)
+	r.states.RegisterCallback(statesinformer.KindNodeMetric, "nodemetric-reporter", func(statesinformer.Kind) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	for {
+		t := r.clock.NewTimer(PolicyOf(r.states.GetNodeMetric()).ReportInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-changed:
+			t.Stop()
+		case <-t.C():
+			if result, err := r.Report(ctx); err != nil {
+				log.Error(err, "reporting node metrics")
+			} else if result != metrics.ReportWritten {
+				log.V(2).Info("node metrics not written", "result", result)
+			}
+		}
+	}
+}
+
+// Report writes the status once and says what happened: metrics.ReportWritten, ReportUnchanged (the status would
+// not change, nothing sent), ReportNotReady (too little data for the node's usage), ReportNoObject (no NodeMetric
+// yet; gleaner-manager creates it) or ReportError with the error.
+func (r *Reporter) Report(ctx context.Context) (string, error) {
+	result, err := r.report(ctx)
+	r.metrics.Reports.WithLabelValues(result).Inc()
+	return result, err
+}
+
+func (r *Reporter) report(ctx context.Context) (string, error) {
+	nm := r.states.GetNodeMetric()
+	if nm == nil {
+		return metrics.ReportNoObject, nil
+	}
+	status := r.Build(r.clock.Now(), PolicyOf(nm))
+	if status == nil {
+		return metrics.ReportNotReady, nil
+	}
+	result := metrics.ReportWritten
+	fresh := false
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		base := nm
+		if fresh {
+			base = &slov1alpha1.NodeMetric{}
+			if err := r.client.Get(ctx, client.ObjectKey{Name: r.nodeName}, base); err != nil {
+				return err
+			}
+		}
+		fresh = true
+		if equality.Semantic.DeepEqual(base.Status, *status) {
+			result = metrics.ReportUnchanged
+			return nil
+		}
+		next := base.DeepCopy()
+		next.Status = *status
+		return r.client.Status().Patch(ctx, next, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return metrics.ReportNoObject, nil
+	case err != nil:
+		return metrics.ReportError, fmt.Errorf("writing the status of NodeMetric %q: %w", r.nodeName, err)
+	}
+	return result, nil
+}
+
+// Build computes the status at now from the cache; nil when the node's own usage is not covered enough yet.
+// UpdateTime is now to the second, the precision the API keeps, so a status built twice in one second is equal.
+func (r *Reporter) Build(now time.Time, p Policy) *slov1alpha1.NodeMetricStatus {
+	start := now.Add(-p.AggregateDuration)
+	nodeUsage := r.usage(metriccache.NodeKey(metriccache.NodeCPUUsage), metriccache.NodeKey(metriccache.NodeMemoryUsage), start, now, metriccache.Avg)
+	if nodeUsage == nil {
+		return nil
+	}
+	info := &slov1alpha1.NodeMetricInfo{
+		NodeUsage:   nodeUsage,
+		SystemUsage: r.usage(metriccache.NodeKey(metriccache.SystemCPUUsage), metriccache.NodeKey(metriccache.SystemMemoryUsage), start, now, metriccache.Avg),
+	}
+	for _, d := range p.Durations {
+		if a := r.aggregated(metriccache.NodeCPUUsage, metriccache.NodeMemoryUsage, d, now); a != nil {
+			info.AggregatedNodeUsages = append(info.AggregatedNodeUsages, *a)
+		}
+		if a := r.aggregated(metriccache.SystemCPUUsage, metriccache.SystemMemoryUsage, d, now); a != nil {
+			info.AggregatedSystemUsages = append(info.AggregatedSystemUsages, *a)
+		}
+	}
+	return &slov1alpha1.NodeMetricStatus{
+		UpdateTime:            &metav1.Time{Time: now.Truncate(time.Second)},
+		NodeMetric:            info,
+		PodsMetric:            r.pods(start, now),
+		HostApplicationMetric: r.hostApps(start, now),
+	}
+}
+
+// pods lists the usage of the node's pods covered enough, at most MaxPods.
+func (r *Reporter) pods(start, end time.Time) []slov1alpha1.PodMetricInfo {
+	var out []slov1alpha1.PodMetricInfo
+	pods := r.states.GetAllPods() // sorted by namespace and name: the status is stable between reports
+	for _, m := range pods {
+		uid := string(m.Pod.UID)
+		u := r.usage(metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid), start, end, metriccache.Avg)
+		if u == nil {
+			continue
+		}
+		if len(out) == r.opts.MaxPods {
+			klog.Background().Info("NodeMetric status is full, pods left out", "maxPods", r.opts.MaxPods, "pods", len(pods))
+			break
+		}
+		out = append(out, slov1alpha1.PodMetricInfo{
+			Name: m.Pod.Name, Namespace: m.Pod.Namespace, UID: uid, Priority: m.Priority, QoS: m.QoS, Usage: u,
+		})
+	}
+	return out
+}
+
+// hostApps lists the usage of the NodeSLO's host applications covered enough.
+func (r *Reporter) hostApps(start, end time.Time) []slov1alpha1.HostApplicationMetricInfo {
+	slo := r.states.GetNodeSLO()
+	if slo == nil {
+		return nil
+	}
+	var out []slov1alpha1.HostApplicationMetricInfo
+	for _, app := range slo.Spec.HostApplications {
+		u := r.usage(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name), metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name), start, end, metriccache.Avg)
+		if u == nil {
+			continue
+		}
+		if len(out) == r.opts.MaxHostApplications {
+			break
+		}
+		priority := app.Priority
+		if priority == "" {
+			priority = slov1alpha1.PriorityNone
+		}
+		out = append(out, slov1alpha1.HostApplicationMetricInfo{Name: app.Name, Priority: priority, QoS: app.QoS, Usage: u})
+	}
+	return out
+}
+
+// aggregation maps a statistic of the API to the cache's.
+type aggregation struct {
+	api   slov1alpha1.AggregationType
+	cache metriccache.Aggregation
+}
+
+// aggregations are the statistics of an aggregated usage.
+func aggregations() []aggregation {
+	return []aggregation{
+		{slov1alpha1.AggregationAvg, metriccache.Avg},
+		{slov1alpha1.AggregationP50, metriccache.P50},
+		{slov1alpha1.AggregationP90, metriccache.P90},
+		{slov1alpha1.AggregationP95, metriccache.P95},
+		{slov1alpha1.AggregationP99, metriccache.P99},
+	}
+}
+
+// aggregated is the statistics of CPU and memory over the window d before now; nil when not covered enough.
+func (r *Reporter) aggregated(cpu, mem metriccache.Metric, d time.Duration, now time.Time) *slov1alpha1.AggregatedUsage {
+	c, okC := r.query(metriccache.NodeKey(cpu), now.Add(-d), now)
+	m, okM := r.query(metriccache.NodeKey(mem), now.Add(-d), now)
+	if !okC || !okM {
+		return nil
+	}
+	a := &slov1alpha1.AggregatedUsage{Duration: metav1.Duration{Duration: d}, Usage: map[slov1alpha1.AggregationType]corev1.ResourceList{}}
+	for _, agg := range aggregations() {
+		a.Usage[agg.api] = resources(c.Value(agg.cache), m.Value(agg.cache))
+	}
+	return a
+}
+
+// usage is the aggregation agg of a CPU and a memory series over (start, end]; nil unless both are covered enough.
+func (r *Reporter) usage(cpu, mem metriccache.Key, start, end time.Time, agg metriccache.Aggregation) corev1.ResourceList {
+	c, okC := r.query(cpu, start, end)
+	m, okM := r.query(mem, start, end)
+	if !okC || !okM {
+		return nil
+	}
+	return resources(c.Value(agg), m.Value(agg))
+}
+
+func (r *Reporter) query(k metriccache.Key, start, end time.Time) (*metriccache.Result, bool) {
+	res, ok := r.cache.Query(k, start, end)
+	if !ok || res.Coverage < r.opts.MinCoverage {
+		return nil, false
+	}
+	return &res, true
+}
+
+// resources renders cores and bytes as CPU with millicore precision and memory in whole bytes.
+func resources(cores, bytes float64) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(math.Round(math.Max(cores, 0)*1000)), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(math.Round(math.Max(bytes, 0))), resource.BinarySI),
+	}
+}
