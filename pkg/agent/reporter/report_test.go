@@ -80,12 +80,7 @@ func TestReportWritesOnlyChanges(t *testing.T) {
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: "rep-1"}, got); err != nil {
 		t.Fatal(err)
 	}
-	s := got.Status
-	if s.UpdateTime == nil || !s.UpdateTime.Time.Equal(now) || s.NodeMetric.NodeUsage.Cpu().MilliValue() != 1500 ||
-		s.NodeMetric.SystemUsage.Memory().Value() != gi || len(s.NodeMetric.AggregatedNodeUsages) != 1 ||
-		len(s.PodsMetric) != 1 || s.PodsMetric[0].QoS != slov1alpha1.QoSLSR || s.PodsMetric[0].Priority != slov1alpha1.PriorityProd {
-		t.Fatalf("status as stored: %+v", s)
-	}
+	expectStored(t, got.Status)
 
 	// The informer now holds what was written: the same report sends nothing.
 	store.SetNodeMetric(got)
@@ -136,5 +131,19 @@ func TestReportWithoutNodeMetricOrData(t *testing.T) {
 	r = New(c, store, empty, clocktesting.NewFakeClock(now), metrics.New(), "rep-none", DefaultOptions())
 	if res, err := r.Report(ctx); err != nil || res != metrics.ReportNotReady {
 		t.Errorf("without data: %s, %v", res, err)
+	}
+}
+
+func expectStored(t *testing.T, s slov1alpha1.NodeMetricStatus) {
+	t.Helper()
+	if s.UpdateTime == nil || !s.UpdateTime.Time.Equal(now) {
+		t.Errorf("updateTime = %v, want %v", s.UpdateTime, now)
+	}
+	if s.NodeMetric == nil || s.NodeMetric.NodeUsage.Cpu().MilliValue() != 1500 || s.NodeMetric.SystemUsage.Memory().Value() != gi ||
+		len(s.NodeMetric.AggregatedNodeUsages) != 1 {
+		t.Errorf("nodeMetric as stored: %+v", s.NodeMetric)
+	}
+	if len(s.PodsMetric) != 1 || s.PodsMetric[0].QoS != slov1alpha1.QoSLSR || s.PodsMetric[0].Priority != slov1alpha1.PriorityProd {
+		t.Errorf("podsMetric as stored: %+v", s.PodsMetric)
 	}
 }
