@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,8 +72,9 @@ type group struct {
 	dirty    bool // memory.stat needs writing
 }
 
-// Host is a simulated node.
+// Host is a simulated node. Its methods are safe for concurrent use.
 type Host struct {
+	mu     sync.Mutex
 	cfg    Config
 	root   string
 	layout cgroup.Layout
@@ -142,6 +144,8 @@ func (h *Host) Elapsed() time.Duration { return h.elapsed }
 // AddPod creates the cgroups of pod (its QoS class from its resources, its containers from the container IDs in
 // its status) using u, split evenly among the containers.
 func (h *Host) AddPod(pod *corev1.Pod, u Usage) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if _, ok := h.pods[pod.UID]; ok {
 		return fmt.Errorf("pod %s already added", pod.UID)
 	}
@@ -186,6 +190,8 @@ func (h *Host) AddPod(pod *corev1.Pod, u Usage) error {
 
 // SetPodUsage changes what a pod uses from now on.
 func (h *Host) SetPodUsage(uid types.UID, u Usage) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	p, ok := h.pods[uid]
 	if !ok {
 		return fmt.Errorf("no pod %s", uid)
@@ -197,6 +203,8 @@ func (h *Host) SetPodUsage(uid types.UID, u Usage) error {
 
 // RemovePod deletes a pod's cgroups, as the kubelet does when the pod ends.
 func (h *Host) RemovePod(uid types.UID) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	p, ok := h.pods[uid]
 	if !ok {
 		return fmt.Errorf("no pod %s", uid)
@@ -215,6 +223,8 @@ func (h *Host) RemovePod(uid types.UID) error {
 
 // AddHostApp creates a host application's cgroup at dir (relative to the hierarchy root).
 func (h *Host) AddHostApp(name, dir string, u Usage) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	g := &group{dir: dir, usage: u, dirty: true}
 	if err := h.mkGroup(g, -1); err != nil {
 		return err
@@ -224,10 +234,16 @@ func (h *Host) AddHostApp(name, dir string, u Usage) error {
 }
 
 // SetSystemUsage sets what the node uses outside pods and host applications (kernel, kubelet, daemons).
-func (h *Host) SetSystemUsage(u Usage) { h.system = u }
+func (h *Host) SetSystemUsage(u Usage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.system = u
+}
 
 // Advance moves every counter as if d passed with the current usages, and writes the files.
 func (h *Host) Advance(d time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.elapsed += d
 	var busy float64
 	for _, p := range h.pods {
@@ -437,20 +453,34 @@ func (h *Host) writeMemory(g *group) error {
 func (h *Host) writeCgroupFile(dir, file, content string) error {
 	if h.cfg.Version == cgroup.V1 {
 		sub, name, _ := strings.Cut(file, "/")
-		return os.WriteFile(filepath.Join(h.CgroupRoot(), sub, dir, name), []byte(content), 0o644)
+		return writeAtomic(filepath.Join(h.CgroupRoot(), sub, dir, name), content)
 	}
-	return os.WriteFile(filepath.Join(h.CgroupRoot(), dir, file), []byte(content), 0o644)
+	return writeAtomic(filepath.Join(h.CgroupRoot(), dir, file), content)
+}
+
+// writeAtomic replaces a file in one step, so an agent reading while the simulation advances never sees a
+// half-written file (the kernel's files never are).
+func writeAtomic(path, content string) error {
+	tmp := path + ".hostsim-tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // WriteFile writes a file under the host's root, for tests that corrupt one.
-func (h *Host) WriteFile(rel, content string) error { return h.write(rel, content) }
+func (h *Host) WriteFile(rel, content string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.write(rel, content)
+}
 
 func (h *Host) write(rel, content string) error {
 	p := filepath.Join(h.root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(p, []byte(content), 0o644)
+	return writeAtomic(p, content)
 }
 
 // writeProc writes /proc/stat, /proc/meminfo and /proc/pressure.

@@ -61,6 +61,8 @@ func NewRunner(d Deps, clk clock.WithTicker, factories []Factory, selection []st
 		dd.Interval = interval
 		r.running = append(r.running, &running{name: f.Name, interval: interval, c: f.New(dd), loggedOnce: map[string]bool{}})
 	}
+	// Counted here, not in Start, so WaitForSync cannot see zero before Start has begun.
+	r.ran.Add(len(r.running))
 	return r, nil
 }
 
@@ -120,11 +122,10 @@ func (r *Runner) Names() []string {
 // Name is the runner's name as a Runnable.
 func (r *Runner) Name() string { return "collectors" }
 
-// Start runs every collector at once and then on its interval until ctx ends. It always returns nil.
+// Start runs every collector at once and then on its interval until ctx ends. It always returns nil. Call it once.
 func (r *Runner) Start(ctx context.Context) error {
 	r.deps.States.RegisterCallback(statesinformer.KindPods, "collector-prune-ended-pods", func(statesinformer.Kind) { r.PruneEndedPods() })
 	var wg sync.WaitGroup
-	r.ran.Add(len(r.running))
 	for _, c := range r.running {
 		wg.Go(func() {
 			t := r.clock.NewTicker(c.interval)

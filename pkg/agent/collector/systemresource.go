@@ -43,17 +43,23 @@ func (s *systemResource) Collect(ctx context.Context) error {
 		return fmt.Errorf("deriving system usage: no node usage since %s (is the %s collector running?)", start.Format(time.RFC3339), NodeResourceName)
 	}
 	s.started = true
+	// A pod or application measured once has memory but no CPU rate yet (that takes two reads): subtracting
+	// nothing for it would charge its CPU to the system, so the system's CPU waits a round instead.
+	subtract := func(cpuKey, memKey metriccache.Key) {
+		c, okC := last(cpuKey)
+		b, okB := last(memKey)
+		if okB && !okC {
+			okCPU = false
+		}
+		cpu, mem = cpu-c, mem-b
+	}
 	for _, m := range s.d.States.GetAllPods() {
 		uid := string(m.Pod.UID)
-		c, _ := last(metriccache.PodKey(metriccache.PodCPUUsage, uid))
-		b, _ := last(metriccache.PodKey(metriccache.PodMemoryUsage, uid))
-		cpu, mem = cpu-c, mem-b
+		subtract(metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid))
 	}
 	if slo := s.d.States.GetNodeSLO(); slo != nil {
 		for _, app := range slo.Spec.HostApplications {
-			c, _ := last(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name))
-			b, _ := last(metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name))
-			cpu, mem = cpu-c, mem-b
+			subtract(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name), metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name))
 		}
 	}
 	// The node's CPU needs two rounds for a rate; until then only memory has a value.

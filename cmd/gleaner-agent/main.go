@@ -1,0 +1,39 @@
+// Command gleaner-agent runs on every node (a DaemonSet): it follows the node's pods and NodeSLO, measures the
+// node, its pods and its host applications from /proc and the cgroup tree, and reports the usage in the node's
+// NodeMetric status for gleaner-manager.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent"
+)
+
+func main() {
+	opts := agent.NewOptions()
+	opts.NodeName = os.Getenv("NODE_NAME") // the downward API; --node-name overrides it
+	fs := pflag.NewFlagSet("gleaner-agent", pflag.ExitOnError)
+	opts.AddFlags(fs)
+	zapOpts := zap.Options{}
+	logFlags := flag.NewFlagSet("log", flag.ExitOnError)
+	zapOpts.BindFlags(logFlags)
+	fs.AddGoFlagSet(logFlags)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
+
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	ctx := klog.NewContext(ctrl.SetupSignalHandler(), logger.WithName("gleaner-agent"))
+	if err := agent.Run(ctx, opts); err != nil {
+		fmt.Fprintf(os.Stderr, "gleaner-agent: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+	"github.com/gleaner-sh/gleaner/pkg/manager"
+)
+
+// Agent is gleaner-agent with its modules built, ready to Run.
+type Agent struct {
+	// States is the node's state.
+	States *statesinformer.Informer
+	// Cache holds the measurements.
+	Cache *metriccache.MemoryCache
+	// Collectors measure.
+	Collectors *collector.Runner
+	// Reporter writes the NodeMetric status.
+	Reporter *reporter.Reporter
+	// Metrics are the agent's Prometheus metrics.
+	Metrics *metrics.Metrics
+	// Host is what the agent found out about the host.
+	Host Host
+
+	opts      *Options
+	runnables []Runnable
+	ready     atomic.Bool
+}
+
+// Host is the cgroup setup the agent detected.
+type Host struct {
+	// CgroupVersion is the mounted cgroup version.
+	CgroupVersion cgroup.Version
+	// Layout is where the kubelet puts pods.
+	Layout cgroup.Layout
+}
+
+// Run starts gleaner-agent against the cluster the options point at and blocks until ctx ends.
+func Run(ctx context.Context, opts *Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	cfg, err := opts.RESTConfig()
+	if err != nil {
+		return err
+	}
+	if err := manager.CheckReachable(cfg, opts.ConnectTimeout); err != nil {
+		return err
+	}
+	a, err := New(cfg, opts, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("gleaner-agent starting", "node", opts.NodeName, "apiServer", cfg.Host,
+		"cgroup", a.Host.CgroupVersion.String(), "driver", a.Host.Layout.Driver, "collectors", a.Collectors.Names(),
+		"podSource", opts.PodSource, "metrics", opts.MetricsAddr, "health", opts.HealthAddr)
+	return a.Run(ctx)
+}
+
+// RESTConfig loads the client configuration the options point at.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig (--kubeconfig %q, $KUBECONFIG, ~/.kube/config or in-cluster): %w", o.Kubeconfig, err)
+	}
+	cfg.UserAgent = "gleaner-agent/" + o.NodeName
+	return cfg, nil
+}
+
+// DetectHost finds the cgroup version under opts.CgroupRoot and, unless set, the kubelet's cgroup driver.
+func DetectHost(opts *Options) (Host, error) {
+	v, err := cgroup.DetectVersion(opts.CgroupRoot)
+	if err != nil {
+		return Host{}, err
+	}
+	driver := cgroup.Driver(opts.CgroupDriver)
+	if opts.CgroupDriver == "auto" {
+		if driver, err = cgroup.DetectDriver(opts.CgroupRoot, v, opts.CgroupParent); err != nil {
+			return Host{}, err
+		}
+	}
+	return Host{CgroupVersion: v, Layout: cgroup.Layout{Driver: driver, Parent: opts.CgroupParent}}, nil
+}
+
+// New builds the agent's modules for the cluster at cfg; opts must be valid. clk drives every module.
+func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) {
+	host, err := DetectHost(opts)
+	if err != nil {
+		return nil, err
+	}
+	procFS, err := proc.New(opts.ProcRoot)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := manager.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
+	var kubelet *statesinformer.KubeletPods
+	if opts.PodSource == PodSourceKubelet {
+		if kubelet, err = statesinformer.NewKubeletPods(opts.Kubelet, cfg, clk); err != nil {
+			return nil, err
+		}
+	}
+	states, err := statesinformer.New(cfg, scheme, opts.NodeName, kubelet)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := metriccache.New(opts.Cache, clk)
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.New()
+	m.RegisterCacheSize(func() (int, int64) { s := cache.Stats(); return s.Series, s.Bytes })
+	runner, err := collector.NewRunner(collector.Deps{
+		Proc: procFS, SysRoot: opts.SysRoot, Cgroups: cgroup.NewFS(opts.CgroupRoot, host.CgroupVersion),
+		CgroupVersion: host.CgroupVersion, Layout: host.Layout, States: states, Cache: cache, Clock: clk, Metrics: m,
+	}, clk, collector.Registry(), opts.Collectors, opts.CollectorIntervals)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{
+		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts,
+		Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
+	}
+	if opts.MetricsAddr != "0" {
+		a.runnables = append(a.runnables, &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout,
+			handler: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})})
+	}
+	if opts.HealthAddr != "0" {
+		a.runnables = append(a.runnables, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})
+	}
+	a.runnables = append(a.runnables, cache, states, runner, a.Reporter)
+	return a, nil
+}
+
+// Run runs the modules in order until ctx ends (see the package documentation).
+func (a *Agent) Run(ctx context.Context) error {
+	err := runAll(ctx, a.runnables, a.opts.ShutdownTimeout, func() {
+		a.ready.Store(true)
+		klog.FromContext(ctx).Info("gleaner-agent ready")
+	})
+	a.ready.Store(false)
+	if err != nil {
+		return fmt.Errorf("gleaner-agent on node %q: %w", a.opts.NodeName, err)
+	}
+	return nil
+}
+
+// healthHandler serves /healthz (the process answers) and /readyz (every module has started and synced).
+func (a *Agent) healthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.ready.Load() {
+			http.Error(w, errNotReady.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+var errNotReady = errors.New("the states informer or the collectors have not synced yet")

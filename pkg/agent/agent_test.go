@@ -1,0 +1,472 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/hostsim"
+	"github.com/gleaner-sh/gleaner/test/testenv"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+var env = testenv.New()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr []string
+	}{
+		{name: "defaults with a node name", mutate: func(*Options) {}},
+		{name: "no node name", mutate: func(o *Options) { o.NodeName = "" }, wantErr: []string{"--node-name"}},
+		{name: "bad driver", mutate: func(o *Options) { o.CgroupDriver = "runc" }, wantErr: []string{"--cgroup-driver"}},
+		{name: "unknown collector", mutate: func(o *Options) { o.Collectors = []string{"*", "-gpu"} }, wantErr: []string{`unknown collector "gpu"`}},
+		{name: "bad interval", mutate: func(o *Options) { o.CollectorIntervals = map[string]time.Duration{"psi": 0} }, wantErr: []string{"psi must be positive"}},
+		{name: "bad pod source", mutate: func(o *Options) { o.PodSource = "etcd" }, wantErr: []string{"--pod-source"}},
+		{name: "kubelet without url", mutate: func(o *Options) { o.PodSource, o.Kubelet.URL = PodSourceKubelet, "" }, wantErr: []string{"--kubelet-url"}},
+		{
+			name: "every bad option at once",
+			mutate: func(o *Options) {
+				o.ProcRoot, o.MetricsAddr, o.Cache.Step, o.Report.MinCoverage, o.ShutdownTimeout = "", "9316", 0, 2, 0
+			},
+			wantErr: []string{"--proc-root", "--metrics-bind-address", "metric cache step", "--report-min-coverage", "--shutdown-timeout"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			o.NodeName = "n1"
+			tt.mutate(o)
+			err := o.Validate()
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			for _, w := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCollectorIntervalsFlag(t *testing.T) {
+	o := NewOptions()
+	fs := newFlagSet(o)
+	if err := fs.Parse([]string{"--collector-intervals=psi=10s,podresource=2s", "--collector-intervals", "nodeinfo=5m"}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{"psi": 10 * time.Second, "podresource": 2 * time.Second, "nodeinfo": 5 * time.Minute}
+	if fmt.Sprint(o.CollectorIntervals) != fmt.Sprint(want) {
+		t.Errorf("intervals = %v, want %v", o.CollectorIntervals, want)
+	}
+	if err := newFlagSet(NewOptions()).Parse([]string{"--collector-intervals=psi"}); err == nil {
+		t.Error("a pair without a duration was accepted")
+	}
+	if err := newFlagSet(NewOptions()).Parse([]string{"--collector-intervals=psi=fast"}); err == nil {
+		t.Error("a bad duration was accepted")
+	}
+}
+
+// TestRunFailsClearly: a wrong cluster or a host without what the agent needs is one clear error at start-up.
+func TestRunFailsClearly(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.NodeName, o.Kubeconfig, o.ConnectTimeout = "n1", kubeconfig, 2*time.Second
+	if err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "cannot reach the Kubernetes API server") {
+		t.Errorf("unreachable API server: %v", err)
+	}
+	o.Kubeconfig = filepath.Join(t.TempDir(), "missing")
+	if err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "loading the kubeconfig") {
+		t.Errorf("missing kubeconfig: %v", err)
+	}
+	if err := Run(context.Background(), NewOptions()); err == nil || !strings.Contains(err.Error(), "--node-name") {
+		t.Errorf("no node name: %v", err)
+	}
+
+	// A host without a kubelet's cgroups, or without cgroups at all.
+	h, err := hostsim.New(t.TempDir(), hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = NewOptions()
+	o.NodeName, o.CgroupRoot, o.CgroupParent = "n1", h.CgroupRoot(), "elsewhere"
+	if _, err := DetectHost(o); err == nil || !strings.Contains(err.Error(), "neither kubepods.slice nor kubepods") {
+		t.Errorf("no kubepods: %v", err)
+	}
+	o.CgroupRoot = t.TempDir()
+	if _, err := DetectHost(o); err == nil || !strings.Contains(err.Error(), "detecting the cgroup version") {
+		t.Errorf("no cgroups: %v", err)
+	}
+	o.CgroupRoot, o.CgroupParent, o.CgroupDriver = h.CgroupRoot(), "", "systemd"
+	if got, err := DetectHost(o); err != nil || got.Layout.Driver != cgroup.Systemd {
+		t.Errorf("an explicit driver is taken as given: %+v, %v", got, err)
+	}
+}
+
+// The pods of TestAgentWritesNodeMetric and what the simulated host makes them use.
+var simulated = []struct {
+	pod      *corev1.Pod
+	usage    hostsim.Usage
+	priority slov1alpha1.PriorityClass
+	qos      slov1alpha1.QoSClass
+}{
+	{
+		testutil.Pod("web").PriorityClassName("agent-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+			Container("app").Requests("cpu", "1", "memory", "1Gi").Obj(),
+		hostsim.Usage{CPU: 0.8, Memory: 600 << 20, PageCache: 100 << 20}, slov1alpha1.PriorityProd, slov1alpha1.QoSLS,
+	},
+	{
+		testutil.Pod("batch").PriorityClassName("agent-batch").Label(slov1alpha1.LabelQoSClass, "BE").
+			Container("job").Requests(string(slov1alpha1.BatchCPU), "1000").Limits(string(slov1alpha1.BatchCPU), "1000").Obj(),
+		hostsim.Usage{CPU: 0.5, Memory: 300 << 20, Throttled: 0.2}, slov1alpha1.PriorityBatch, slov1alpha1.QoSBE,
+	},
+	{
+		testutil.Pod("db").Container("db").Requests("cpu", "500m", "memory", "512Mi").Limits("cpu", "500m", "memory", "512Mi").Obj(),
+		hostsim.Usage{CPU: 0.25, Memory: 400 << 20}, slov1alpha1.PriorityNone, slov1alpha1.QoSNone,
+	},
+}
+
+// TestAgentWritesNodeMetric runs the whole agent against a real API server and a simulated host, on a fake clock
+// that moves in lockstep with the host's counters (so every reading is exact however loaded the machine is), and
+// checks that the NodeMetric status it writes is what the batch plugin reads: nodeMetric.nodeUsage,
+// nodeMetric.systemUsage, podsMetric[] with namespace/name/uid/priority/qos and usage, hostApplicationMetric and
+// updateTime, present, consistent and well-formed.
+func TestAgentWritesNodeMetric(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	const nodeName = "agent-node"
+	host, app, uids := simulatedHost(t, e, nodeName)
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+
+	o := NewOptions()
+	o.Kubeconfig, o.NodeName = e.Kubeconfig, nodeName
+	o.ProcRoot, o.SysRoot, o.CgroupRoot = host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
+	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(e.Config, o, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent stopped with an error: %v", err)
+		}
+	}()
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
+
+	// Every simulated second: the host's counters move, then the clock, then the 1 s collectors read.
+	var everySecond []string
+	for _, f := range collector.Registry() {
+		if f.Interval == time.Second {
+			everySecond = append(everySecond, f.Name)
+		}
+	}
+	runs := func(name string) (n float64) {
+		for _, r := range []string{metrics.ResultSuccess, metrics.ResultError, metrics.ResultUnsupported} {
+			n += promtestutil.ToFloat64(a.Metrics.CollectorRuns.WithLabelValues(name, r))
+		}
+		return n
+	}
+	nm := &slov1alpha1.NodeMetric{}
+	for step := 1; ; step++ {
+		before := map[string]float64{}
+		for _, n := range everySecond {
+			before[n] = runs(n)
+		}
+		if err := host.Advance(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(time.Second)
+		eventually(t, done, "a collection round", func() error {
+			for _, n := range everySecond {
+				if runs(n) <= before[n] {
+					return fmt.Errorf("%s has not run", n)
+				}
+			}
+			return nil
+		})
+		if step < 12 {
+			continue
+		}
+		// 12 s in: the 6 s aggregate duration and the 8 s window are covered; the reporter writes each second.
+		eventually(t, done, "a complete NodeMetric status", func() error {
+			if err := e.Client.Get(ctx, client.ObjectKey{Name: nodeName}, nm); err != nil {
+				return err
+			}
+			st := nm.Status
+			switch {
+			case st.UpdateTime == nil || st.NodeMetric == nil || !st.UpdateTime.Time.Equal(clk.Now()):
+				return fmt.Errorf("no status of this second yet")
+			case len(st.PodsMetric) != len(simulated) || len(st.HostApplicationMetric) != 1 || st.NodeMetric.SystemUsage == nil:
+				return fmt.Errorf("incomplete status: %d pods, %d host apps, system %v", len(st.PodsMetric), len(st.HostApplicationMetric), st.NodeMetric.SystemUsage)
+			case len(st.NodeMetric.AggregatedNodeUsages) != 2:
+				return fmt.Errorf("aggregated windows %d, want 2", len(st.NodeMetric.AggregatedNodeUsages))
+			}
+			return nil
+		})
+		break
+	}
+	expectBatchPluginAccepts(t, nm, app, uids)
+
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="podresource",result="success"}`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_pod_cpu_usage_cores{namespace="default",pod="web-agent-node"} 0.8`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_nodemetric_reports_total{result="written"}`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_agent_metric_cache_bytes")
+}
+
+// TestRunServesAndStops runs the agent the way the binary does (real clock, from Options): it gets ready, serves
+// its probes and metrics, and stops cleanly on cancel.
+func TestRunServesAndStops(t *testing.T) {
+	e := env.Start(t)
+	host, _, _ := simulatedHost(t, e, "run-node")
+	o := NewOptions()
+	o.Kubeconfig, o.NodeName = e.Kubeconfig, "run-node"
+	o.ProcRoot, o.SysRoot, o.CgroupRoot = host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
+	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o) }()
+
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "ok")
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="nodeinfo",result="success"} 1`)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("agent stopped with an error: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("agent did not stop within 15s of cancel")
+	}
+	if resp, err := http.Get("http://" + o.HealthAddr + "/healthz"); err == nil {
+		_ = resp.Body.Close()
+		t.Error("the health server still answers after shutdown")
+	}
+}
+
+// simulatedHost creates, for node, the Node, priority classes, a NodeSLO with one host application, a NodeMetric
+// reporting every second over 6 s, and the simulated pods (through the API server, which gives them their UIDs),
+// and a simulated host running all of it.
+func simulatedHost(t *testing.T, e *testenv.Env, node string) (*hostsim.Host, slov1alpha1.HostApplicationSpec, map[string]types.UID) {
+	t.Helper()
+	ctx := context.Background()
+	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs, CPUs: 4, MemTotal: 8 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := slov1alpha1.HostApplicationSpec{Name: "nginx", Priority: slov1alpha1.PriorityProd, QoS: slov1alpha1.QoSLS}
+	create(t, e.Client,
+		testutil.Node(node).Capacity("cpu", "4", "memory", "8Gi").Obj(),
+		&slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{app}}},
+		&slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{
+			AggregateDurationSeconds: ptr.To[int64](6), ReportIntervalSeconds: ptr.To[int64](1),
+			NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{{Duration: 4 * time.Second}, {Duration: 8 * time.Second}}},
+		}}},
+	)
+	for _, pc := range []*schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "agent-prod"}, Value: 9500},
+		{ObjectMeta: metav1.ObjectMeta{Name: "agent-batch"}, Value: 5500},
+	} {
+		if err := e.Client.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	uids := map[string]types.UID{}
+	for _, s := range simulated {
+		p := s.pod.DeepCopy()
+		p.Name += "-" + node
+		p.Spec.NodeName = node
+		create(t, e.Client, p)
+		p.Status.Phase = corev1.PodRunning
+		if err := e.Client.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := host.AddPod(p, s.usage); err != nil {
+			t.Fatal(err)
+		}
+		uids[s.pod.Name] = p.UID
+	}
+	if err := host.AddHostApp(app.Name, host.Layout().HostAppDir(app), hostsim.Usage{CPU: 0.3, Memory: 200 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	host.SetSystemUsage(hostsim.Usage{CPU: 0.4, Memory: 700 << 20, PageCache: 300 << 20})
+	return host, app, uids
+}
+
+// expectBatchPluginAccepts checks the fields the batch plugin reads.
+func expectBatchPluginAccepts(t *testing.T, nm *slov1alpha1.NodeMetric, app slov1alpha1.HostApplicationSpec, uids map[string]types.UID) {
+	t.Helper()
+	s := nm.Status
+	cores := func(l corev1.ResourceList) float64 { return float64(l.Cpu().MilliValue()) / 1000 }
+	mib := func(l corev1.ResourceList) float64 { return float64(l.Memory().Value()) / (1 << 20) }
+	wellFormed := func(what string, l corev1.ResourceList) {
+		if len(l) != 2 || l.Cpu().Sign() < 0 || l.Memory().Sign() < 0 || cores(l) > 4 || mib(l) > 8<<10 {
+			t.Errorf("%s = %v: want cpu and memory, non-negative, within the node", what, l)
+		}
+	}
+	node, system := s.NodeMetric.NodeUsage, s.NodeMetric.SystemUsage
+	wellFormed("nodeUsage", node)
+	wellFormed("systemUsage", system)
+	// 0.8 + 0.5 + 0.25 pods + 0.3 nginx + 0.4 system; memory without page cache.
+	near(t, "nodeUsage cpu", cores(node), 2.25, 0.001)
+	near(t, "nodeUsage memory MiB", mib(node), 600+300+400+200+700, 0)
+
+	sumCPU, sumMem := expectPods(t, s.PodsMetric, uids, cores, mib, wellFormed)
+	ha := s.HostApplicationMetric[0]
+	if ha.Name != app.Name || ha.Priority != app.Priority || ha.QoS != app.QoS {
+		t.Errorf("host application %+v, want %s %s %s", ha, app.Name, app.Priority, app.QoS)
+	}
+	wellFormed("host application", ha.Usage)
+	sumCPU, sumMem = sumCPU+cores(ha.Usage), sumMem+mib(ha.Usage)
+
+	// system = max(node - pods - host applications, 0), up to the sampling of separate series.
+	near(t, "systemUsage cpu vs node - pods - apps", cores(system), math.Max(cores(node)-sumCPU, 0), 0.001)
+	near(t, "systemUsage memory vs node - pods - apps (MiB)", mib(system), math.Max(mib(node)-sumMem, 0), 0)
+	near(t, "systemUsage cpu", cores(system), 0.4, 0.001)
+
+	for _, a := range s.NodeMetric.AggregatedNodeUsages {
+		for _, agg := range []slov1alpha1.AggregationType{slov1alpha1.AggregationAvg, slov1alpha1.AggregationP50, slov1alpha1.AggregationP90, slov1alpha1.AggregationP95, slov1alpha1.AggregationP99} {
+			wellFormed(fmt.Sprintf("aggregatedNodeUsages[%s][%s]", a.Duration.Duration, agg), a.Usage[agg])
+		}
+	}
+}
+
+// expectPods checks each simulated pod's entry and returns the sums of their CPU (cores) and memory (MiB).
+func expectPods(t *testing.T, pods []slov1alpha1.PodMetricInfo, uids map[string]types.UID, cores, mib func(corev1.ResourceList) float64, wellFormed func(string, corev1.ResourceList)) (sumCPU, sumMem float64) {
+	t.Helper()
+	for _, want := range simulated {
+		var pm *slov1alpha1.PodMetricInfo
+		for j := range pods {
+			if strings.HasPrefix(pods[j].Name, want.pod.Name+"-") {
+				pm = &pods[j]
+			}
+		}
+		if pm == nil {
+			t.Errorf("pod %s missing", want.pod.Name)
+			continue
+		}
+		if pm.Namespace != "default" || pm.UID == "" || pm.UID != string(uids[want.pod.Name]) || pm.Priority != want.priority || pm.QoS != want.qos {
+			t.Errorf("pod %s: namespace %q uid %q priority %q qos %q; want default, %s, %s, %s", pm.Name, pm.Namespace, pm.UID, pm.Priority, pm.QoS,
+				uids[want.pod.Name], want.priority, want.qos)
+		}
+		wellFormed("pod "+pm.Name, pm.Usage)
+		near(t, "pod "+pm.Name+" cpu", cores(pm.Usage), want.usage.CPU, 0.001)
+		near(t, "pod "+pm.Name+" memory MiB", mib(pm.Usage), float64(want.usage.Memory>>20), 0)
+		sumCPU, sumMem = sumCPU+cores(pm.Usage), sumMem+mib(pm.Usage)
+	}
+	return sumCPU, sumMem
+}
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %.3f, want %.3f +- %.3f", what, got, want, tol)
+	}
+}
+
+func create(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// eventually retries f for 60 s, failing early if the agent exits.
+func eventually(t *testing.T, done <-chan error, what string, f func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("agent exited while waiting for %s: %v", what, err)
+		default:
+		}
+		if err = f(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: still failing after 60s: %v", what, err)
+}
+
+// waitHTTP polls url until it answers 200 with a body containing want.
+func waitHTTP(t *testing.T, done <-chan error, url, want string) {
+	t.Helper()
+	eventually(t, done, url, func() error {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			return fmt.Errorf("%d, body does not contain %q", resp.StatusCode, want)
+		}
+		return nil
+	})
+}
+
+func newFlagSet(o *Options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	return fs
+}

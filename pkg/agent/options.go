@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+)
+
+// Pod sources.
+const (
+	// PodSourceAPIServer watches pods on the API server with a field selector on the node name.
+	PodSourceAPIServer = "apiserver"
+	// PodSourceKubelet reads the kubelet's pod list.
+	PodSourceKubelet = "kubelet"
+)
+
+// Options configure gleaner-agent. Fill them with AddFlags, or set them directly in tests, then call Validate.
+type Options struct {
+	// Kubeconfig is the kubeconfig file; empty means $KUBECONFIG, ~/.kube/config, then the in-cluster config.
+	Kubeconfig string
+	// NodeName is the node the agent runs on; cmd/gleaner-agent defaults it to $NODE_NAME (the downward API).
+	NodeName string
+
+	// ProcRoot is the host's /proc. A container's own /proc already shows the host's stat, meminfo and pressure.
+	ProcRoot string
+	// SysRoot is the host's /sys, for the CPU topology.
+	SysRoot string
+	// CgroupRoot is where the host's cgroup hierarchy is mounted (a hostPath of /sys/fs/cgroup in the DaemonSet).
+	CgroupRoot string
+	// CgroupParent is the kubelet's --cgroup-root, relative to the hierarchy root ("" for "/").
+	CgroupParent string
+	// CgroupDriver is "systemd", "cgroupfs" or "auto" (from the kubepods directory).
+	CgroupDriver string
+
+	// Collectors selects collectors: "*" for the defaults, "name" to add one, "-name" to leave one out.
+	Collectors []string
+	// CollectorIntervals overrides collectors' intervals, by name.
+	CollectorIntervals map[string]time.Duration
+
+	// PodSource is PodSourceAPIServer or PodSourceKubelet.
+	PodSource string
+	// Kubelet configures PodSourceKubelet.
+	Kubelet statesinformer.KubeletConfig
+
+	// Cache sizes the metric cache.
+	Cache metriccache.Config
+	// Report tunes the NodeMetric reporter.
+	Report reporter.Options
+
+	// MetricsAddr serves Prometheus /metrics; "0" turns it off.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; "0" turns them off.
+	HealthAddr string
+	// ConnectTimeout bounds the first contact with the API server.
+	ConnectTimeout time.Duration
+	// ShutdownTimeout bounds how long the modules may take to stop.
+	ShutdownTimeout time.Duration
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		ProcRoot:        "/proc",
+		SysRoot:         "/sys",
+		CgroupRoot:      "/sys/fs/cgroup",
+		CgroupDriver:    "auto",
+		Collectors:      []string{"*"},
+		PodSource:       PodSourceAPIServer,
+		Kubelet:         statesinformer.KubeletConfig{URL: "https://127.0.0.1:10250", Interval: 10 * time.Second},
+		Cache:           metriccache.DefaultConfig(),
+		Report:          reporter.DefaultOptions(),
+		MetricsAddr:     ":9316",
+		HealthAddr:      ":9317",
+		ConnectTimeout:  10 * time.Second,
+		ShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// AddFlags binds the options to flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file; empty means $KUBECONFIG, ~/.kube/config, then in-cluster")
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "name of the node the agent runs on (default $NODE_NAME, set from the downward API)")
+	fs.StringVar(&o.ProcRoot, "proc-root", o.ProcRoot, "the host's /proc")
+	fs.StringVar(&o.SysRoot, "sys-root", o.SysRoot, "the host's /sys")
+	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the host's cgroup hierarchy is mounted")
+	fs.StringVar(&o.CgroupParent, "cgroup-parent", o.CgroupParent, "the kubelet's --cgroup-root, relative to the cgroup hierarchy root (empty for /)")
+	fs.StringVar(&o.CgroupDriver, "cgroup-driver", o.CgroupDriver, "the kubelet's cgroup driver: systemd, cgroupfs, or auto (from the kubepods directory)")
+	fs.StringSliceVar(&o.Collectors, "collectors", o.Collectors, "collectors to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(collectorNames(), ", ")+")")
+	fs.Var(&durationMap{m: &o.CollectorIntervals}, "collector-intervals", "collection interval per collector, as name=duration pairs (e.g. podresource=2s,psi=10s)")
+	fs.StringVar(&o.PodSource, "pod-source", o.PodSource, "where pods come from: apiserver (a watch on this node's pods) or kubelet (its pod list)")
+	fs.StringVar(&o.Kubelet.URL, "kubelet-url", o.Kubelet.URL, "the kubelet's HTTPS endpoint, for --pod-source=kubelet")
+	fs.DurationVar(&o.Kubelet.Interval, "kubelet-poll-interval", o.Kubelet.Interval, "how often the kubelet's pod list is read")
+	fs.StringVar(&o.Kubelet.CAFile, "kubelet-ca-file", o.Kubelet.CAFile, "CA bundle verifying the kubelet's serving certificate; empty means the system roots")
+	fs.BoolVar(&o.Kubelet.InsecureSkipTLSVerify, "kubelet-insecure-skip-tls-verify", o.Kubelet.InsecureSkipTLSVerify, "accept any kubelet serving certificate")
+	fs.DurationVar(&o.Cache.Step, "metric-cache-step", o.Cache.Step, "resolution of the metric cache's fine series")
+	fs.IntVar(&o.Cache.NodeSlots, "metric-cache-node-slots", o.Cache.NodeSlots, "fine samples kept per node-level series")
+	fs.IntVar(&o.Cache.PodSlots, "metric-cache-pod-slots", o.Cache.PodSlots, "fine samples kept per pod or container series")
+	fs.DurationVar(&o.Cache.CoarseStep, "metric-cache-coarse-step", o.Cache.CoarseStep, "resolution of the metric cache's coarse series")
+	fs.IntVar(&o.Cache.CoarseSlots, "metric-cache-coarse-slots", o.Cache.CoarseSlots, "coarse samples kept per series")
+	fs.Float64Var(&o.Report.MinCoverage, "report-min-coverage", o.Report.MinCoverage, "share of a window a series' samples must reach back to be reported (cold start)")
+	fs.IntVar(&o.Report.MaxPods, "report-max-pods", o.Report.MaxPods, "most pods listed in NodeMetric status")
+	fs.IntVar(&o.Report.MaxHostApplications, "report-max-host-applications", o.Report.MaxHostApplications, "most host applications listed in NodeMetric status")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus /metrics endpoint; 0 disables it")
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
+	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long the modules may take to stop after a signal")
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name must be set (or $NODE_NAME, from the downward API)"))
+	}
+	for _, p := range []struct{ flag, v string }{{"--proc-root", o.ProcRoot}, {"--sys-root", o.SysRoot}, {"--cgroup-root", o.CgroupRoot}} {
+		if p.v == "" {
+			errs = append(errs, fmt.Errorf("%s must not be empty", p.flag))
+		}
+	}
+	if !slices.Contains([]string{"auto", "systemd", "cgroupfs"}, o.CgroupDriver) {
+		errs = append(errs, fmt.Errorf("--cgroup-driver must be auto, systemd or cgroupfs, got %q", o.CgroupDriver))
+	}
+	if err := collector.ValidateSelection(collector.Registry(), o.Collectors, o.CollectorIntervals); err != nil {
+		errs = append(errs, err)
+	}
+	switch o.PodSource {
+	case PodSourceAPIServer:
+	case PodSourceKubelet:
+		if o.Kubelet.URL == "" || o.Kubelet.Interval <= 0 {
+			errs = append(errs, errors.New("--pod-source=kubelet needs --kubelet-url and a positive --kubelet-poll-interval"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--pod-source must be apiserver or kubelet, got %q", o.PodSource))
+	}
+	if err := o.Cache.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Report.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, a := range []struct{ flag, addr string }{{"--metrics-bind-address", o.MetricsAddr}, {"--health-probe-bind-address", o.HealthAddr}} {
+		if a.addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
+		}
+	}
+	if o.ConnectTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))
+	}
+	if o.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", o.ShutdownTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func collectorNames() []string {
+	var n []string
+	for _, f := range collector.Registry() {
+		n = append(n, f.Name)
+	}
+	return n
+}
+
+// durationMap is a flag of name=duration pairs.
+type durationMap struct{ m *map[string]time.Duration }
+
+func (d *durationMap) String() string {
+	if d.m == nil || *d.m == nil {
+		return ""
+	}
+	var pairs []string
+	for k, v := range *d.m {
+		pairs = append(pairs, k+"="+v.String())
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+func (d *durationMap) Set(s string) error {
+	if *d.m == nil {
+		*d.m = map[string]time.Duration{}
+	}
+	for _, pair := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not name=duration", pair)
+		}
+		dur, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		(*d.m)[k] = dur
+	}
+	return nil
+}
+
+func (d *durationMap) Type() string { return "name=duration,..." }
