@@ -199,7 +199,29 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	}()
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
 
-	// Every simulated second: the host's counters move, then the clock, then the 1 s collectors read.
+	// 12 simulated seconds cover the 6 s aggregate duration and the 8 s window; the reporter writes each second.
+	for range 12 {
+		stepSecond(t, done, a, host, clk)
+	}
+	nm := &slov1alpha1.NodeMetric{}
+	eventually(t, done, "a complete NodeMetric status", func() error {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: nodeName}, nm); err != nil {
+			return err
+		}
+		return complete(nm.Status, clk.Now())
+	})
+	expectBatchPluginAccepts(t, nm, app, uids)
+
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="podresource",result="success"}`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_pod_cpu_usage_cores{namespace="default",pod="web-agent-node"} 0.8`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_nodemetric_reports_total{result="written"}`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_agent_metric_cache_bytes")
+}
+
+// stepSecond moves the simulated host's counters by a second, then the clock, and waits until every 1 s collector
+// has read them.
+func stepSecond(t *testing.T, done <-chan error, a *Agent, host *hostsim.Host, clk *clocktesting.FakeClock) {
+	t.Helper()
 	var everySecond []string
 	for _, f := range collector.Registry() {
 		if f.Interval == time.Second {
@@ -212,51 +234,35 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 		}
 		return n
 	}
-	nm := &slov1alpha1.NodeMetric{}
-	for step := 1; ; step++ {
-		before := map[string]float64{}
-		for _, n := range everySecond {
-			before[n] = runs(n)
-		}
-		if err := host.Advance(time.Second); err != nil {
-			t.Fatal(err)
-		}
-		clk.Step(time.Second)
-		eventually(t, done, "a collection round", func() error {
-			for _, n := range everySecond {
-				if runs(n) <= before[n] {
-					return fmt.Errorf("%s has not run", n)
-				}
-			}
-			return nil
-		})
-		if step < 12 {
-			continue
-		}
-		// 12 s in: the 6 s aggregate duration and the 8 s window are covered; the reporter writes each second.
-		eventually(t, done, "a complete NodeMetric status", func() error {
-			if err := e.Client.Get(ctx, client.ObjectKey{Name: nodeName}, nm); err != nil {
-				return err
-			}
-			st := nm.Status
-			switch {
-			case st.UpdateTime == nil || st.NodeMetric == nil || !st.UpdateTime.Time.Equal(clk.Now()):
-				return fmt.Errorf("no status of this second yet")
-			case len(st.PodsMetric) != len(simulated) || len(st.HostApplicationMetric) != 1 || st.NodeMetric.SystemUsage == nil:
-				return fmt.Errorf("incomplete status: %d pods, %d host apps, system %v", len(st.PodsMetric), len(st.HostApplicationMetric), st.NodeMetric.SystemUsage)
-			case len(st.NodeMetric.AggregatedNodeUsages) != 2:
-				return fmt.Errorf("aggregated windows %d, want 2", len(st.NodeMetric.AggregatedNodeUsages))
-			}
-			return nil
-		})
-		break
+	before := map[string]float64{}
+	for _, n := range everySecond {
+		before[n] = runs(n)
 	}
-	expectBatchPluginAccepts(t, nm, app, uids)
+	if err := host.Advance(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	eventually(t, done, "a collection round", func() error {
+		for _, n := range everySecond {
+			if runs(n) <= before[n] {
+				return fmt.Errorf("%s has not run", n)
+			}
+		}
+		return nil
+	})
+}
 
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="podresource",result="success"}`)
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_pod_cpu_usage_cores{namespace="default",pod="web-agent-node"} 0.8`)
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_nodemetric_reports_total{result="written"}`)
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_agent_metric_cache_bytes")
+// complete says what a status written at now still lacks.
+func complete(st slov1alpha1.NodeMetricStatus, now time.Time) error {
+	switch {
+	case st.UpdateTime == nil || st.NodeMetric == nil || !st.UpdateTime.Time.Equal(now):
+		return fmt.Errorf("no status of this second yet")
+	case len(st.PodsMetric) != len(simulated) || len(st.HostApplicationMetric) != 1 || st.NodeMetric.SystemUsage == nil:
+		return fmt.Errorf("incomplete status: %d pods, %d host apps, system %v", len(st.PodsMetric), len(st.HostApplicationMetric), st.NodeMetric.SystemUsage)
+	case len(st.NodeMetric.AggregatedNodeUsages) != 2:
+		return fmt.Errorf("aggregated windows %d, want 2", len(st.NodeMetric.AggregatedNodeUsages))
+	}
+	return nil
 }
 
 // TestRunServesAndStops runs the agent the way the binary does (real clock, from Options): it gets ready, serves
