@@ -152,6 +152,17 @@ func (e *Env) Kubectl(args ...string) *exec.Cmd {
 	return exec.Command(bin, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
 }
 
+// UserConfig returns a client configuration that authenticates as the user name in groups (by client
+// certificate), for tests of RBAC. A service account's user name is system:serviceaccount:<namespace>:<name>, and
+// RBAC bindings to the service account apply to it.
+func (e *Env) UserConfig(name string, groups ...string) (*rest.Config, error) {
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %q: %w", name, err)
+	}
+	return u.Config(), nil
+}
+
 // writeKubeconfig writes a kubeconfig for a cluster-admin user of the running API server.
 func (e *Env) writeKubeconfig(path string) error {
 	user, err := e.env.AddUser(envtest.User{Name: "gleaner-test-admin", Groups: []string{"system:masters"}}, nil)

@@ -23,7 +23,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 )
 
-// +kubebuilder:rbac:groups=slo.gleaner.sh,resources=nodemetrics/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=slo.gleaner.sh,resources=nodemetrics/status,verbs=get;patch
 
 // Options tune the reporter.
 type Options struct {

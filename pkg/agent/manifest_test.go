@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+const manifests = "../../config/agent"
+
+// TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
+// agent's flags, the node name comes from the downward API, the probes hit the configured ports, and the only host
+// path is the cgroup tree, read-only, where --cgroup-root points.
+func TestDaemonSetManifest(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(manifests, "daemonset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := yaml.UnmarshalStrict(b, ds); err != nil {
+		t.Fatal(err)
+	}
+	spec := ds.Spec.Template.Spec
+	if len(spec.Containers) != 1 {
+		t.Fatalf("containers = %d, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	o := NewOptions()
+	if err := newFlagSet(o).Parse(c.Args); err != nil {
+		t.Fatalf("the manifest's args do not parse: %v", err)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("NODE_NAME must come from spec.nodeName: %+v", c.Env)
+	}
+	o.NodeName = "from-the-downward-api"
+	if err := o.Validate(); err != nil {
+		t.Errorf("the manifest's options are invalid: %v", err)
+	}
+	ports := map[string]string{}
+	for _, p := range c.Ports {
+		ports[p.Name] = ":" + itoa(p.ContainerPort)
+	}
+	if ports["metrics"] != o.MetricsAddr || ports["health"] != o.HealthAddr {
+		t.Errorf("ports %v do not match --metrics-bind-address %s and --health-probe-bind-address %s", ports, o.MetricsAddr, o.HealthAddr)
+	}
+	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("probes: %+v %+v", c.LivenessProbe.HTTPGet, c.ReadinessProbe.HTTPGet)
+	}
+	var hostPaths []string
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths = append(hostPaths, v.HostPath.Path)
+		}
+	}
+	if strings.Join(hostPaths, ",") != "/sys/fs/cgroup" {
+		t.Errorf("host paths = %v, want only /sys/fs/cgroup", hostPaths)
+	}
+	if len(c.VolumeMounts) != 1 || !c.VolumeMounts[0].ReadOnly || c.VolumeMounts[0].MountPath != o.CgroupRoot {
+		t.Errorf("the cgroup tree must be mounted read-only at --cgroup-root %s: %+v", o.CgroupRoot, c.VolumeMounts)
+	}
+	if spec.HostNetwork || spec.HostPID || (c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged) {
+		t.Error("the agent asks for host namespaces or privileges it does not need")
+	}
+}
+
+// TestAgentRunsWithItsRBAC installs config/agent into the API server and runs the whole agent as its service
+// account: with only the generated ClusterRole it must sync and write its NodeMetric status.
+func TestAgentRunsWithItsRBAC(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gleaner-system"}}
+	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if out, err := e.Kubectl("apply", "-k", manifests).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -k %s: %v\n%s", manifests, err, out)
+	}
+	t.Cleanup(func() { _ = e.Kubectl("delete", "-k", manifests, "--wait=false").Run() })
+	cfg, err := e.UserConfig("system:serviceaccount:gleaner-system:gleaner-agent", "system:serviceaccounts", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const nodeName = "rbac-node"
+	host, _, _ := simulatedHost(t, e, nodeName)
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	o := NewOptions()
+	o.NodeName, o.ProcRoot, o.SysRoot, o.CgroupRoot = nodeName, host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
+	o.MetricsAddr, o.HealthAddr = "0", freeAddr(t)
+	a, err := New(cfg, o, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent stopped with an error: %v", err)
+		}
+	}()
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
+	for range 12 {
+		stepSecond(t, done, a, host, clk)
+	}
+	nm := &slov1alpha1.NodeMetric{}
+	eventually(t, done, "the NodeMetric status written as the service account", func() error {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: nodeName}, nm); err != nil {
+			return err
+		}
+		return complete(nm.Status, clk.Now())
+	})
+
+	// And nothing more: the service account cannot touch other kinds or write NodeMetric specs.
+	sa, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.List(ctx, &corev1.SecretList{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing secrets as the agent: want forbidden, got %v", err)
+	}
+	nm.Spec.CollectPolicy.ReportIntervalSeconds = nil
+	if err := sa.Update(ctx, nm); !apierrors.IsForbidden(err) {
+		t.Errorf("updating a NodeMetric spec as the agent: want forbidden, got %v", err)
+	}
+}
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }
