@@ -50,6 +50,13 @@ func TestDaemonSetManifest(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Errorf("the manifest's options are invalid: %v", err)
 	}
+	expectProbesAndMounts(t, spec, o)
+}
+
+// expectProbesAndMounts checks the DaemonSet's ports, probes and host access against the options it sets.
+func expectProbesAndMounts(t *testing.T, spec corev1.PodSpec, o *Options) {
+	t.Helper()
+	c := spec.Containers[0]
 	ports := map[string]string{}
 	for _, p := range c.Ports {
 		ports[p.Name] = ":" + itoa(p.ContainerPort)
