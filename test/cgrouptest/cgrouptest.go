@@ -129,6 +129,34 @@ func (s *Sandbox) Start(dir string, argv ...string) *exec.Cmd {
 	return nil
 }
 
+// Stop kills a process Start started and waits for it.
+func (s *Sandbox) Stop(cmd *exec.Cmd) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// Remove deletes cgroup dir (which must hold no process) in every subsystem, as the kubelet does when a pod ends.
+func (s *Sandbox) Remove(dir string) {
+	s.t.Helper()
+	for _, sub := range cgroup.V1Subsystems() {
+		if err := rmdir(filepath.Join(Root, sub, dir)); err != nil {
+			s.t.Fatalf("cgrouptest: %v", err)
+		}
+	}
+}
+
+// rmdir removes a cgroup directory, waiting for a killed task to leave it.
+func rmdir(d string) error {
+	var err error
+	for range 50 {
+		if err = os.Remove(d); err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("removing %s: %w", d, err)
+}
+
 // remove deletes every cgroup of the sandbox, deepest first, in every subsystem.
 func (s *Sandbox) remove() {
 	for _, sub := range cgroup.V1Subsystems() {
@@ -142,16 +170,8 @@ func (s *Sandbox) remove() {
 		})
 		slices.Reverse(dirs)
 		for _, d := range dirs {
-			var err error
-			// A killed task can take a moment to leave its cgroup.
-			for range 50 {
-				if err = os.Remove(d); err == nil || errors.Is(err, fs.ErrNotExist) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				s.t.Errorf("cgrouptest: removing %s: %v", d, err)
+			if err := rmdir(d); err != nil {
+				s.t.Errorf("cgrouptest: %v", err)
 			}
 		}
 	}

@@ -453,20 +453,15 @@ func (h *Host) writeMemory(g *group) error {
 func (h *Host) writeCgroupFile(dir, file, content string) error {
 	if h.cfg.Version == cgroup.V1 {
 		sub, name, _ := strings.Cut(file, "/")
-		return writeAtomic(filepath.Join(h.CgroupRoot(), sub, dir, name), content)
+		return writeInPlace(filepath.Join(h.CgroupRoot(), sub, dir, name), content)
 	}
-	return writeAtomic(filepath.Join(h.CgroupRoot(), dir, file), content)
+	return writeInPlace(filepath.Join(h.CgroupRoot(), dir, file), content)
 }
 
-// writeAtomic replaces a file in one step, so an agent reading while the simulation advances never sees a
-// half-written file (the kernel's files never are).
-func writeAtomic(path, content string) error {
-	tmp := path + ".hostsim-tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+// writeInPlace rewrites a file in place, as the kernel's files change: an agent that keeps cgroup files open
+// (cgroup.FS.KeepOpen) must see the new contents, which it would not after a rename. Tests that read while the
+// simulation advances must therefore not assert on the values of that moment.
+func writeInPlace(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
 
 // WriteFile writes a file under the host's root, for tests that corrupt one.
 func (h *Host) WriteFile(rel, content string) error {
@@ -480,7 +475,7 @@ func (h *Host) write(rel, content string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return writeAtomic(p, content)
+	return writeInPlace(p, content)
 }
 
 // writeProc writes /proc/stat, /proc/meminfo and /proc/pressure.

@@ -53,7 +53,7 @@ func newRig(t testing.TB, cfg hostsim.Config, selection ...string) *rig {
 		selection = []string{"*"}
 	}
 	r.runner, err = NewRunner(Deps{
-		Proc: p, SysRoot: h.SysRoot(), Cgroups: cgroup.NewFS(h.CgroupRoot(), cfg.Version), CgroupVersion: cfg.Version,
+		Proc: p, SysRoot: h.SysRoot(), Cgroups: cgroup.NewFS(h.CgroupRoot(), cfg.Version).KeepOpen(4096), CgroupVersion: cfg.Version,
 		Layout: h.Layout(), States: r.store, Cache: cache, Clock: clk, Metrics: r.metrics,
 	}, clk, Registry(), selection, nil)
 	if err != nil {

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 )
@@ -10,8 +9,8 @@ import (
 // PageCacheName is the name of the page cache collector.
 const PageCacheName = "pagecache"
 
-// pageCache samples the node's page cache (Cached of /proc/meminfo) and each pod's (cache/file of memory.stat),
-// the memory the other collectors leave out of usage.
+// pageCache samples the node's page cache (Cached of /proc/meminfo), the memory the node usage leaves out. The
+// pods' page cache comes from the pod resource collector, which reads their memory.stat anyway.
 type pageCache struct {
 	d Deps
 }
@@ -20,22 +19,10 @@ type pageCache struct {
 func NewPageCache(d Deps) Collector { return &pageCache{d: d} }
 
 func (p *pageCache) Collect(ctx context.Context) error {
-	now := p.d.Clock.Now()
-	pods := p.d.States.GetAllPods()
-	samples := make([]metriccache.Sample, 0, len(pods)+1)
-	m, nodeErr := p.d.Proc.MemInfo()
-	if nodeErr == nil {
-		samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodePageCache), Value: float64(m.Cached)})
+	m, err := p.d.Proc.MemInfo()
+	if err != nil {
+		return err
 	}
-	fail := failures{what: "reading pod memory.stat"}
-	for _, pm := range pods {
-		st, err := p.d.Cgroups.MemoryStat(p.d.Layout.PodDir(pm.Pod))
-		if err != nil {
-			fail.add(pm.Key(), err)
-			continue
-		}
-		samples = append(samples, metriccache.Sample{Key: metriccache.PodKey(metriccache.PodPageCache, string(pm.Pod.UID)), Value: float64(st.Cache)})
-	}
-	p.d.Cache.Append(now, samples...)
-	return errors.Join(nodeErr, fail.err(len(pods)))
+	p.d.Cache.Append(p.d.Clock.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodePageCache), Value: float64(m.Cached)})
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 const PodResourceName = "podresource"
 
 // podResource samples every pod's and container's CPU (cgroup CPU time over wall time) and memory (anonymous +
-// unevictable, without page cache) from their cgroups.
+// unevictable, without page cache) from their cgroups, and each pod's page cache from the same memory.stat.
 type podResource struct {
 	d     Deps
 	pods  *rates[types.UID]
@@ -36,14 +36,14 @@ func NewPodResource(d Deps) Collector {
 func (p *podResource) Collect(ctx context.Context) error {
 	pods := p.d.States.GetAllPods()
 	now := p.d.Clock.Now()
-	samples := make([]metriccache.Sample, 0, 4*len(pods))
+	samples := make([]metriccache.Sample, 0, 7*len(pods))
 	fail := failures{what: "reading pod cgroups"}
 	alive := make(map[types.UID]bool, len(pods))
 	for _, m := range pods {
 		pod := m.Pod
 		uid := string(pod.UID)
 		alive[pod.UID] = true
-		dir := p.d.Layout.PodDir(pod)
+		dir := p.d.Layout.PodDirOf(m.KubeQoS, pod.UID)
 		usage, err := p.d.Cgroups.CPUUsage(dir)
 		if err != nil {
 			fail.add(m.Key(), err)
@@ -55,7 +55,10 @@ func (p *podResource) Collect(ctx context.Context) error {
 			continue
 		}
 		memUsage := float64(mem.Usage())
-		samples = append(samples, metriccache.Sample{Key: metriccache.PodKey(metriccache.PodMemoryUsage, uid), Value: memUsage})
+		samples = append(samples,
+			metriccache.Sample{Key: metriccache.PodKey(metriccache.PodMemoryUsage, uid), Value: memUsage},
+			metriccache.Sample{Key: metriccache.PodKey(metriccache.PodPageCache, uid), Value: float64(mem.Cache)},
+		)
 		p.d.Metrics.PodMemoryUsage.WithLabelValues(pod.Namespace, pod.Name).Set(memUsage)
 		p.names[pod.UID] = [2]string{pod.Namespace, pod.Name}
 		if cores, ok := p.pods.rate(pod.UID, usage, now); ok {

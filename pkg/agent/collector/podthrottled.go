@@ -31,7 +31,7 @@ func (p *podThrottled) Collect(ctx context.Context) error {
 	samples := make([]metriccache.Sample, 0, len(pods))
 	fail := failures{what: "reading pod cpu.stat"}
 	for _, m := range pods {
-		st, err := p.d.Cgroups.CPUStat(p.d.Layout.PodDir(m.Pod))
+		st, err := p.d.Cgroups.CPUStat(p.d.Layout.PodDirOf(m.KubeQoS, m.Pod.UID))
 		if err != nil {
 			fail.add(m.Key(), err)
 			continue

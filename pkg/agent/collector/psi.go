@@ -45,7 +45,7 @@ func (p *psi) Collect(ctx context.Context) error {
 	if p.d.CgroupVersion == cgroup.V2 {
 		fail := failures{what: "reading pod pressure"}
 		for _, m := range pods {
-			dir := p.d.Layout.PodDir(m.Pod)
+			dir := p.d.Layout.PodDirOf(m.KubeQoS, m.Pod.UID)
 			for _, r := range system.PSIResources() {
 				s, err := p.d.Cgroups.Pressure(dir, r)
 				if err != nil {

@@ -21,8 +21,15 @@ import (
 // errorLogInterval is how often a collector's recurring error is logged again.
 const errorLogInterval = time.Minute
 
+// sweepInterval is how often the runner lets go of cgroup files no collector read since the last sweep.
+const sweepInterval = time.Minute
+
+// sweeper is a cgroup reader that keeps files open between reads (cgroup.FS.KeepOpen).
+type sweeper interface{ Sweep() int }
+
 // Runner runs the enabled collectors, each on its own interval, and records their duration and result. It is a
-// Runnable. It also deletes the cache series of pods that left the node as soon as the states informer reports it.
+// Runnable. It also deletes the cache series of pods that left the node as soon as the states informer reports it,
+// and, when the cgroup reader keeps files open, sweeps the files no collector read for a minute.
 type Runner struct {
 	deps    Deps
 	clock   clock.WithTicker
@@ -126,6 +133,22 @@ func (r *Runner) Name() string { return "collectors" }
 func (r *Runner) Start(ctx context.Context) error {
 	r.deps.States.RegisterCallback(statesinformer.KindPods, "collector-prune-ended-pods", func(statesinformer.Kind) { r.PruneEndedPods() })
 	var wg sync.WaitGroup
+	if s, ok := r.deps.Cgroups.(sweeper); ok {
+		wg.Go(func() {
+			t := r.clock.NewTicker(sweepInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C():
+					if n := s.Sweep(); n > 0 {
+						klog.FromContext(ctx).V(4).Info("closed cgroup files no longer read", "count", n)
+					}
+				}
+			}
+		})
+	}
 	for _, c := range r.running {
 		wg.Go(func() {
 			t := r.clock.NewTicker(c.interval)

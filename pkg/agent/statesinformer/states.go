@@ -3,6 +3,7 @@ package statesinformer
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/qos"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
@@ -62,13 +63,16 @@ type PodMeta struct {
 	QoS slov1alpha1.QoSClass
 	// Priority is the pod's priority band.
 	Priority slov1alpha1.PriorityClass
+	// KubeQoS is the pod's Kubernetes QoS class (status.qosClass, else computed from its resources), which decides
+	// its cgroup directory.
+	KubeQoS corev1.PodQOSClass
 }
 
 // Key is "namespace/name".
 func (m *PodMeta) Key() string { return m.Pod.Namespace + "/" + m.Pod.Name }
 
 func newPodMeta(p *corev1.Pod) *PodMeta {
-	return &PodMeta{Pod: p, QoS: slov1alpha1.QoSClassOf(p), Priority: slov1alpha1.PriorityClassOf(p.Spec.Priority)}
+	return &PodMeta{Pod: p, QoS: slov1alpha1.QoSClassOf(p), Priority: slov1alpha1.PriorityClassOf(p.Spec.Priority), KubeQoS: qos.GetPodQOS(p)}
 }
 
 // ended reports whether a pod's containers have all stopped for good.

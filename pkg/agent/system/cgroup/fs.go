@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -22,12 +22,36 @@ import (
 type FS struct {
 	root    string
 	version Version
+	// buffers are the read buffers: cgroup files are at most a few KiB, so one buffer rarely grows.
+	buffers sync.Pool
+	files   *openFiles
 }
 
 var _ ReadWriter = &FS{}
 
-// NewFS returns an FS for the cgroup tree at root, mounted as version v (see DetectVersion).
-func NewFS(root string, v Version) *FS { return &FS{root: root, version: v} }
+// NewFS returns an FS for the cgroup tree at root, mounted as version v (see DetectVersion). It opens every file
+// for each read; KeepOpen makes it keep them.
+func NewFS(root string, v Version) *FS {
+	return &FS{root: root, version: v, buffers: sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }},
+		files: newOpenFiles(0)}
+}
+
+// KeepOpen makes the FS keep up to max files open between reads and re-read them with one pread each (see
+// Sweep); 0 turns it off. Call it before the first read. It returns f.
+func (f *FS) KeepOpen(max int) *FS {
+	f.files = newOpenFiles(max)
+	return f
+}
+
+// Sweep closes the kept files not read since the previous Sweep and returns how many; call it periodically (the
+// collector runner does, every minute) so files of removed cgroups are let go.
+func (f *FS) Sweep() int { return f.files.sweep() }
+
+// OpenFiles is the number of files kept open.
+func (f *FS) OpenFiles() int { return f.files.len() }
+
+// Close closes every kept file. The FS stays usable.
+func (f *FS) Close() { f.files.closeAll() }
 
 // Root is the directory the FS reads.
 func (f *FS) Root() string { return f.root }
@@ -47,18 +71,18 @@ func (f *FS) Dir(subsystem, dir string) string {
 func (f *FS) CPUUsage(dir string) (time.Duration, error) {
 	if f.version == V1 {
 		var ns uint64
-		err := f.read(dir, fileCPUUsage, func(r io.Reader) (err error) { ns, err = parseUint(r); return err })
+		err := f.read(dir, fileCPUUsage, func(b []byte) (err error) { ns, err = parseUint(b); return err })
 		return time.Duration(ns), err
 	}
 	var usage time.Duration
-	err := f.read(dir, fileCPUUsage, func(r io.Reader) (err error) { _, usage, err = parseCPUStat(r, V2); return err })
+	err := f.read(dir, fileCPUUsage, func(b []byte) (err error) { _, usage, err = parseCPUStat(b, V2); return err })
 	return usage, err
 }
 
 // CPUStat implements Reader.
 func (f *FS) CPUStat(dir string) (CPUStat, error) {
 	var s CPUStat
-	err := f.read(dir, fileCPUStat, func(r io.Reader) (err error) { s, _, err = parseCPUStat(r, f.version); return err })
+	err := f.read(dir, fileCPUStat, func(b []byte) (err error) { s, _, err = parseCPUStat(b, f.version); return err })
 	return s, err
 }
 
@@ -66,15 +90,15 @@ func (f *FS) CPUStat(dir string) (CPUStat, error) {
 func (f *FS) CPUQuota(dir string) (CPUQuota, error) {
 	if f.version == V2 {
 		var q CPUQuota
-		err := f.read(dir, fileCPUQuota, func(r io.Reader) (err error) { q, err = parseCPUMax(r); return err })
+		err := f.read(dir, fileCPUQuota, func(b []byte) (err error) { q, err = parseCPUMax(b); return err })
 		return q, err
 	}
 	var quota int64
 	var period uint64
-	if err := f.read(dir, fileCPUQuota, func(r io.Reader) (err error) { quota, err = parseInt(r); return err }); err != nil {
+	if err := f.read(dir, fileCPUQuota, func(b []byte) (err error) { quota, err = parseInt(b); return err }); err != nil {
 		return CPUQuota{}, err
 	}
-	if err := f.read(dir, fileCPUPeriod, func(r io.Reader) (err error) { period, err = parseUint(r); return err }); err != nil {
+	if err := f.read(dir, fileCPUPeriod, func(b []byte) (err error) { period, err = parseUint(b); return err }); err != nil {
 		return CPUQuota{}, err
 	}
 	return CPUQuota{Quota: durationUs(quota), Period: time.Duration(period) * time.Microsecond}, nil
@@ -83,7 +107,7 @@ func (f *FS) CPUQuota(dir string) (CPUQuota, error) {
 // CPUShares implements Reader.
 func (f *FS) CPUShares(dir string) (uint64, error) {
 	var n uint64
-	err := f.read(dir, fileCPUShares, func(r io.Reader) (err error) { n, err = parseUint(r); return err })
+	err := f.read(dir, fileCPUShares, func(b []byte) (err error) { n, err = parseUint(b); return err })
 	if err == nil && f.version == V2 {
 		n = WeightToShares(n)
 	}
@@ -93,18 +117,14 @@ func (f *FS) CPUShares(dir string) (uint64, error) {
 // CPUBurst implements Reader.
 func (f *FS) CPUBurst(dir string) (time.Duration, error) {
 	var us uint64
-	err := f.read(dir, fileCPUBurst, func(r io.Reader) (err error) { us, err = parseUint(r); return err })
+	err := f.read(dir, fileCPUBurst, func(b []byte) (err error) { us, err = parseUint(b); return err })
 	return time.Duration(us) * time.Microsecond, err
 }
 
 // CPUSet implements Reader.
 func (f *FS) CPUSet(dir string) (cpuset.CPUSet, error) {
 	var s cpuset.CPUSet
-	err := f.read(dir, fileCPUSetEffective, func(r io.Reader) error {
-		b, err := io.ReadAll(io.LimitReader(r, 64<<10))
-		if err != nil {
-			return err
-		}
+	err := f.read(dir, fileCPUSetEffective, func(b []byte) (err error) {
 		s, err = cpuset.Parse(string(bytes.TrimSpace(b)))
 		return err
 	})
@@ -114,7 +134,7 @@ func (f *FS) CPUSet(dir string) (cpuset.CPUSet, error) {
 // MemoryStat implements Reader.
 func (f *FS) MemoryStat(dir string) (MemoryStat, error) {
 	var m MemoryStat
-	err := f.read(dir, fileMemoryStat, func(r io.Reader) (err error) { m, err = parseMemoryStat(r, f.version); return err })
+	err := f.read(dir, fileMemoryStat, func(b []byte) (err error) { m, err = parseMemoryStat(b, f.version); return err })
 	return m, err
 }
 
@@ -122,10 +142,10 @@ func (f *FS) MemoryStat(dir string) (MemoryStat, error) {
 func (f *FS) MemoryLimit(dir string) (int64, error) {
 	var n int64
 	if f.version == V2 {
-		err := f.read(dir, fileMemoryLimit, func(r io.Reader) (err error) { n, err = parseMax(r); return err })
+		err := f.read(dir, fileMemoryLimit, func(b []byte) (err error) { n, err = parseMax(b); return err })
 		return n, err
 	}
-	err := f.read(dir, fileMemoryLimit, func(r io.Reader) (err error) { n, err = parseInt(r); return err })
+	err := f.read(dir, fileMemoryLimit, func(b []byte) (err error) { n, err = parseInt(b); return err })
 	if err == nil && n >= unlimitedV1 {
 		n = -1
 	}
@@ -139,7 +159,7 @@ func (f *FS) Pressure(dir string, r system.PSIResource) (procfs.PSIStats, error)
 		return procfs.PSIStats{}, fmt.Errorf("reading the %s pressure of cgroup %q: unknown resource", r, dir)
 	}
 	var s procfs.PSIStats
-	err := f.read(dir, file, func(rd io.Reader) (err error) { s, err = parsePressure(rd); return err })
+	err := f.read(dir, file, func(b []byte) (err error) { s, err = parsePressure(b); return err })
 	return s, err
 }
 
@@ -193,33 +213,39 @@ func (f *FS) SetMemoryLimit(dir string, limit int64) error {
 	return f.write(dir, fileMemoryLimit, v)
 }
 
-// path returns the file of value fl in cgroup dir, or "" when this version has no such file.
+// path returns the file of value fl in cgroup dir, or "" when this version has no such file. Layout's directories
+// are clean already, so the parts are concatenated: Join's Clean showed in the collection profile.
 func (f *FS) path(dir string, fl file) (p, name string) {
 	sub, v1, v2 := fileNames(fl)
-	if f.version == V1 {
-		if v1 == "" {
-			return "", ""
-		}
-		return filepath.Join(f.root, sub, dir, v1), v1
-	}
-	if v2 == "" {
+	switch {
+	case f.version == V1 && v1 == "", f.version == V2 && v2 == "":
 		return "", ""
+	case f.version == V1 && dir == "":
+		return f.root + "/" + sub + "/" + v1, v1
+	case f.version == V1:
+		return f.root + "/" + sub + "/" + dir + "/" + v1, v1
+	case dir == "":
+		return f.root + "/" + v2, v2
 	}
-	return filepath.Join(f.root, dir, v2), v2
+	return f.root + "/" + dir + "/" + v2, v2
 }
 
-// read opens the file of fl in dir and hands it to parse, mapping the errors as Reader documents.
-func (f *FS) read(dir string, fl file, parse func(io.Reader) error) error {
+// read reads the file of fl in dir into a pooled buffer and hands the bytes to parse (which must not keep them),
+// mapping the errors as Reader documents.
+func (f *FS) read(dir string, fl file, parse func([]byte) error) error {
 	p, name := f.path(dir, fl)
 	if p == "" {
 		_, v1, v2 := fileNames(fl)
 		return fmt.Errorf("reading %s of cgroup %q: cgroup %s has no such file: %w", v1+v2, dir, f.version, system.ErrUnsupported)
 	}
-	b, err := os.ReadFile(p)
+	buf := f.buffers.Get().(*[]byte)
+	defer f.buffers.Put(buf)
+	b, err := f.files.read(p, (*buf)[:0])
+	*buf = b[:0] // keep a buffer that grew
 	if err != nil {
 		return f.fileError("reading", dir, p, name, err)
 	}
-	if err := parse(bytes.NewReader(b)); err != nil {
+	if err := parse(b); err != nil {
 		return fmt.Errorf("parsing %s: %w", p, err)
 	}
 	return nil

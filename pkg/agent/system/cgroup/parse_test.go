@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func TestParseCPUStat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, u, err := parseCPUStat(strings.NewReader(tt.in), tt.version)
+			s, u, err := parseCPUStat([]byte(tt.in), tt.version)
 			checkParse(t, result{s, u}, err, tt.want, tt.wantErr)
 		})
 	}
@@ -100,11 +99,12 @@ func TestParseMemoryStat(t *testing.T) {
 			want: MemoryStat{Cache: 10, Shmem: 3, InactiveAnon: 40, ActiveAnon: 50, InactiveFile: 6, ActiveFile: 4, Unevictable: 1},
 		},
 		{name: "v1 without totals", version: V1, in: "cache 1\nrss 2\ninactive_anon 4\nactive_anon 5\ninactive_file 6\nactive_file 7\nunevictable 8\n", wantErr: "missing fields"},
-		{name: "garbage", version: V2, in: "anon lots\n", wantErr: "malformed line"},
+		{name: "garbage in a used field", version: V2, in: "file lots\n", wantErr: "malformed line"},
+		{name: "no line with a value", version: V2, in: "anon\n", wantErr: "malformed line"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseMemoryStat(strings.NewReader(tt.in), tt.version)
+			got, err := parseMemoryStat([]byte(tt.in), tt.version)
 			checkParse(t, got, err, tt.want, tt.wantErr)
 		})
 	}
@@ -129,14 +129,14 @@ func TestParsePressure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parsePressure(strings.NewReader(tt.in))
+			got, err := parsePressure([]byte(tt.in))
 			checkParse(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
 
-func wrap[T any](parse func(r io.Reader) (T, error)) func(string) (any, error) {
-	return func(s string) (any, error) { return parse(strings.NewReader(s)) }
+func wrap[T any](parse func(b []byte) (T, error)) func(string) (any, error) {
+	return func(s string) (any, error) { return parse([]byte(s)) }
 }
 
 func checkParse(t *testing.T, got any, err error, want any, wantErr string) {

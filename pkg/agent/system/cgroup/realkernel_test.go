@@ -2,6 +2,7 @@ package cgroup_test
 
 import (
 	"errors"
+	iofs "io/fs"
 	"testing"
 	"time"
 
@@ -86,5 +87,39 @@ func readBack(t *testing.T, fs *cgroup.FS, dir string, burst bool) {
 	}
 	if err != nil || m.Usage() == 0 {
 		t.Errorf("MemoryStat = %+v, %v; want the sleeping process's memory", m, err)
+	}
+}
+
+// TestRealKernelKeepOpen checks what KeepOpen relies on, on the real kernel: a kept cgroup file read again with
+// pread at offset 0 shows the current value, and once the cgroup is removed the read reports it gone and the file
+// is let go.
+func TestRealKernelKeepOpen(t *testing.T) {
+	box := cgrouptest.New(t)
+	dir := box.Parent + "/kubepods/burstable/podkeep"
+	box.Mkdir(dir)
+	burner := box.Start(dir, "/bin/sh", "-c", "while :; do :; done")
+	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1).KeepOpen(16)
+	defer fs.Close()
+
+	first, err := fs.CPUUsage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	second, err := fs.CPUUsage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second <= first || fs.OpenFiles() != 1 {
+		t.Fatalf("kept cpuacct.usage read %s then %s with %d open files; want growth from one kept file", first, second, fs.OpenFiles())
+	}
+
+	box.Stop(burner)
+	box.Remove(dir)
+	if _, err := fs.CPUUsage(dir); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("reading a removed cgroup through a kept file: want fs.ErrNotExist, got %v", err)
+	}
+	if n := fs.OpenFiles(); n != 0 {
+		t.Errorf("%d files still kept for a removed cgroup", n)
 	}
 }
