@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent"
 )
@@ -28,10 +29,12 @@ func main() {
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
-	ctrl.SetLogger(logger)
+	// Only the logging and signal packages of controller-runtime: its root package would link the whole manager
+	// (webhooks, leader election) into the agent, which is measurably larger in memory.
+	crlog.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	ctx := klog.NewContext(ctrl.SetupSignalHandler(), logger.WithName("gleaner-agent"))
+	ctx := klog.NewContext(signals.SetupSignalHandler(), logger.WithName("gleaner-agent"))
 	if err := agent.Run(ctx, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "gleaner-agent: %v\n", err)
 		os.Exit(1)

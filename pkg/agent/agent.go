@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
@@ -21,7 +26,6 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
-	"github.com/gleaner-sh/gleaner/pkg/manager"
 )
 
 // Agent is gleaner-agent with its modules built, ready to Run.
@@ -61,7 +65,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := manager.CheckReachable(cfg, opts.ConnectTimeout); err != nil {
+	if err := checkNode(ctx, cfg, opts.NodeName, opts.ConnectTimeout); err != nil {
 		return err
 	}
 	a, err := New(cfg, opts, clock.RealClock{})
@@ -72,6 +76,46 @@ func Run(ctx context.Context, opts *Options) error {
 		"cgroup", a.Host.CgroupVersion.String(), "driver", a.Host.Layout.Driver, "collectors", a.Collectors.Names(),
 		"podSource", opts.PodSource, "metrics", opts.MetricsAddr, "health", opts.HealthAddr)
 	return a.Run(ctx)
+}
+
+// newScheme knows the kinds the agent reads and writes: the core group and slo.gleaner.sh. (Not the whole
+// client-go scheme: the agent's binary and memory stay smaller without the other API groups.)
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding the core kinds to the scheme: %w", err)
+	}
+	if err := slov1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding %s to the scheme: %w", slov1alpha1.GroupVersion, err)
+	}
+	return s, nil
+}
+
+// checkNode reads the agent's Node once with a short timeout, so that a wrong or missing cluster, a node name
+// that does not exist or missing permissions are one clear error at start-up instead of a retry loop.
+func checkNode(ctx context.Context, cfg *rest.Config, node string, timeout time.Duration) error {
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	c := rest.CopyConfig(cfg)
+	c.Timeout = timeout
+	cl, err := client.New(c, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("cannot reach the Kubernetes API server at %s (check --kubeconfig and the cluster): %w", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = cl.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("node %q does not exist (check --node-name or $NODE_NAME): %w", node, err)
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return fmt.Errorf("reading node %q: the agent's credentials are not allowed to (check the gleaner-agent RBAC): %w", node, err)
+	}
+	return fmt.Errorf("cannot reach the Kubernetes API server at %s (check --kubeconfig and the cluster): %w", cfg.Host, err)
 }
 
 // RESTConfig loads the client configuration the options point at.
@@ -111,7 +155,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := manager.NewScheme()
+	scheme, err := newScheme()
 	if err != nil {
 		return nil, err
 	}

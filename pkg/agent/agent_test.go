@@ -200,16 +200,7 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
 
 	// 12 simulated seconds cover the 6 s aggregate duration and the 8 s window; the reporter writes each second.
-	for range 12 {
-		stepSecond(t, done, a, host, clk)
-	}
-	nm := &slov1alpha1.NodeMetric{}
-	eventually(t, done, "a complete NodeMetric status", func() error {
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: nodeName}, nm); err != nil {
-			return err
-		}
-		return complete(nm.Status, clk.Now())
-	})
+	nm := reportAfter(t, e, done, a, host, clk, nodeName)
 	expectBatchPluginAccepts(t, nm, app, uids)
 
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="podresource",result="success"}`)
@@ -220,7 +211,7 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 
 // stepSecond moves the simulated host's counters by a second, then the clock, and waits until every 1 s collector
 // has read them.
-func stepSecond(t *testing.T, done <-chan error, a *Agent, host *hostsim.Host, clk *clocktesting.FakeClock) {
+func stepSecond(t testing.TB, done <-chan error, a *Agent, host *hostsim.Host, clk *clocktesting.FakeClock) {
 	t.Helper()
 	var everySecond []string
 	for _, f := range collector.Registry() {
@@ -242,14 +233,48 @@ func stepSecond(t *testing.T, done <-chan error, a *Agent, host *hostsim.Host, c
 		t.Fatal(err)
 	}
 	clk.Step(time.Second)
-	eventually(t, done, "a collection round", func() error {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		ran := true
 		for _, n := range everySecond {
-			if runs(n) <= before[n] {
-				return fmt.Errorf("%s has not run", n)
+			ran = ran && runs(n) > before[n]
+		}
+		if ran {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("agent exited during a collection round: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a collection round did not finish within 30s")
+		}
+	}
+}
+
+// reportAfter steps 12 simulated seconds (the 6 s aggregate duration and the 8 s window covered), then keeps
+// stepping until the reporter has written a complete status stamped with the current second. (A step that comes
+// while the reporter is still writing the previous report passes before its timer is armed again, so a second
+// can go by without a report.)
+func reportAfter(t *testing.T, e *testenv.Env, done <-chan error, a *Agent, host *hostsim.Host, clk *clocktesting.FakeClock, node string) *slov1alpha1.NodeMetric {
+	t.Helper()
+	for range 12 {
+		stepSecond(t, done, a, host, clk)
+	}
+	nm := &slov1alpha1.NodeMetric{}
+	var err error
+	for range 20 {
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if err = e.Client.Get(context.Background(), client.ObjectKey{Name: node}, nm); err == nil {
+				if err = complete(nm.Status, clk.Now()); err == nil {
+					return nm
+				}
 			}
 		}
-		return nil
-	})
+		stepSecond(t, done, a, host, clk)
+	}
+	t.Fatalf("no complete NodeMetric status after 32 simulated seconds: %v", err)
+	return nil
 }
 
 // complete says what a status written at now still lacks.
@@ -417,7 +442,7 @@ func near(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-func create(t *testing.T, c client.Client, objs ...client.Object) {
+func create(t testing.TB, c client.Client, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := c.Create(context.Background(), o); err != nil {
@@ -427,7 +452,7 @@ func create(t *testing.T, c client.Client, objs ...client.Object) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -438,7 +463,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // eventually retries f for 60 s, failing early if the agent exits.
-func eventually(t *testing.T, done <-chan error, what string, f func() error) {
+func eventually(t testing.TB, done <-chan error, what string, f func() error) {
 	t.Helper()
 	var err error
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -455,7 +480,7 @@ func eventually(t *testing.T, done <-chan error, what string, f func() error) {
 }
 
 // waitHTTP polls url until it answers 200 with a body containing want.
-func waitHTTP(t *testing.T, done <-chan error, url, want string) {
+func waitHTTP(t testing.TB, done <-chan error, url, want string) {
 	t.Helper()
 	eventually(t, done, url, func() error {
 		resp, err := http.Get(url)

@@ -43,7 +43,10 @@ func New(cfg *rest.Config, scheme *runtime.Scheme, nodeName string, kubelet *Kub
 		&slov1alpha1.NodeMetric{}: {Field: onNode},
 	}
 	if kubelet == nil {
-		byObject[&corev1.Pod{}] = crcache.ByObject{Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)}
+		byObject[&corev1.Pod{}] = crcache.ByObject{
+			Field:     fields.OneTermEqualSelector("spec.nodeName", nodeName),
+			Transform: slimPod,
+		}
 	}
 	c, err := crcache.New(cfg, crcache.Options{
 		Scheme:                      scheme,

@@ -92,6 +92,7 @@ func (k *KubeletPods) List(ctx context.Context) ([]*corev1.Pod, error) {
 	pods := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
 		pods[i] = &list.Items[i]
+		_, _ = slimPod(pods[i])
 	}
 	return pods, nil
 }
