@@ -52,6 +52,11 @@ unit: ## Run the Go tests against a real kube-apiserver and etcd.
 .PHONY: test
 test: verify-generated vet lint unit ## Everything CI checks.
 
+.PHONY: bench
+bench: ## Run the benchmarks of docs/benchmarks.md (about 15 minutes; not part of `make test`).
+	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go test -run '^$$' -bench . -benchmem -benchtime=1x -timeout 30m ./pkg/agent/
+	go test -run '^$$' -bench . -benchmem ./pkg/agent/collector/ ./pkg/agent/metriccache/
+
 .PHONY: run
 run: ## Start a local control plane and run gleaner-manager against it; Ctrl-C stops both.
 	hack/run.sh

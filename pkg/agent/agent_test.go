@@ -20,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -172,7 +174,6 @@ var simulated = []struct {
 // updateTime, present, consistent and well-formed.
 func TestAgentWritesNodeMetric(t *testing.T) {
 	e := env.Start(t)
-	ctx := context.Background()
 	const nodeName = "agent-node"
 	host, app, uids := simulatedHost(t, e, nodeName)
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
@@ -184,22 +185,8 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(e.Config, o, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent stopped with an error: %v", err)
-		}
-	}()
-	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
+	a, done := startAgent(t, e.Config, o, clk)
 
-	// 12 simulated seconds cover the 6 s aggregate duration and the 8 s window; the reporter writes each second.
 	nm := reportAfter(t, e, done, a, host, clk, nodeName)
 	expectBatchPluginAccepts(t, nm, app, uids)
 
@@ -207,6 +194,29 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_pod_cpu_usage_cores{namespace="default",pod="web-agent-node"} 0.8`)
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_nodemetric_reports_total{result="written"}`)
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_agent_metric_cache_bytes")
+}
+
+// startAgent builds the agent for cfg and o on clk, runs it until the test ends (it must then stop without an
+// error) and waits until it is ready. done receives Run's result.
+func startAgent(tb testing.TB, cfg *rest.Config, o *Options, clk clock.WithTicker) (a *Agent, done <-chan error) {
+	tb.Helper()
+	a, err := New(cfg, o, clk)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	// Run's error is sent once and the channel closed, so whoever reads it first (a wait that sees the agent
+	// exit early, or the cleanup) gets it, and later reads do not block.
+	result := make(chan error, 1)
+	go func() { result <- a.Run(ctx); close(result) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-result; err != nil {
+			tb.Errorf("agent stopped with an error: %v", err)
+		}
+	})
+	waitHTTP(tb, result, "http://"+o.HealthAddr+"/readyz", "ok")
+	return a, result
 }
 
 // stepSecond moves the simulated host's counters by a second, then the clock, and waits until every 1 s collector

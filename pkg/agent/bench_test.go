@@ -54,20 +54,7 @@ func benchHeap(b *testing.B, pods, seconds int) {
 	o := NewOptions()
 	o.NodeName, o.ProcRoot, o.SysRoot, o.CgroupRoot = node, host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
 	o.MetricsAddr, o.HealthAddr = "0", freeAddr(b)
-	a, err := New(e.Config, o, clk)
-	if err != nil {
-		b.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	}()
-	waitHTTP(b, done, "http://"+o.HealthAddr+"/readyz", "ok")
+	a, done := startAgent(b, e.Config, o, clk)
 	for range seconds {
 		stepSecond(b, done, a, host, clk)
 	}
@@ -150,9 +137,9 @@ func rssMiB(b *testing.B) float64 {
 // running pods of two containers each (NodeMetric with the default policy: 300 s window, report every 60 s) and a
 // simulated host whose counters advance in real time, lets it collect for 10 minutes (GLEANER_BENCH_DURATION
 // overrides, e.g. 1m for a quick look), and reports the agent process's rss-MiB (VmRSS at the end), hwm-MiB (its
-// peak; the binary runs with the DaemonSet's environment, GOGC=50), anon-MiB and file-MiB (the anonymous and file-backed parts of rss: heap versus the binary's pages) and
+// peak), anon-MiB and file-MiB (the anonymous and file-backed parts of rss: heap versus the binary's pages) and
 // cpu-percent (its average CPU, of one core, over the run). It then stops the agent with SIGTERM, which
-// must exit cleanly.
+// must exit cleanly. The binary runs with the DaemonSet's environment (GOGC=25).
 //
 //	go test -run '^$' -bench BenchmarkAgentProcessRSS -benchtime=1x -timeout 20m ./pkg/agent/
 func BenchmarkAgentProcessRSS(b *testing.B) {

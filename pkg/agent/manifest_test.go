@@ -126,20 +126,7 @@ func TestAgentRunsWithItsRBAC(t *testing.T) {
 	o := NewOptions()
 	o.NodeName, o.ProcRoot, o.SysRoot, o.CgroupRoot = nodeName, host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
 	o.MetricsAddr, o.HealthAddr = "0", freeAddr(t)
-	a, err := New(cfg, o, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent stopped with an error: %v", err)
-		}
-	}()
-	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
+	a, done := startAgent(t, cfg, o, clk)
 	nm := reportAfter(t, e, done, a, host, clk, nodeName)
 
 	// And nothing more: the service account cannot touch other kinds or write NodeMetric specs.

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,7 @@ const PodResourceName = "podresource"
 // unevictable, without page cache) from their cgroups, and each pod's page cache from the same memory.stat.
 type podResource struct {
 	d     Deps
+	dirs  *podDirs
 	pods  *rates[types.UID]
 	ctrs  *rates[containerKey]
 	names map[types.UID][2]string // namespace, name of pods with usage gauges
@@ -30,7 +30,7 @@ type containerKey struct {
 
 // NewPodResource returns the pod resource collector.
 func NewPodResource(d Deps) Collector {
-	return &podResource{d: d, pods: newRates[types.UID](), ctrs: newRates[containerKey](), names: map[types.UID][2]string{}}
+	return &podResource{d: d, dirs: newPodDirs(d.Layout), pods: newRates[types.UID](), ctrs: newRates[containerKey](), names: map[types.UID][2]string{}}
 }
 
 func (p *podResource) Collect(ctx context.Context) error {
@@ -43,7 +43,7 @@ func (p *podResource) Collect(ctx context.Context) error {
 		pod := m.Pod
 		uid := string(pod.UID)
 		alive[pod.UID] = true
-		dir := p.d.Layout.PodDirOf(m.KubeQoS, pod.UID)
+		dir := p.dirs.pod(m)
 		usage, err := p.d.Cgroups.CPUUsage(dir)
 		if err != nil {
 			fail.add(m.Key(), err)
@@ -70,6 +70,7 @@ func (p *podResource) Collect(ctx context.Context) error {
 	p.d.Cache.Append(now, samples...)
 	p.pods.retain()
 	p.ctrs.retain()
+	p.dirs.retain()
 	for uid, n := range p.names {
 		if !alive[uid] {
 			p.d.Metrics.DeletePod(n[0], n[1])
@@ -82,29 +83,37 @@ func (p *podResource) Collect(ctx context.Context) error {
 // containers appends the samples of pod's running containers (sidecars included).
 func (p *podResource) containers(samples []metriccache.Sample, pod *corev1.Pod, podDir string, now time.Time, fail *failures) []metriccache.Sample {
 	uid := string(pod.UID)
-	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
-		if s.ContainerID == "" || s.State.Running == nil {
-			continue
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range statuses {
+			samples = p.container(samples, pod, uid, podDir, &statuses[i], now, fail)
 		}
-		dir, err := p.d.Layout.ContainerDir(podDir, s.ContainerID)
-		if err != nil {
-			fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
-			continue
-		}
-		usage, err := p.d.Cgroups.CPUUsage(dir)
-		if err != nil {
-			fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
-			continue
-		}
-		mem, err := p.d.Cgroups.MemoryStat(dir)
-		if err != nil {
-			fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
-			continue
-		}
-		samples = append(samples, metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerMemoryUsage, uid, s.Name), Value: float64(mem.Usage())})
-		if cores, ok := p.ctrs.rate(containerKey{pod.UID, s.Name}, usage, now); ok {
-			samples = append(samples, metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerCPUUsage, uid, s.Name), Value: cores})
-		}
+	}
+	return samples
+}
+
+// container appends the samples of one running container.
+func (p *podResource) container(samples []metriccache.Sample, pod *corev1.Pod, uid, podDir string, s *corev1.ContainerStatus, now time.Time, fail *failures) []metriccache.Sample {
+	if s.ContainerID == "" || s.State.Running == nil {
+		return samples
+	}
+	dir, err := p.dirs.container(podDir, s.ContainerID)
+	if err != nil {
+		fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
+		return samples
+	}
+	usage, err := p.d.Cgroups.CPUUsage(dir)
+	if err != nil {
+		fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
+		return samples
+	}
+	mem, err := p.d.Cgroups.MemoryStat(dir)
+	if err != nil {
+		fail.add(pod.Namespace+"/"+pod.Name+"/"+s.Name, err)
+		return samples
+	}
+	samples = append(samples, metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerMemoryUsage, uid, s.Name), Value: float64(mem.Usage())})
+	if cores, ok := p.ctrs.rate(containerKey{pod.UID, s.Name}, usage, now); ok {
+		samples = append(samples, metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerCPUUsage, uid, s.Name), Value: cores})
 	}
 	return samples
 }

@@ -16,12 +16,13 @@ const PodThrottledName = "podthrottled"
 // cpu.stat. Low means the pod had the CPU it wanted.
 type podThrottled struct {
 	d    Deps
+	dirs *podDirs
 	prev map[types.UID]cgroup.CPUStat
 }
 
 // NewPodThrottled returns the pod throttling collector.
 func NewPodThrottled(d Deps) Collector {
-	return &podThrottled{d: d, prev: map[types.UID]cgroup.CPUStat{}}
+	return &podThrottled{d: d, dirs: newPodDirs(d.Layout), prev: map[types.UID]cgroup.CPUStat{}}
 }
 
 func (p *podThrottled) Collect(ctx context.Context) error {
@@ -31,7 +32,7 @@ func (p *podThrottled) Collect(ctx context.Context) error {
 	samples := make([]metriccache.Sample, 0, len(pods))
 	fail := failures{what: "reading pod cpu.stat"}
 	for _, m := range pods {
-		st, err := p.d.Cgroups.CPUStat(p.d.Layout.PodDirOf(m.KubeQoS, m.Pod.UID))
+		st, err := p.d.Cgroups.CPUStat(p.dirs.pod(m))
 		if err != nil {
 			fail.add(m.Key(), err)
 			continue
@@ -42,6 +43,7 @@ func (p *podThrottled) Collect(ctx context.Context) error {
 		}
 	}
 	p.prev = next
+	p.dirs.retain()
 	p.d.Cache.Append(now, samples...)
 	return fail.err(len(pods))
 }

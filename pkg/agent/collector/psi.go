@@ -22,12 +22,15 @@ const PSIName = "psi"
 // node only).
 type psi struct {
 	d         Deps
+	dirs      *podDirs
 	stall     *rates[string]
 	v1Noticed bool
 }
 
 // NewPSI returns the pressure collector.
-func NewPSI(d Deps) Collector { return &psi{d: d, stall: newRates[string]()} }
+func NewPSI(d Deps) Collector {
+	return &psi{d: d, dirs: newPodDirs(d.Layout), stall: newRates[string]()}
+}
 
 func (p *psi) Collect(ctx context.Context) error {
 	now := p.d.Clock.Now()
@@ -45,7 +48,7 @@ func (p *psi) Collect(ctx context.Context) error {
 	if p.d.CgroupVersion == cgroup.V2 {
 		fail := failures{what: "reading pod pressure"}
 		for _, m := range pods {
-			dir := p.d.Layout.PodDirOf(m.KubeQoS, m.Pod.UID)
+			dir := p.dirs.pod(m)
 			for _, r := range system.PSIResources() {
 				s, err := p.d.Cgroups.Pressure(dir, r)
 				if err != nil {
@@ -62,6 +65,7 @@ func (p *psi) Collect(ctx context.Context) error {
 	}
 	p.d.Cache.Append(now, samples...)
 	p.stall.retain()
+	p.dirs.retain()
 	return errors.Join(errs...)
 }
 

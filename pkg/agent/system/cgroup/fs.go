@@ -233,19 +233,20 @@ func (f *FS) path(dir string, fl file) (p, name string) {
 // read reads the file of fl in dir into a pooled buffer and hands the bytes to parse (which must not keep them),
 // mapping the errors as Reader documents.
 func (f *FS) read(dir string, fl file, parse func([]byte) error) error {
-	p, name := f.path(dir, fl)
-	if p == "" {
-		_, v1, v2 := fileNames(fl)
+	if _, v1, v2 := fileNames(fl); (f.version == V1 && v1 == "") || (f.version == V2 && v2 == "") {
 		return fmt.Errorf("reading %s of cgroup %q: cgroup %s has no such file: %w", v1+v2, dir, f.version, system.ErrUnsupported)
 	}
 	buf := f.buffers.Get().(*[]byte)
 	defer f.buffers.Put(buf)
-	b, err := f.files.read(p, (*buf)[:0])
+	// The path is built only to open the file or to report an error: a kept file is found by (dir, value).
+	b, err := f.files.read(fileKey{dir: dir, fl: fl}, func() string { p, _ := f.path(dir, fl); return p }, (*buf)[:0])
 	*buf = b[:0] // keep a buffer that grew
 	if err != nil {
+		p, name := f.path(dir, fl)
 		return f.fileError("reading", dir, p, name, err)
 	}
 	if err := parse(b); err != nil {
+		p, _ := f.path(dir, fl)
 		return fmt.Errorf("parsing %s: %w", p, err)
 	}
 	return nil

@@ -19,7 +19,13 @@ type openFiles struct {
 	max int
 
 	mu    sync.Mutex
-	files map[string]*openFile
+	files map[fileKey]*openFile
+}
+
+// fileKey names a file by its cgroup and value, so a kept file is found without building its path.
+type fileKey struct {
+	dir string
+	fl  file
 }
 
 type openFile struct {
@@ -29,37 +35,39 @@ type openFile struct {
 	dead bool // dropped: close when refs reaches 0
 }
 
-func newOpenFiles(max int) *openFiles { return &openFiles{max: max, files: map[string]*openFile{}} }
+func newOpenFiles(max int) *openFiles { return &openFiles{max: max, files: map[fileKey]*openFile{}} }
 
-// read appends path's contents to buf, from a kept file when there is one.
-func (o *openFiles) read(path string, buf []byte) ([]byte, error) {
-	if of := o.acquire(path); of != nil {
+// read appends the contents of the file of key to buf, from a kept file when there is one; path builds the file's
+// path when it has to be opened.
+func (o *openFiles) read(key fileKey, path func() string, buf []byte) ([]byte, error) {
+	if of := o.acquire(key); of != nil {
 		b, err := preadAll(of.fd, buf)
 		o.release(of)
 		if err == nil {
 			return b, nil
 		}
-		o.drop(path, of)
+		o.drop(key, of)
 	}
-	fd, err := openRetry(path)
+	p := path()
+	fd, err := openRetry(p)
 	if err != nil {
-		return buf, &fs.PathError{Op: "open", Path: path, Err: err}
+		return buf, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	b, err := preadAll(fd, buf)
 	if err != nil {
 		_ = syscall.Close(fd)
-		return b, &fs.PathError{Op: "read", Path: path, Err: err}
+		return b, &fs.PathError{Op: "read", Path: p, Err: err}
 	}
-	if !o.keep(path, fd) {
+	if !o.keep(key, fd) {
 		_ = syscall.Close(fd)
 	}
 	return b, nil
 }
 
-func (o *openFiles) acquire(path string) *openFile {
+func (o *openFiles) acquire(key fileKey) *openFile {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	of := o.files[path]
+	of := o.files[key]
 	if of == nil {
 		return nil
 	}
@@ -77,28 +85,28 @@ func (o *openFiles) release(of *openFile) {
 	}
 }
 
-// drop forgets path's kept file; it is closed once no read uses it.
-func (o *openFiles) drop(path string, of *openFile) {
+// drop forgets key's kept file; it is closed once no read uses it.
+func (o *openFiles) drop(key fileKey, of *openFile) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.files[path] != of || of.dead {
+	if o.files[key] != of || of.dead {
 		return
 	}
-	delete(o.files, path)
+	delete(o.files, key)
 	of.dead = true
 	if of.refs == 0 {
 		_ = syscall.Close(of.fd)
 	}
 }
 
-// keep stores fd for path unless the cache is full or another read stored one first.
-func (o *openFiles) keep(path string, fd int) bool {
+// keep stores fd for key unless the cache is full or another read stored one first.
+func (o *openFiles) keep(key fileKey, fd int) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.files[path]; ok || len(o.files) >= o.max {
+	if _, ok := o.files[key]; ok || len(o.files) >= o.max {
 		return false
 	}
-	o.files[path] = &openFile{fd: fd, used: true}
+	o.files[key] = &openFile{fd: fd, used: true}
 	return true
 }
 
@@ -107,12 +115,12 @@ func (o *openFiles) sweep() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
-	for p, of := range o.files {
+	for k, of := range o.files {
 		if of.used {
 			of.used = false
 			continue
 		}
-		delete(o.files, p)
+		delete(o.files, k)
 		of.dead = true
 		if of.refs == 0 {
 			_ = syscall.Close(of.fd)
@@ -126,8 +134,8 @@ func (o *openFiles) sweep() int {
 func (o *openFiles) closeAll() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for p, of := range o.files {
-		delete(o.files, p)
+	for k, of := range o.files {
+		delete(o.files, k)
 		of.dead = true
 		if of.refs == 0 {
 			_ = syscall.Close(of.fd)

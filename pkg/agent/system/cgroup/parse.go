@@ -145,6 +145,17 @@ func parseCPUMax(b []byte) (CPUQuota, error) {
 // set parses the values it wants with parseValue (memory.stat has about 40 keys, the agent uses 6). A line without
 // a value is an error. key and value are only valid during the call.
 func parseKeyed(b []byte, set func(key, value []byte) error) error {
+	return eachLine(b, func(line []byte) error {
+		k, v, ok := bytes.Cut(line, []byte{' '})
+		if !ok {
+			return errors.New("no value")
+		}
+		return set(k, v)
+	})
+}
+
+// eachLine calls f for every non-blank line of b; an error is returned naming the line.
+func eachLine(b []byte, f func(line []byte) error) error {
 	for len(b) > 0 {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -155,11 +166,7 @@ func parseKeyed(b []byte, set func(key, value []byte) error) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		k, v, ok := bytes.Cut(line, []byte{' '})
-		if !ok {
-			return fmt.Errorf("malformed line %q", line)
-		}
-		if err := set(k, v); err != nil {
+		if err := f(line); err != nil {
 			return fmt.Errorf("malformed line %q: %w", line, err)
 		}
 	}
@@ -268,19 +275,10 @@ func parseMemoryStat(b []byte, v Version) (MemoryStat, error) {
 // parsePressure parses a pressure file (the format of /proc/pressure, which procfs parses only under /proc).
 func parsePressure(b []byte) (procfs.PSIStats, error) {
 	var s procfs.PSIStats
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	err := eachLine(b, func(line []byte) error {
 		l, err := parsePressureLine(line)
 		if err != nil {
-			return procfs.PSIStats{}, fmt.Errorf("malformed line %q: %w", line, err)
+			return err
 		}
 		switch kind, _, _ := bytes.Cut(line, []byte{' '}); string(kind) {
 		case "some":
@@ -288,8 +286,12 @@ func parsePressure(b []byte) (procfs.PSIStats, error) {
 		case "full":
 			s.Full = l
 		default:
-			return procfs.PSIStats{}, fmt.Errorf("malformed line %q: want some or full", line)
+			return errors.New("want some or full")
 		}
+		return nil
+	})
+	if err != nil {
+		return procfs.PSIStats{}, err
 	}
 	if s.Some == nil {
 		return procfs.PSIStats{}, errors.New("no \"some\" line")
