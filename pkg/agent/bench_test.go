@@ -156,7 +156,10 @@ func benchProcess(b *testing.B, pods int, duration time.Duration) {
 	e := env.Start(b)
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "gleaner-agent")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gleaner-sh/gleaner/cmd/gleaner-agent").CombinedOutput(); err != nil {
+	// Built as the image is: static, without cgo (no libc mapped into the process).
+	build := exec.Command("go", "build", "-o", bin, "github.com/gleaner-sh/gleaner/cmd/gleaner-agent")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building gleaner-agent: %v\n%s", err, out)
 	}
 	node, host := benchNode(b, e, pods)
