@@ -1,0 +1,29 @@
+package cgroup
+
+import "testing"
+
+// The parsers read whatever a kernel (or a corrupt fixture) writes: they must return an error, never panic.
+// `go test` runs the seeds; `go test -fuzz FuzzParsers ./pkg/agent/system/cgroup/` explores further.
+func FuzzParsers(f *testing.F) {
+	for _, seed := range []string{
+		"88394832141\n", "max\n", "max 100000\n", "50000 100000\n", "-1\n", "",
+		"nr_periods 2410\nnr_throttled 2322\nthrottled_time 127418437823\n",
+		"usage_usec 71866373\nnr_periods 1\nnr_throttled 1\nthrottled_usec 1\n",
+		"total_cache 1\ntotal_inactive_anon 2\ntotal_active_anon 3\ntotal_inactive_file 4\ntotal_active_file 5\ntotal_unevictable 6\n",
+		"some avg10=0.00 avg60=0.12 avg300=0.05 total=1503741\nfull avg10=0.00 avg60=0.10 avg300=0.04 total=1280331\n",
+		"some avg10=x\n", "key\n", "\n\n", "a b c\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = parseUint(b)
+		_, _ = parseInt(b)
+		_, _ = parseMax(b)
+		_, _ = parseCPUMax(b)
+		_, _, _ = parseCPUStat(b, V1)
+		_, _, _ = parseCPUStat(b, V2)
+		_, _ = parseMemoryStat(b, V1)
+		_, _ = parseMemoryStat(b, V2)
+		_, _ = parsePressure(b)
+	})
+}
