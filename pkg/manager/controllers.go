@@ -1,11 +1,6 @@
 package manager
 
 import (
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -41,34 +36,4 @@ func controllerNames() []string {
 		names = append(names, c.Name())
 	}
 	return names
-}
-
-// enabled reports whether the --controllers selection turns the named controller on. An explicit "name" or "-name"
-// wins over "*".
-func enabled(selection []string, name string) bool {
-	on := false
-	for _, s := range selection {
-		switch s {
-		case name:
-			return true
-		case "-" + name:
-			return false
-		case "*":
-			on = true
-		}
-	}
-	return on
-}
-
-func validateControllerSelection(selection []string) error {
-	known := controllerNames()
-	var errs []error
-	for _, s := range selection {
-		name := strings.TrimPrefix(s, "-")
-		if name == "*" || slices.Contains(known, name) {
-			continue
-		}
-		errs = append(errs, fmt.Errorf("--controllers: unknown controller %q (known: %s)", name, strings.Join(known, ", ")))
-	}
-	return errors.Join(errs...)
 }

@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
 // NewScheme returns a scheme with the built-in kinds and Gleaner's.
@@ -106,7 +107,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	for _, c := range controllers(Deps{Options: opts, Clock: clock.RealClock{}}) {
-		if !enabled(opts.Controllers, c.Name()) {
+		if !toggle.Enabled(opts.Controllers, c.Name()) {
 			continue
 		}
 		if err := c.SetupWithManager(mgr); err != nil {

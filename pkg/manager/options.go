@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
 // Options configure gleaner-manager. Fill them with AddFlags, or set them directly in tests, then call Validate.
@@ -78,7 +80,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
 		}
 	}
-	if err := validateControllerSelection(o.Controllers); err != nil {
+	if err := toggle.Validate("--controllers", o.Controllers, controllerNames()); err != nil {
 		errs = append(errs, err)
 	}
 	if o.ConnectTimeout <= 0 {
