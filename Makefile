@@ -38,7 +38,7 @@ vet:
 
 .PHONY: lint
 lint: ## Run golangci-lint (pinned, built into the cache).
-	$$(hack/tool.sh golangci-lint) run ./...
+	$$(hack/tool.sh golangci-lint) run --allow-parallel-runners ./...
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their directory.
