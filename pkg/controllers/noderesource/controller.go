@@ -57,6 +57,8 @@ type Strategies interface {
 
 // Options configure the controller.
 type Options struct {
+	// Plugins selects the plugins to run: "*" for all, "name" to add one, "-name" to leave one out.
+	Plugins []string
 	// Workers is the number of nodes reconciled concurrently.
 	Workers int
 	// ResyncInterval is how often the controller's clock checks for NodeMetrics going stale and forced updates
@@ -65,7 +67,9 @@ type Options struct {
 }
 
 // DefaultOptions returns the defaults.
-func DefaultOptions() Options { return Options{Workers: 8, ResyncInterval: 30 * time.Second} }
+func DefaultOptions() Options {
+	return Options{Plugins: []string{"*"}, Workers: 8, ResyncInterval: 30 * time.Second}
+}
 
 // Controller publishes reclaimed resources on nodes.
 type Controller struct {
@@ -81,9 +85,9 @@ type Controller struct {
 	due      *dueTimes
 }
 
-// New returns the controller running the plugins of registry.
-func New(registry *framework.Registry, strategies Strategies, clk clock.WithTicker, opts Options) *Controller {
-	return &Controller{registry: registry, strategies: strategies, clock: clk, opts: opts, due: newDueTimes()}
+// New returns the controller. Its plugins are chosen by opts.Plugins when it is set up.
+func New(strategies Strategies, clk clock.WithTicker, opts Options) *Controller {
+	return &Controller{strategies: strategies, clock: clk, opts: opts, due: newDueTimes()}
 }
 
 // Name implements manager.Controller.
@@ -91,6 +95,11 @@ func (c *Controller) Name() string { return Name }
 
 // SetupWithManager registers the watches, the plugins and the resync clock.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	registry, err := NewRegistry(c.opts.Plugins)
+	if err != nil {
+		return err
+	}
+	c.registry = registry
 	c.client = mgr.GetClient()
 	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
 	m, err := newMetrics()

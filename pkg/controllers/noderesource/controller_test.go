@@ -28,8 +28,6 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/plugins/batch"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/plugins/mid"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -89,10 +87,6 @@ func start(t *testing.T) *harness {
 		if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			t.Fatal(err)
 		}
-		reg, err := framework.NewRegistry(batch.New(), mid.New())
-		if err != nil {
-			t.Fatal(err)
-		}
 		h := &harness{
 			c:     e.Client,
 			clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)),
@@ -100,7 +94,7 @@ func start(t *testing.T) *harness {
 		}
 		opts := noderesource.DefaultOptions()
 		opts.ResyncInterval = time.Second
-		if err := noderesource.New(reg, h.rules, h.clock, opts).SetupWithManager(mgr); err != nil {
+		if err := noderesource.New(h.rules, h.clock, opts).SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}
 		for _, pc := range tu.PriorityClasses() {
