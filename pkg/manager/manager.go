@@ -53,6 +53,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	if err := CheckReachable(cfg, opts.ConnectTimeout); err != nil {
 		return err
 	}
