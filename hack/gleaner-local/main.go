@@ -57,6 +57,9 @@ func main() {
 	defer stop()
 	if err := run(ctx, fs.Arg(0), o); err != nil {
 		fmt.Fprintf(os.Stderr, "gleaner-local: %v\n", err)
+		if errors.Is(err, localcluster.ErrCannotRun) {
+			fmt.Fprintln(os.Stderr, "gleaner-local: `make run-bare` runs gleaner-manager against a control plane without a node instead")
+		}
 		os.Exit(1)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -166,14 +165,4 @@ func layerTar(binary, name string, size int64) (io.ReadCloser, error) {
 		pw.CloseWithError(err)
 	}()
 	return pr, nil
-}
-
-// Names returns the file names of binaries, sorted: what `gleaner-local images` lists.
-func Names(binaries []string) []string {
-	var out []string
-	for _, b := range binaries {
-		out = append(out, filepath.Base(b))
-	}
-	slices.Sort(out)
-	return out
 }

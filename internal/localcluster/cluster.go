@@ -106,6 +106,10 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := Preflight(); err != nil {
 		return err
 	}
+	if pid := c.otherKubelet(); pid != 0 {
+		return fmt.Errorf("another local cluster runs on this machine (its kubelet: pid %d, %s); only one can: stop it first "+
+			"with `gleaner-local --state-dir DIR down`", pid, cmdline(pid))
+	}
 	if err := portsFree(); err != nil {
 		return err
 	}

@@ -10,17 +10,7 @@ import (
 // directory or under hostPaths, kubepods cgroups, the CNI bridge, and any of hostPaths that exists. Down ends with
 // it; an empty list means the machine is as it was.
 func (c *Cluster) Leftovers(hostPaths []string) []string {
-	var out []string
-	if pids, err := c.strays(); err != nil {
-		out = append(out, err.Error())
-	} else {
-		for _, pid := range pids {
-			out = append(out, fmt.Sprintf("process %d (%s)", pid, cmdline(pid)))
-		}
-	}
-	for _, m := range c.ownMounts(hostPaths) {
-		out = append(out, "mount "+m)
-	}
+	out := c.leftovers(true, hostPaths)
 	for _, ctl := range cgroupControllers() {
 		if d := filepath.Join(cgroupRoot, ctl, "kubepods"); exists(d) {
 			out = append(out, "cgroup "+d)
@@ -33,6 +23,25 @@ func (c *Cluster) Leftovers(hostPaths []string) []string {
 		if exists(p) {
 			out = append(out, "host path "+p)
 		}
+	}
+	return out
+}
+
+// ownLeftovers is Leftovers without what is machine-wide (kubepods cgroups, their processes, the bridge, host
+// paths), for when another local cluster runs.
+func (c *Cluster) ownLeftovers() []string { return c.leftovers(false, nil) }
+
+func (c *Cluster) leftovers(containers bool, hostPaths []string) []string {
+	var out []string
+	if pids, err := c.strays(containers); err != nil {
+		out = append(out, err.Error())
+	} else {
+		for _, pid := range pids {
+			out = append(out, fmt.Sprintf("process %d (%s)", pid, cmdline(pid)))
+		}
+	}
+	for _, m := range c.ownMounts(hostPaths) {
+		out = append(out, "mount "+m)
 	}
 	return out
 }

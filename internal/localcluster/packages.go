@@ -56,14 +56,13 @@ func ensurePackages(ctx context.Context, out io.Writer, pkgs []hostPackage, exis
 	}
 	fmt.Fprintf(out, "installing Debian packages %v\n", missing)
 	install := append([]string{"install", "-y", "--no-install-recommends"}, missing...)
-	if err := run(ctx, out, "apt-get", install...); err == nil {
-		return nil
-	}
-	if err := run(ctx, out, "apt-get", "update"); err != nil {
-		return fmt.Errorf("updating the package lists to install %v: %w", missing, err)
-	}
 	if err := run(ctx, out, "apt-get", install...); err != nil {
-		return fmt.Errorf("installing %v (the local cluster needs them): %w", missing, err)
+		if err := run(ctx, out, "apt-get", "update"); err != nil {
+			return fmt.Errorf("updating the package lists to install %v: %w", missing, err)
+		}
+		if err := run(ctx, out, "apt-get", install...); err != nil {
+			return fmt.Errorf("installing %v (the local cluster needs them): %w", missing, err)
+		}
 	}
 	for _, p := range pkgs {
 		if !exists(p.file) {

@@ -63,13 +63,15 @@ func Preflight() error {
 // Preflight checks h; see the package function.
 func (h HostInfo) Preflight() error {
 	var errs []error
-	if h.EUID != 0 {
-		errs = append(errs, fmt.Errorf("it must run as root (it runs a kubelet, containerd and runc); effective uid is %d", h.EUID))
-	}
 	if !strings.Contains(h.Filesystems, "\toverlay\n") {
 		errs = append(errs, errors.New("the kernel has no overlay filesystem (containerd's snapshotter needs it)"))
 	}
-	errs = append(errs, h.checkCgroups()...)
+	if h.EUID != 0 {
+		// Without root the cgroup probes fail too; say it once.
+		errs = append(errs, fmt.Errorf("it must run as root (it runs a kubelet, containerd and runc); effective uid is %d", h.EUID))
+	} else {
+		errs = append(errs, h.checkCgroups()...)
+	}
 	if len(errs) == 0 {
 		return nil
 	}

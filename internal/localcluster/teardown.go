@@ -70,37 +70,61 @@ func (c *Cluster) teardown(ctx context.Context, st *State) error {
 		step(c.deletePods(ctx))
 	}
 	stop("kubelet")
+	// The kubepods cgroups, the bridge, ip_forward and the kubelet's host paths are machine-wide: when a cluster
+	// from another state directory runs, they are its, and stay.
+	machine := true
+	if pid := c.otherKubelet(); pid != 0 {
+		machine = false
+		c.logf("the kubelet of another local cluster runs (pid %d, %s); leaving the kubepods cgroups, the bridge and "+
+			"the kubelet's host paths to it", pid, cmdline(pid))
+	}
 	if byName["containerd"].Alive() {
 		c.removeContainers(ctx)
 	}
 	stop("containerd")
 	// Containers and shims now, the API server and etcd (still recorded and running) gracefully after them.
-	step(c.killStrays(ctx, byName["kube-apiserver"].PID, byName["etcd"].PID))
+	step(c.killStrays(ctx, machine, byName["kube-apiserver"].PID, byName["etcd"].PID))
 	stop("kube-apiserver", "etcd")
-	step(c.killStrays(ctx))
-	step(c.unmountAll(st.CreatedHostPaths))
-	step(removeCgroups(cgroupRoot))
-	step(deleteBridge())
-	if st.IPForward != "" && readIPForward() != st.IPForward {
-		step(os.WriteFile(ipForwardFile, []byte(st.IPForward), 0o644))
-	}
-	for _, p := range st.CreatedHostPaths {
-		step(os.RemoveAll(p))
+	step(c.killStrays(ctx, machine))
+	if machine {
+		step(c.unmountAll(st.CreatedHostPaths))
+		step(removeCgroups(cgroupRoot))
+		step(deleteBridge())
+		if st.IPForward != "" && readIPForward() != st.IPForward {
+			step(os.WriteFile(ipForwardFile, []byte(st.IPForward), 0o644))
+		}
+		for _, p := range st.CreatedHostPaths {
+			step(os.RemoveAll(p))
+		}
+	} else {
+		step(c.unmountAll(nil))
 	}
 	for _, d := range c.layout.dataDirs() {
 		step(os.RemoveAll(d))
 	}
-	step(os.Remove(c.layout.Kubeconfig()))
-	if left := c.Leftovers(st.CreatedHostPaths); len(left) > 0 {
+	step(removeFile(c.layout.Kubeconfig()))
+	left := c.ownLeftovers()
+	if machine {
+		left = c.Leftovers(st.CreatedHostPaths)
+	}
+	if len(left) > 0 {
 		errs = append(errs, fmt.Errorf("left behind:\n  %s", strings.Join(left, "\n  ")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		// Keep cluster.json: the next down or up tries again with the same record.
 		return fmt.Errorf("tearing down the local cluster: %w", err)
 	}
-	step(os.Remove(c.layout.StateFile()))
+	step(removeFile(c.layout.StateFile()))
 	c.logf("stopped and cleaned up in %s; logs in %s", c.cfg.Clock.Since(t).Round(100*time.Millisecond), c.layout.LogDir())
 	return errors.Join(errs...)
+}
+
+// removeFile removes a file that may not exist.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // deletePods deletes every pod and waits for the kubelet to stop them, so that containers, their network and
@@ -157,12 +181,15 @@ func strayPrograms() []string {
 		"kube-controller-manager", "kube-scheduler"}
 }
 
-// strays returns the PIDs of processes that belong to this cluster, other than those in except: the processes in
-// the kubepods cgroups (containers) and the cluster's programs whose command line names the state directory
-// (containerd's shims, runc, and components of a cluster whose record was lost).
-func (c *Cluster) strays(except ...int) ([]int, error) {
+// strays returns the PIDs of processes that belong to this cluster, other than those in except: the cluster's
+// programs whose command line names the state directory (containerd's shims, runc, and components of a cluster
+// whose record was lost) and, with containers, the processes in the kubepods cgroups.
+func (c *Cluster) strays(containers bool, except ...int) ([]int, error) {
 	pids := map[int]bool{}
 	for _, ctl := range cgroupControllers() {
+		if !containers {
+			break
+		}
 		for _, pid := range cgroupTreeProcs(filepath.Join(cgroupRoot, ctl, "kubepods")) {
 			pids[pid] = true
 		}
@@ -183,7 +210,7 @@ func (c *Cluster) strays(except ...int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		if strings.Contains(strings.Join(args, " "), c.layout.Dir+string(filepath.Separator)) {
+		if namesDir(args, c.layout.Dir) {
 			pids[p.PID] = true
 		}
 	}
@@ -196,8 +223,8 @@ func (c *Cluster) strays(except ...int) ([]int, error) {
 }
 
 // killStrays SIGKILLs the strays, other than except, and waits for them to go.
-func (c *Cluster) killStrays(ctx context.Context, except ...int) error {
-	pids, err := c.strays(except...)
+func (c *Cluster) killStrays(ctx context.Context, containers bool, except ...int) error {
+	pids, err := c.strays(containers, except...)
 	if err != nil || len(pids) == 0 {
 		return err
 	}
@@ -205,13 +232,37 @@ func (c *Cluster) killStrays(ctx context.Context, except ...int) error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		left, err := c.strays(except...)
+		left, err := c.strays(containers, except...)
 		return err == nil && len(left) == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("processes %v still run after SIGKILL: %w", pids, err)
 	}
 	return nil
+}
+
+// otherKubelet returns the PID of a kubelet whose command line does not name this state directory, or 0.
+func (c *Cluster) otherKubelet() int {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return 0
+	}
+	for _, p := range procs {
+		exe, err := p.Executable()
+		if err != nil || filepath.Base(exe) != "kubelet" {
+			continue
+		}
+		args, err := p.CmdLine()
+		if err == nil && !namesDir(args, c.layout.Dir) {
+			return p.PID
+		}
+	}
+	return 0
+}
+
+// namesDir reports whether a command line names a path under dir.
+func namesDir(args []string, dir string) bool {
+	return strings.Contains(strings.Join(args, " "), dir+string(filepath.Separator))
 }
 
 // cgroupTreeProcs returns the PIDs in a cgroup directory and every cgroup below it.
