@@ -84,6 +84,10 @@ local-down: gleaner-local ## Stop the local cluster and remove everything it cre
 local-status: gleaner-local ## What the local cluster runs, with PIDs and memory.
 	$(LOCAL) status
 
+.PHONY: bench-local
+bench-local: gleaner-local ## Local cluster start/stop times and memory per component (docs/benchmarks.md).
+	$(LOCAL) --runs 3 --settle 30s bench
+
 .PHONY: run-bare
 run-bare: ## A bare control plane (no node, no root needed) with gleaner-manager in the foreground.
 	hack/run.sh

@@ -9,6 +9,7 @@
 //	gleaner-local status    what runs, with PIDs and memory
 //	gleaner-local down      stop everything and remove what the cluster left on the machine
 //	gleaner-local check     say whether the cluster can run here (exit 1 if not)
+//	gleaner-local bench     start and stop it --runs times; print the times and each component's memory
 //
 // It needs root and a cgroup v1 host. `make run` is `gleaner-local run`.
 package main
@@ -33,6 +34,8 @@ type options struct {
 	stateDir string
 	repoRoot string
 	watch    time.Duration
+	runs     int
+	settle   time.Duration
 }
 
 func main() {
@@ -42,8 +45,10 @@ func main() {
 		"state directory: configuration, logs, data ($GLEANER_LOCAL_STATE)")
 	fs.StringVar(&o.repoRoot, "repo", "", "Gleaner's source tree (default: found from the working directory)")
 	fs.DurationVar(&o.watch, "watch", 0, "with run: print the report again at this interval (0: once)")
+	fs.IntVar(&o.runs, "runs", 3, "with bench: how many times to start and stop the cluster")
+	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with bench: how long the demo runs before memory is read")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: gleaner-local [flags] run|up|deploy|demo|report|images|status|down|check")
+		fmt.Fprintln(os.Stderr, "usage: gleaner-local [flags] run|up|deploy|demo|report|images|status|down|check|bench")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -95,7 +100,10 @@ func run(ctx context.Context, command string, o options) error {
 	case "run":
 		return d.run(ctx, o.watch)
 	case "up":
-		if err := c.Up(ctx); err != nil {
+		// Idempotent: a cluster that already runs is what `up` asks for; say so and leave it alone.
+		if err := c.Up(ctx); errors.Is(err, localcluster.ErrAlreadyRunning) {
+			fmt.Printf("gleaner-local: %v\n", err)
+		} else if err != nil {
 			return err
 		}
 		d.printAccess()
@@ -113,8 +121,10 @@ func run(ctx context.Context, command string, o options) error {
 		return printStatus(c)
 	case "down":
 		return c.Down(context.WithoutCancel(ctx))
+	case "bench":
+		return d.bench(ctx, o.runs, o.settle)
 	default:
-		return fmt.Errorf("unknown command %q (run, up, deploy, demo, report, images, status, down, check)", command)
+		return fmt.Errorf("unknown command %q (run, up, deploy, demo, report, images, status, down, check, bench)", command)
 	}
 }
 

@@ -90,27 +90,10 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	defer unlock()
 
-	if prev, err := readState(c.layout.StateFile()); !errors.Is(err, errNoState) {
-		if err == nil && len(prev.alive()) > 0 {
-			return fmt.Errorf("%w from %s since %s (%d of %d components up): use `gleaner-local status` or `down`",
-				ErrAlreadyRunning, c.layout.Dir, prev.StartedAt.Format(time.RFC3339), len(prev.alive()), len(prev.Processes))
-		}
-		c.logf("a previous cluster in %s did not stop cleanly; cleaning up first", c.layout.Dir)
-		if prev == nil {
-			prev = &State{}
-		}
-		if err := c.teardown(ctx, prev); err != nil {
-			return fmt.Errorf("cleaning up the previous cluster: %w", err)
-		}
-	}
-	if err := Preflight(); err != nil {
+	if err := c.cleanUpPrevious(ctx); err != nil {
 		return err
 	}
-	if pid := c.otherKubelet(); pid != 0 {
-		return fmt.Errorf("another local cluster runs on this machine (its kubelet: pid %d, %s); only one can: stop it first "+
-			"with `gleaner-local --state-dir DIR down`", pid, cmdline(pid))
-	}
-	if err := portsFree(); err != nil {
+	if err := c.checkMachine(); err != nil {
 		return err
 	}
 	start := c.cfg.Clock.Now()
@@ -152,8 +135,40 @@ func (c *Cluster) Up(ctx context.Context) error {
 	return nil
 }
 
-// prepareDirs empties the data directories of an earlier run, truncates nothing but the logs, and links kubectl and
-// ctr into bin/.
+// cleanUpPrevious returns ErrAlreadyRunning when the state directory's cluster runs, and tears down one that did
+// not stop cleanly (processes gone, cluster.json still there).
+func (c *Cluster) cleanUpPrevious(ctx context.Context) error {
+	prev, err := readState(c.layout.StateFile())
+	if errors.Is(err, errNoState) {
+		return nil
+	}
+	if err == nil && len(prev.alive()) > 0 {
+		return fmt.Errorf("%w from %s since %s (%d of %d components up): use `gleaner-local status` or `down`",
+			ErrAlreadyRunning, c.layout.Dir, prev.StartedAt.Format(time.RFC3339), len(prev.alive()), len(prev.Processes))
+	}
+	c.logf("a previous cluster in %s did not stop cleanly; cleaning up first", c.layout.Dir)
+	if prev == nil {
+		prev = &State{}
+	}
+	if err := c.teardown(ctx, prev); err != nil {
+		return fmt.Errorf("cleaning up the previous cluster: %w", err)
+	}
+	return nil
+}
+
+// checkMachine fails when the cluster cannot run here or another one runs.
+func (c *Cluster) checkMachine() error {
+	if err := Preflight(); err != nil {
+		return err
+	}
+	if pid := c.otherKubelet(); pid != 0 {
+		return fmt.Errorf("another local cluster runs on this machine (its kubelet: pid %d, %s); only one can: stop it first "+
+			"with `gleaner-local --state-dir DIR down`", pid, cmdline(pid))
+	}
+	return portsFree()
+}
+
+// prepareDirs empties the data directories and the logs of an earlier run and links kubectl and ctr into bin/.
 func (c *Cluster) prepareDirs(bins binaries) error {
 	for _, d := range c.layout.dataDirs() {
 		if err := os.RemoveAll(d); err != nil {

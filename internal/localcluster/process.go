@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -70,11 +71,10 @@ func (p Process) Alive() bool {
 
 // RSS is the process's resident memory in bytes, or 0 when it is gone.
 func (p Process) RSS() uint64 {
-	st, err := procStat(p.PID)
-	if err != nil || st.Starttime != p.StartTime {
+	if !p.Alive() {
 		return 0
 	}
-	return uint64(st.ResidentMemory())
+	return ProcessRSS(p.PID)
 }
 
 // stop sends SIGTERM, waits up to grace for the process to exit, then sends SIGKILL and waits again. A process that
@@ -102,4 +102,22 @@ func (p Process) waitGone(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("still running after %s", timeout)
 	}
 	return err
+}
+
+// ProcessRSS is the resident memory of any process in bytes, or 0 when it is gone.
+func ProcessRSS(pid int) uint64 {
+	st, err := procStat(pid)
+	if err != nil {
+		return 0
+	}
+	return uint64(st.ResidentMemory())
+}
+
+// ContainerPIDs returns the processes of every pod: those in the kubepods cgroup tree.
+func ContainerPIDs() ([]int, error) {
+	dir := filepath.Join(cgroupRoot, "memory", "kubepods")
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("reading the pods' cgroups: %w", err)
+	}
+	return cgroupTreeProcs(dir), nil
 }
