@@ -95,6 +95,9 @@ func reportCommands() [][]string {
 			"MEMORY:.status.allocatable.memory,BATCH-CPU:.status.allocatable.kubernetes\\.io/batch-cpu," +
 			"BATCH-MEMORY:.status.allocatable.kubernetes\\.io/batch-memory"},
 		{"get", "pods", "--all-namespaces", "-o", "wide"},
+		// Why batch pods wait: the scheduler's message on each pending pod.
+		{"get", "pods", "--all-namespaces", "--field-selector=status.phase=Pending", "-o",
+			"custom-columns=POD:.metadata.name,WHY:.status.conditions[?(@.type=='PodScheduled')].message"},
 		{"get", "nodeallocations,nodeslos,nodemetrics"},
 	}
 }
