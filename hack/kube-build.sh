@@ -36,6 +36,24 @@ log() { printf 'kube-build: %s\n' "$*" >&2; }
 # Staging minor version: v1.36.3 -> v0.36.3.
 staging_version() { echo "v0.${KUBE_VERSION#v1.}"; }
 
+# write_tools DIR PREFIX COMMAND... writes DIR/tools.go importing PREFIX/COMMAND for each command, so that go mod
+# tidy records everything they import, and tidies the module.
+write_tools() {
+  local dir=$1 prefix=$2 c
+  shift 2
+  {
+    echo "//go:build tools"
+    echo
+    echo "// Package tools pins the commands this module builds so that go mod tidy records their imports."
+    echo "package tools"
+    echo
+    echo "import ("
+    for c in "$@"; do echo "	_ \"$prefix/$c\""; done
+    echo ")"
+  } >"$dir/tools.go"
+  (cd "$dir" && go mod tidy >&2)
+}
+
 # kube_module prepares (once) a module that requires k8s.io/kubernetes and pins every staging module it replaces
 # with a local path in its own go.mod to the published v0.x version of the same release.
 kube_module() {
@@ -58,17 +76,7 @@ kube_module() {
     for m in $staging; do echo "	$m => $m $(staging_version)"; done
     echo ")"
   } >"$dir/go.mod"
-  {
-    echo "//go:build tools"
-    echo
-    echo "// Package tools pins the commands this module builds so that go mod tidy records their imports."
-    echo "package tools"
-    echo
-    echo "import ("
-    for c in "${KUBE_COMMANDS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
-    echo ")"
-  } >"$dir/tools.go"
-  (cd "$dir" && go mod tidy >&2)
+  write_tools "$dir" k8s.io/kubernetes/cmd "${KUBE_COMMANDS[@]}"
   touch "$dir/.ready"
   echo "$dir"
 }
@@ -140,17 +148,7 @@ go 1.26
 
 require github.com/containerd/containerd/v2 $CONTAINERD_VERSION
 MOD
-    {
-      echo "//go:build tools"
-      echo
-      echo "// Package tools pins the commands this module builds so that go mod tidy records their imports."
-      echo "package tools"
-      echo
-      echo "import ("
-      for c in "${CONTAINERD_COMMANDS[@]}"; do echo "	_ \"github.com/containerd/containerd/v2/cmd/$c\""; done
-      echo ")"
-    } >"$dir/tools.go"
-    (cd "$dir" && go mod tidy >&2)
+    write_tools "$dir" github.com/containerd/containerd/v2/cmd "${CONTAINERD_COMMANDS[@]}"
     touch "$dir/.ready"
   fi
   for c in "${missing[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$c"); done
