@@ -70,6 +70,9 @@ func components(l Layout, p *pki) []component {
 				"--kubelet-client-certificate=" + pkiFile(kubeletClientName+".crt"),
 				"--kubelet-client-key=" + pkiFile(kubeletClientName+".key"),
 				"--allow-privileged=true",
+				// No kube-proxy here: ClusterIPs lead nowhere. With this the API server reaches webhook and
+				// aggregated API Services at their endpoints' pod IPs (on the bridge, reachable from the host).
+				"--enable-aggregator-routing=true",
 				"--profiling=false",
 			},
 			ready: httpReady("https://"+local(APIServerPort)+"/readyz", caPool, p.tokens[adminUser], "ok"),
