@@ -92,6 +92,14 @@ func (b *PodBuilder) InitContainer(name string, restartable bool) *PodBuilder {
 	return b
 }
 
+// Image sets the image and arguments of the current container, with pull policy Never: the local cluster's images
+// (gleaner.local/NAME:dev, test/workloads) are imported, never pulled.
+func (b *PodBuilder) Image(image string, args ...string) *PodBuilder {
+	c := b.current()
+	c.Image, c.Args, c.ImagePullPolicy = image, args, corev1.PullNever
+	return b
+}
+
 // Requests sets requests of the current container from name/quantity pairs.
 func (b *PodBuilder) Requests(pairs ...string) *PodBuilder {
 	c := b.current()
