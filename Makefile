@@ -17,11 +17,12 @@ build: ## Build the binaries into bin/.
 .PHONY: generate
 generate: ## Regenerate deepcopy functions and CRD manifests from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/sloconfig/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are not what `make generate` writes.
-	@sum() { find api config/crd $(wildcard config/rbac) -type f | sort | xargs md5sum; }; \
+	@sum() { find api config/crd $(wildcard config/rbac) pkg/sloconfig/zz_generated.deepcopy.go -type f | sort | xargs md5sum; }; \
 	before=$$(sum); $(MAKE) --no-print-directory generate >/dev/null; after=$$(sum); \
 	if [[ "$$before" != "$$after" ]]; then \
 	  diff <(echo "$$before") <(echo "$$after") || true; \
@@ -48,8 +49,21 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their
 unit: ## Run the Go tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go test $(GO_TEST_FLAGS) ./...
 
+# Fuzzers `make fuzz` runs, as package:FuzzFunc, each for FUZZTIME (plain `go test` runs only their seed corpus).
+FUZZTIME ?= 4s
+FUZZ += ./pkg/sloconfig:FuzzColocationConfig ./pkg/sloconfig:FuzzResourceThresholdConfig
+FUZZ += ./pkg/sloconfig:FuzzResourceQOSConfig ./pkg/sloconfig:FuzzCPUBurstConfig
+FUZZ += ./pkg/sloconfig:FuzzSystemConfig ./pkg/sloconfig:FuzzHostApplicationConfig
+
+.PHONY: fuzz
+fuzz: ## Run every fuzzer for FUZZTIME (default 4s); a failing input is saved under the package's testdata/fuzz.
+	@for t in $(FUZZ); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+	  out=$$(go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 "$$pkg" 2>&1) || { echo "$$out"; exit 1; }; \
+	done
+
 .PHONY: test
-test: verify-generated vet lint unit ## Everything CI checks.
+test: verify-generated vet lint fuzz unit ## Everything CI checks.
 
 .PHONY: run
 run: ## Start a local control plane and run gleaner-manager against it; Ctrl-C stops both.
