@@ -29,6 +29,30 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Controllers selects the controllers to run: "*" for all, a name to add one, "-name" to leave one out.
 	Controllers []string
+	// SLOConfigName is the name of the SLO ConfigMap (slo-controller-config) in Namespace.
+	SLOConfigName string
+	// Webhook configures the admission webhook server.
+	Webhook WebhookOptions
+}
+
+// WebhookOptions configure the admission webhook that validates the SLO ConfigMap.
+type WebhookOptions struct {
+	// Port is where the webhook server listens (TLS); 0 turns the webhook server off.
+	Port int
+	// Host is the address the server binds; empty means every interface.
+	Host string
+	// CertDir holds tls.crt and tls.key. With CertSecret set, the manager writes them there itself, into a new
+	// temporary directory when CertDir is empty.
+	CertDir string
+	// CertSecret is the Secret in Namespace where the manager keeps the self-signed CA and serving certificate it
+	// generates, shared by every replica. Empty means the certificate is provided in CertDir by something else
+	// (cert-manager, or the test API server) and the manager leaves certificates alone.
+	CertSecret string
+	// ServiceName is the Service in front of the webhook; the certificate is issued for its DNS names.
+	ServiceName string
+	// ConfigurationName is the ValidatingWebhookConfiguration whose caBundle the manager keeps current when it
+	// manages the certificate.
+	ConfigurationName string
 }
 
 // NewOptions returns the defaults.
@@ -42,6 +66,13 @@ func NewOptions() *Options {
 		ConnectTimeout:   10 * time.Second,
 		ShutdownTimeout:  30 * time.Second,
 		Controllers:      []string{"*"},
+		SLOConfigName:    "slo-controller-config",
+		Webhook: WebhookOptions{
+			Port:              9443,
+			CertSecret:        "gleaner-webhook-cert",
+			ServiceName:       "gleaner-webhook-service",
+			ConfigurationName: "gleaner-validating-webhook-configuration",
+		},
 	}
 }
 
@@ -56,6 +87,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
+	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
+	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")
+	fs.StringVar(&o.Webhook.Host, "webhook-host", o.Webhook.Host, "address the webhook server binds; empty means all")
+	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", o.Webhook.CertDir, "directory with the webhook's tls.crt and tls.key; empty: a temporary directory, when the manager generates them")
+	fs.StringVar(&o.Webhook.CertSecret, "webhook-cert-secret", o.Webhook.CertSecret, "Secret in --namespace where the manager keeps the self-signed webhook certificate it generates; empty: certificates are provided in --webhook-cert-dir")
+	fs.StringVar(&o.Webhook.ServiceName, "webhook-service-name", o.Webhook.ServiceName, "Service in front of the webhook (the certificate's DNS names)")
+	fs.StringVar(&o.Webhook.ConfigurationName, "webhook-configuration-name", o.Webhook.ConfigurationName, "ValidatingWebhookConfiguration whose caBundle the manager keeps current")
 }
 
 // Validate reports every invalid option at once.
@@ -83,6 +121,18 @@ func (o *Options) Validate() error {
 	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))
+	}
+	if o.SLOConfigName == "" {
+		errs = append(errs, errors.New("--slo-config-name must not be empty"))
+	}
+	if o.Webhook.Port < 0 || o.Webhook.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port must be 0 (off) or a port, got %d", o.Webhook.Port))
+	}
+	if o.Webhook.Port != 0 && o.Webhook.CertSecret == "" && o.Webhook.CertDir == "" {
+		errs = append(errs, errors.New("--webhook-cert-dir must name the certificates' directory when --webhook-cert-secret is empty"))
+	}
+	if o.Webhook.Port != 0 && o.Webhook.CertSecret != "" && (o.Webhook.ServiceName == "" || o.Webhook.ConfigurationName == "") {
+		errs = append(errs, errors.New("--webhook-service-name and --webhook-configuration-name are needed to manage the webhook certificate"))
 	}
 	if o.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, got %s", o.ShutdownTimeout))

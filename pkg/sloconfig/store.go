@@ -171,6 +171,8 @@ const (
 
 // Notice is something about the config worth telling whoever reads the ConfigMap's events.
 type Notice struct {
+	// Key is the ConfigMap key the notice is about; empty for the whole config.
+	Key string
 	// Warning makes it a Warning event; otherwise Normal.
 	Warning bool
 	// Reason is one of the Reason constants.
@@ -200,16 +202,16 @@ func (r ApplyResult) Notices() []Notice {
 			if cur.Source == SourceDefault {
 				keeps = "using the defaults until it is fixed"
 			}
-			out = append(out, Notice{Warning: true, Reason: ReasonInvalid, Message: cur.Err.Error() + "; " + keeps})
+			out = append(out, Notice{Key: k, Warning: true, Reason: ReasonInvalid, Message: cur.Err.Error() + "; " + keeps})
 		case cur.Err == nil && old.Err != nil:
-			out = append(out, Notice{Reason: ReasonRecovered, Message: k + ": valid again; its error is cleared"})
+			out = append(out, Notice{Key: k, Reason: ReasonRecovered, Message: k + ": valid again; its error is cleared"})
 		}
 		if cur.Source == SourceConfigMap && cur.applied != old.applied && len(cur.Findings) > 0 {
 			notes := make([]string, len(cur.Findings))
 			for i, f := range cur.Findings {
 				notes[i] = f.String()
 			}
-			out = append(out, Notice{Warning: true, Reason: ReasonFieldWarnings, Message: k + ": " + strings.Join(notes, "; ")})
+			out = append(out, Notice{Key: k, Warning: true, Reason: ReasonFieldWarnings, Message: k + ": " + strings.Join(notes, "; ")})
 		}
 		if r.Previous == nil || r.Previous.values[k] != r.Current.values[k] {
 			changedKeys = append(changedKeys, fmt.Sprintf("%s (%s)", k, cur.Source))

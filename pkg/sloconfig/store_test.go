@@ -18,6 +18,7 @@ import (
 func cm(data map[string]string) *corev1.ConfigMap { return &corev1.ConfigMap{Data: data} }
 
 type noticeSummary struct {
+	Key     string
 	Warning bool
 	Reason  string
 	Message string
@@ -79,7 +80,7 @@ func TestStoreKeepsLastGoodValues(t *testing.T) {
 		t.Errorf("status %+v, want LastGood with %q", st, wantErr)
 	}
 	expectDiff(t, "notices", []noticeSummary{
-		{Warning: true, Reason: ReasonInvalid, Message: wantErr + "; keeping the last good value"},
+		{Key: ResourceThresholdConfigKey, Warning: true, Reason: ReasonInvalid, Message: wantErr + "; keeping the last good value"},
 		{Reason: ReasonApplied, Message: "version 2 in force; changed: system-config (ConfigMap)"},
 	}, summarize(r.Notices()))
 	// The same bad text again: nothing new to say.
@@ -100,7 +101,7 @@ func TestStoreKeepsLastGoodValues(t *testing.T) {
 		t.Errorf("fixed key status %+v", st)
 	}
 	expectDiff(t, "notices", []noticeSummary{
-		{Reason: ReasonRecovered, Message: "resource-threshold-config: valid again; its error is cleared"},
+		{Key: ResourceThresholdConfigKey, Reason: ReasonRecovered, Message: "resource-threshold-config: valid again; its error is cleared"},
 		{Reason: ReasonApplied, Message: "version 3 in force; changed: resource-threshold-config (ConfigMap)"},
 	}, summarize(r.Notices()))
 }
@@ -158,7 +159,7 @@ func TestStoreRejectedBeforeAnyGoodValue(t *testing.T) {
 	if r.Current.values[SystemConfigKey] != v1.values[SystemConfigKey] {
 		t.Error("reverting to the text in force must reuse its value, so no node is enqueued")
 	}
-	expectDiff(t, "notices", []noticeSummary{{Reason: ReasonRecovered, Message: "system-config: valid again; its error is cleared"}}, summarize(r.Notices()))
+	expectDiff(t, "notices", []noticeSummary{{Key: SystemConfigKey, Reason: ReasonRecovered, Message: "system-config: valid again; its error is cleared"}}, summarize(r.Notices()))
 }
 
 func TestFieldWarningNotices(t *testing.T) {
@@ -170,7 +171,7 @@ func TestFieldWarningNotices(t *testing.T) {
 			got = append(got, noticeSummary(n))
 		}
 	}
-	want := []noticeSummary{{Warning: true, Reason: ReasonFieldWarnings, Message: `resource-threshold-config: clusterStrategy.CPUEvictTimeWindowSeconds: ` +
+	want := []noticeSummary{{Key: ResourceThresholdConfigKey, Warning: true, Reason: ReasonFieldWarnings, Message: `resource-threshold-config: clusterStrategy.CPUEvictTimeWindowSeconds: ` +
 		`matched field "cpuEvictTimeWindowSeconds" ignoring case; write "cpuEvictTimeWindowSeconds"; clusterStrategy.enabled: unknown field, ignored`}}
 	expectDiff(t, "field warnings", want, got)
 }
