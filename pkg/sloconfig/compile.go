@@ -1,6 +1,8 @@
 package sloconfig
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,24 +26,52 @@ type compiled[S any] struct {
 	effective *S
 	// overrides are the node overrides in the order written.
 	overrides []override[S]
+	// sparseJSON and effectiveJSON encode sparse and effective, so two snapshots compare a node's strategies as
+	// strings instead of walking them.
+	sparseJSON, effectiveJSON string
 }
 
 // override is one node override, merged with the cluster strategy.
 type override[S any] struct {
-	name      string
-	selector  labels.Selector
-	sparse    *S
-	effective *S
+	name                      string
+	selector                  labels.Selector
+	sparse                    *S
+	effective                 *S
+	sparseJSON, effectiveJSON string
 }
 
 // pick returns the strategy of a node with these labels: the first matching override's, else the cluster's.
 func (c *compiled[S]) pick(nodeLabels labels.Labels) (sparse, effective *S) {
-	for i := range c.overrides {
-		if c.overrides[i].selector.Matches(nodeLabels) {
-			return c.overrides[i].sparse, c.overrides[i].effective
-		}
+	if o := c.match(nodeLabels); o != nil {
+		return o.sparse, o.effective
 	}
 	return c.sparse, c.effective
+}
+
+// pickJSON is pick, encoded.
+func (c *compiled[S]) pickJSON(nodeLabels labels.Labels) (sparse, effective string) {
+	if o := c.match(nodeLabels); o != nil {
+		return o.sparseJSON, o.effectiveJSON
+	}
+	return c.sparseJSON, c.effectiveJSON
+}
+
+func (c *compiled[S]) match(nodeLabels labels.Labels) *override[S] {
+	for i := range c.overrides {
+		if c.overrides[i].selector.Matches(nodeLabels) {
+			return &c.overrides[i]
+		}
+	}
+	return nil
+}
+
+// mustJSON encodes a value that came out of encoding/json; failing is a programmer's error.
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("sloconfig: encoding %T: %v", v, err))
+	}
+	return string(b)
 }
 
 // nodeEntry is a node override as parsed, before merging.
@@ -112,6 +142,7 @@ func (k strategyKey[Cfg, S]) compile(cfg *Cfg) (*compiled[S], field.ErrorList) {
 		return nil, errs
 	}
 	c := &compiled[S]{sparse: cluster, effective: k.finish(cluster)}
+	c.sparseJSON, c.effectiveJSON = mustJSON(c.sparse), mustJSON(c.effective)
 	var clusterErrs field.ErrorList
 	if k.validateEffective != nil {
 		clusterErrs = k.validateEffective(c.effective, k.clusterPath)
@@ -121,6 +152,7 @@ func (k strategyKey[Cfg, S]) compile(cfg *Cfg) (*compiled[S], field.ErrorList) {
 		sel, _ := metav1.LabelSelectorAsSelector(n.profile.NodeSelector) // validated by validateProfile
 		sparse := k.merge(cluster, n.strategy)
 		o := override[S]{name: n.profile.Name, selector: sel, sparse: sparse, effective: k.finish(sparse)}
+		o.sparseJSON, o.effectiveJSON = mustJSON(o.sparse), mustJSON(o.effective)
 		if k.validateEffective != nil && len(clusterErrs) == 0 {
 			errs = append(errs, k.validateEffective(o.effective, k.nodesPath.Index(i))...)
 		}

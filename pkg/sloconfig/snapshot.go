@@ -174,12 +174,12 @@ func keysChanged(old, new *Snapshot, nodeLabels map[string]string, keys ...strin
 // pickDiffers compares the strategies a node picks from two compiled values of one key: the effective ones when
 // effective is set, else the sparse ones (what a NodeSLO shows).
 func pickDiffers[S any](old, new any, l labels.Labels, effective bool) bool {
-	os, oe := old.(*compiled[S]).pick(l)
-	ns, ne := new.(*compiled[S]).pick(l)
+	os, oe := old.(*compiled[S]).pickJSON(l)
+	ns, ne := new.(*compiled[S]).pickJSON(l)
 	if effective {
-		return !equality.Semantic.DeepEqual(oe, ne)
+		return oe != ne
 	}
-	return !equality.Semantic.DeepEqual(os, ns)
+	return os != ns
 }
 
 // sameKeyStatus reports whether two statuses say the same thing, so applying an unchanged ConfigMap publishes no

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 // cluster is one test's view of the API server: its own ConfigMap namespace and nodes, with the sloconfig, nodeslo
 // and nodemetric controllers running.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	e     *testenv.Env
 	store *sloconfig.Store
 	cm    types.NamespacedName
@@ -48,7 +48,7 @@ type cluster struct {
 	writes map[string]int // "NodeSLO name" -> create/update/patch requests by the controllers
 }
 
-func start(t *testing.T) *cluster {
+func start(t testing.TB, customize ...func(*ctrl.Options)) *cluster {
 	t.Helper()
 	e := env.Start(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "slo-"}}
@@ -66,7 +66,7 @@ func start(t *testing.T) *cluster {
 			}
 		}
 		return nil
-	}, c.countWrites)
+	}, append([]func(*ctrl.Options){c.countWrites}, customize...)...)
 	return c
 }
 
