@@ -113,8 +113,8 @@ func ParseConfigMap(data map[string]string) ParseResult {
 	return res
 }
 
-// ParseKey parses and validates one key's value read from r. The value it returns is opaque; ParseKey exists for
-// tools and fuzzing, and ParseConfigMap is what the manager uses.
+// ParseKey parses and validates one key's value read from r and returns its findings, or a *KeyError. It is for
+// tools, tests and fuzzing; the manager uses Store.Apply and the webhook ParseConfigMap.
 func ParseKey(key string, r io.Reader) ([]Finding, error) {
 	for _, def := range keyDefs() {
 		if def.name == key {

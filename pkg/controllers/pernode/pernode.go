@@ -55,14 +55,17 @@ func New[T client.Object, S any](kind Kind[T, S], store *sloconfig.Store, worker
 // Name implements manager.Controller.
 func (c *Controller[T, S]) Name() string { return c.kind.Name }
 
-// SetupWithManager reconciles a node when it is created or deleted or its labels change, when its object changes
-// (someone edited or deleted it), and when a config change alters what the node gets.
+// SetupWithManager reconciles a node when it is created or deleted or its labels change, when its object's spec
+// changes or the object is deleted (someone else's edit is undone), and when a config change alters what the node
+// gets.
 func (c *Controller[T, S]) SetupWithManager(mgr ctrl.Manager) error {
 	c.client = mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(c.kind.Name).
 		For(&corev1.Node{}, builder.WithPredicates(nodeLabelsChanged())).
-		Owns(c.kind.New()).
+		// Status writes (the agent's NodeMetric reports, every minute per node) do not change the generation and
+		// cannot make the spec wrong, so they are not reconciled; spec edits and deletions are.
+		Owns(c.kind.New(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(c.store.NodeSource(mgr.GetCache(), c.kind.Changed)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.workers}).
 		Complete(c)
