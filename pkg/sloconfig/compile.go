@@ -213,82 +213,67 @@ func colocationKey() strategyKey[ColocationCfg, ColocationStrategy] {
 	}
 }
 
-func thresholdKey() strategyKey[ResourceThresholdCfg, slov1alpha1.ResourceThresholdStrategy] {
-	type S = slov1alpha1.ResourceThresholdStrategy
-	return strategyKey[ResourceThresholdCfg, S]{
+// nodeSLOKey is a key made of clusterStrategy and nodeStrategies whose strategy becomes the NodeSLO spec property
+// prop: defaults from defaults, ranges from the CRD schema of prop. parts returns the key's cluster strategy and
+// overrides; override returns an override's profile and strategy.
+func nodeSLOKey[Cfg, N, S any](prop string, defaults func() *S, parts func(*Cfg) (*S, []N), override func(*N) (NodeCfgProfile, *S)) strategyKey[Cfg, S] {
+	return strategyKey[Cfg, S]{
 		clusterPath: clusterStrategyPath,
 		nodesPath:   nodeStrategiesPath,
-		split: func(c *ResourceThresholdCfg) (*S, []nodeEntry[S]) {
+		split: func(c *Cfg) (*S, []nodeEntry[S]) {
+			cluster, overrides := parts(c)
 			var nodes []nodeEntry[S]
-			for _, n := range c.NodeStrategies {
-				nodes = append(nodes, nodeEntry[S]{profile: n.NodeCfgProfile, strategy: n.ResourceThresholdStrategy})
+			for i := range overrides {
+				profile, strategy := override(&overrides[i])
+				nodes = append(nodes, nodeEntry[S]{profile: profile, strategy: strategy})
 			}
-			return c.ClusterStrategy, nodes
+			return cluster, nodes
 		},
-		merge: mustOverlay[S],
-		finish: func(s *S) *S {
-			out := mustOverlay(DefaultResourceThresholdStrategy(), s)
-			deriveMemoryEvictLower(out)
-			return out
-		},
-		validateRaw:       schemaValidator[S]("resourceUsedThresholdWithBE"),
-		validateEffective: validateThresholdConsistency,
+		merge:       mustOverlay[S],
+		finish:      func(s *S) *S { return mustOverlay(defaults(), s) },
+		validateRaw: schemaValidator[S](prop),
 	}
+}
+
+func thresholdKey() strategyKey[ResourceThresholdCfg, slov1alpha1.ResourceThresholdStrategy] {
+	type S = slov1alpha1.ResourceThresholdStrategy
+	k := nodeSLOKey("resourceUsedThresholdWithBE", DefaultResourceThresholdStrategy,
+		func(c *ResourceThresholdCfg) (*S, []NodeResourceThresholdStrategy) {
+			return c.ClusterStrategy, c.NodeStrategies
+		},
+		func(n *NodeResourceThresholdStrategy) (NodeCfgProfile, *S) {
+			return n.NodeCfgProfile, n.ResourceThresholdStrategy
+		})
+	k.finish = func(s *S) *S {
+		out := mustOverlay(DefaultResourceThresholdStrategy(), s)
+		deriveMemoryEvictLower(out)
+		return out
+	}
+	k.validateEffective = validateThresholdConsistency
+	return k
 }
 
 func qosKey() strategyKey[ResourceQOSCfg, slov1alpha1.ResourceQOSStrategy] {
 	type S = slov1alpha1.ResourceQOSStrategy
-	return strategyKey[ResourceQOSCfg, S]{
-		clusterPath: clusterStrategyPath,
-		nodesPath:   nodeStrategiesPath,
-		split: func(c *ResourceQOSCfg) (*S, []nodeEntry[S]) {
-			var nodes []nodeEntry[S]
-			for _, n := range c.NodeStrategies {
-				nodes = append(nodes, nodeEntry[S]{profile: n.NodeCfgProfile, strategy: n.ResourceQOSStrategy})
-			}
-			return c.ClusterStrategy, nodes
-		},
-		merge:             mustOverlay[S],
-		finish:            func(s *S) *S { return mustOverlay(DefaultResourceQOSStrategy(), s) },
-		validateRaw:       schemaValidator[S]("resourceQOSStrategy"),
-		validateEffective: validateQOSConsistency,
-	}
+	k := nodeSLOKey("resourceQOSStrategy", DefaultResourceQOSStrategy,
+		func(c *ResourceQOSCfg) (*S, []NodeResourceQOSStrategy) { return c.ClusterStrategy, c.NodeStrategies },
+		func(n *NodeResourceQOSStrategy) (NodeCfgProfile, *S) { return n.NodeCfgProfile, n.ResourceQOSStrategy })
+	k.validateEffective = validateQOSConsistency
+	return k
 }
 
 func cpuBurstKey() strategyKey[CPUBurstCfg, slov1alpha1.CPUBurstStrategy] {
 	type S = slov1alpha1.CPUBurstStrategy
-	return strategyKey[CPUBurstCfg, S]{
-		clusterPath: clusterStrategyPath,
-		nodesPath:   nodeStrategiesPath,
-		split: func(c *CPUBurstCfg) (*S, []nodeEntry[S]) {
-			var nodes []nodeEntry[S]
-			for _, n := range c.NodeStrategies {
-				nodes = append(nodes, nodeEntry[S]{profile: n.NodeCfgProfile, strategy: n.CPUBurstStrategy})
-			}
-			return c.ClusterStrategy, nodes
-		},
-		merge:       mustOverlay[S],
-		finish:      func(s *S) *S { return mustOverlay(DefaultCPUBurstStrategy(), s) },
-		validateRaw: schemaValidator[S]("cpuBurstStrategy"),
-	}
+	return nodeSLOKey("cpuBurstStrategy", DefaultCPUBurstStrategy,
+		func(c *CPUBurstCfg) (*S, []NodeCPUBurstCfg) { return c.ClusterStrategy, c.NodeStrategies },
+		func(n *NodeCPUBurstCfg) (NodeCfgProfile, *S) { return n.NodeCfgProfile, n.CPUBurstStrategy })
 }
 
 func systemKey() strategyKey[SystemCfg, slov1alpha1.SystemStrategy] {
 	type S = slov1alpha1.SystemStrategy
-	return strategyKey[SystemCfg, S]{
-		clusterPath: clusterStrategyPath,
-		nodesPath:   nodeStrategiesPath,
-		split: func(c *SystemCfg) (*S, []nodeEntry[S]) {
-			var nodes []nodeEntry[S]
-			for _, n := range c.NodeStrategies {
-				nodes = append(nodes, nodeEntry[S]{profile: n.NodeCfgProfile, strategy: n.SystemStrategy})
-			}
-			return c.ClusterStrategy, nodes
-		},
-		merge:       mustOverlay[S],
-		finish:      func(s *S) *S { return mustOverlay(DefaultSystemStrategy(), s) },
-		validateRaw: schemaValidator[S]("systemStrategy"),
-	}
+	return nodeSLOKey("systemStrategy", DefaultSystemStrategy,
+		func(c *SystemCfg) (*S, []NodeSystemStrategy) { return c.ClusterStrategy, c.NodeStrategies },
+		func(n *NodeSystemStrategy) (NodeCfgProfile, *S) { return n.NodeCfgProfile, n.SystemStrategy })
 }
 
 // hostApplications is host-application-config's list as a strategy, so it compiles like the other keys.

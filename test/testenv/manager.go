@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -60,4 +61,15 @@ func Eventually(t testing.TB, what string, f func() error) {
 		}
 	}
 	t.Fatalf("%s: not reached within 30s: %v", what, err)
+}
+
+// FreeAddr returns a 127.0.0.1 address with a port that was free a moment ago, for a server a test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -44,7 +43,7 @@ func startManager(t *testing.T, e *testenv.Env) {
 	o.Kubeconfig = e.Kubeconfig
 	o.LeaderElect = false
 	o.MetricsAddr = "0"
-	o.HealthAddr = freeAddr(t)
+	o.HealthAddr = testenv.FreeAddr(t)
 	o.Webhook.Host, o.Webhook.Port, o.Webhook.CertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
 	o.Webhook.CertSecret = "" // envtest provides the certificate
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,16 +72,6 @@ func startManager(t *testing.T, e *testenv.Env) {
 		}
 		return nil
 	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
 
 // kubectl runs kubectl against the test API server and returns its combined output.
