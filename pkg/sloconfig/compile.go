@@ -65,6 +65,13 @@ func (c *compiled[S]) match(nodeLabels labels.Labels) *override[S] {
 	return nil
 }
 
+func (c *compiled[S]) overrideName(nodeLabels labels.Labels) string {
+	if o := c.match(nodeLabels); o != nil {
+		return o.name
+	}
+	return ""
+}
+
 // mustJSON encodes a value that came out of encoding/json; failing is a programmer's error.
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)

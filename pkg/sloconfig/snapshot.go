@@ -74,6 +74,17 @@ func (s *Snapshot) Colocation(nodeLabels map[string]string) *ColocationStrategy 
 	return eff.DeepCopy()
 }
 
+// Override returns the name of the node override of key (nodeConfigs or nodeStrategies) that a node with these
+// labels gets, or "" when none matches and the cluster strategy applies (or key is unknown). It is for explaining a
+// node's strategy: "colocation-config: nodeConfigs gpu-pool".
+func (s *Snapshot) Override(key string, nodeLabels map[string]string) string {
+	c, ok := s.values[key].(interface{ overrideName(labels.Labels) string })
+	if !ok {
+		return ""
+	}
+	return c.overrideName(labels.Set(nodeLabels))
+}
+
 // NodeSLOSpec returns the spec of the NodeSLO of a node with these labels: for each key, the cluster strategy
 // overlaid by the first matching node strategy, without the defaults (a NodeSLO shows only what the ConfigMap
 // sets; WithDefaults fills in the rest). Every strategy pointer is set, to an empty strategy when nothing is

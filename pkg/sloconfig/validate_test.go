@@ -188,6 +188,23 @@ func TestLayering(t *testing.T) {
 		}
 	}
 
+	for _, c := range []struct {
+		key    string
+		labels map[string]string
+		want   string
+	}{
+		{ColocationConfigKey, map[string]string{"gpu": "a100", "colocation": "off"}, "off"},
+		{ColocationConfigKey, map[string]string{"gpu": "t4"}, "gpu"},
+		{ColocationConfigKey, nil, ""},
+		{HostApplicationConfigKey, map[string]string{"role": "db"}, "db"},
+		{CPUBurstConfigKey, map[string]string{"role": "db"}, ""},
+		{"no-such-key", nil, ""},
+	} {
+		if got := s.Override(c.key, c.labels); got != c.want {
+			t.Errorf("Override(%s, %v) = %q, want %q", c.key, c.labels, got, c.want)
+		}
+	}
+
 	small := map[string]string{"size": "small"}
 	wantSmall := &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](60)}
 	expectDiff(t, "NodeSLO of a small node shows cluster + override, no defaults", wantSmall, s.NodeSLOSpec(small).ResourceUsedThresholdWithBE)
