@@ -20,11 +20,13 @@ build: ## Build the binaries into bin/.
 .PHONY: generate
 generate: ## Regenerate deepcopy functions and CRD manifests from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/sloconfig/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=gleaner-manager paths=./pkg/controllers/... output:rbac:artifacts:config=config/rbac/manager
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are not what `make generate` writes.
-	@sum() { find api config/crd $(wildcard config/rbac) -type f | sort | xargs md5sum; }; \
+	@sum() { find api config/crd $(wildcard config/rbac) pkg/sloconfig/zz_generated.deepcopy.go -type f | sort | xargs md5sum; }; \
 	before=$$(sum); $(MAKE) --no-print-directory generate >/dev/null; after=$$(sum); \
 	if [[ "$$before" != "$$after" ]]; then \
 	  diff <(echo "$$before") <(echo "$$after") || true; \
@@ -65,12 +67,25 @@ e2e: gleaner-local ## End-to-end tests on a real local cluster; skipped with the
 	$(LOCAL) --state-dir $(E2E_STATE) down >/dev/null 2>&1 || true; \
 	exit $$rc
 
-.PHONY: test
-test: verify-generated vet lint unit e2e ## Everything CI checks.
-
 .PHONY: gleaner-local
 gleaner-local:
 	@go build -o $(BIN)/ ./hack/gleaner-local
+
+# Fuzzers `make fuzz` runs, as package:FuzzFunc, each for FUZZTIME (plain `go test` runs only their seed corpus).
+FUZZTIME ?= 4s
+FUZZ += ./pkg/sloconfig:FuzzColocationConfig ./pkg/sloconfig:FuzzResourceThresholdConfig
+FUZZ += ./pkg/sloconfig:FuzzResourceQOSConfig ./pkg/sloconfig:FuzzCPUBurstConfig
+FUZZ += ./pkg/sloconfig:FuzzSystemConfig ./pkg/sloconfig:FuzzHostApplicationConfig
+
+.PHONY: fuzz
+fuzz: ## Run every fuzzer for FUZZTIME (default 4s); a failing input is saved under the package's testdata/fuzz.
+	@for t in $(FUZZ); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+	  out=$$(go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 "$$pkg" 2>&1) || { echo "$$out"; exit 1; }; \
+	done
+
+.PHONY: test
+test: verify-generated vet lint fuzz unit e2e ## Everything CI checks.
 
 .PHONY: run
 run: gleaner-local ## A real local cluster with Gleaner and a demo workload (root, cgroup v1); Ctrl-C tears it down.

@@ -12,11 +12,13 @@ import (
 // memory decides the manager's footprint at scale: the caches hold only bound pods, and of each pod only what the
 // controllers read (identity, labels, priority, phase, and everything that makes up requests and limits). Nodes
 // lose their image lists. Objects in the cache are read-only for everybody, so nothing can miss what was dropped
-// without a test of this file failing.
-func cacheOptions() cache.Options {
+// without a test of this file failing. ConfigMaps are read only in the manager's own namespace (the SLO config);
+// caching every ConfigMap of the cluster would cost memory for nothing.
+func cacheOptions(namespace string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: {}}},
 			&corev1.Pod{}: {
 				Field:     fields.OneTermNotEqualSelector("spec.nodeName", ""),
 				Transform: slimPod,

@@ -1,8 +1,15 @@
 package manager
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodemetric"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeslo"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
 // Controller is one controller of gleaner-manager.
@@ -14,25 +21,37 @@ type Controller interface {
 	SetupWithManager(mgr ctrl.Manager) error
 }
 
-// Deps are what the controllers share, built once by New. Constructors only keep what they are given: they run
-// for flag validation too, with zero Deps.
+// Deps are what the controllers share, built once by New. Constructors only keep what they are given: they also
+// run for flag validation, with only default Options set.
 type Deps struct {
 	// Options are the manager's options.
 	Options *Options
 	// Clock is the time source of every controller; tests pass a fake one.
 	Clock clock.WithTicker
+	// SLOConfig is the one shared, versioned copy of the slo-controller-config ConfigMap: read Current once per
+	// reconcile, and watch WatchesRawSource(SLOConfig.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged)) (or
+	// another NodeChangedFunc) to reconcile the nodes a config change affects. The sloconfig controller is its only
+	// writer.
+	SLOConfig *sloconfig.Store
+	// SLOConfigMap names the slo-controller-config ConfigMap.
+	SLOConfigMap types.NamespacedName
 }
 
 // controllers returns every controller gleaner-manager has, in the order they are set up. Adding a controller is
 // one line here.
 func controllers(d Deps) []Controller {
-	return []Controller{}
+	return []Controller{
+		sloconfigmap.New(d.SLOConfig, d.SLOConfigMap),
+		nodeslo.New(d.SLOConfig),
+		nodemetric.New(d.SLOConfig),
+		noderesource.New(d.SLOConfig, d.Clock, d.Options.NodeResource),
+	}
 }
 
 // controllerNames lists the names of all controllers, for flag validation.
 func controllerNames() []string {
 	var names []string
-	for _, c := range controllers(Deps{}) {
+	for _, c := range controllers(Deps{Options: NewOptions()}) {
 		names = append(names, c.Name())
 	}
 	return names

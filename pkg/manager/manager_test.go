@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,20 @@ func TestOptionsValidate(t *testing.T) {
 			wantErr: []string{"--metrics-bind-address", "--health-probe-bind-address", "--connect-timeout"},
 		},
 		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`--controllers: unknown name "nosuch"`}},
+		{name: "controllers of this manager", mutate: func(o *Options) { o.Controllers = []string{"sloconfig", "nodeslo", "-nodemetric"} }},
+		{name: "no SLO ConfigMap name", mutate: func(o *Options) { o.SLOConfigName = "" }, wantErr: []string{"--slo-config-name"}},
+		{name: "webhook port out of range", mutate: func(o *Options) { o.Webhook.Port = 70000 }, wantErr: []string{"--webhook-port"}},
+		{name: "webhook off needs nothing", mutate: func(o *Options) { o.Webhook = WebhookOptions{} }},
+		{
+			name:    "external certificates need their directory",
+			mutate:  func(o *Options) { o.Webhook.CertSecret, o.Webhook.CertDir = "", "" },
+			wantErr: []string{"--webhook-cert-dir"},
+		},
+		{
+			name:    "managed certificates need the service and configuration names",
+			mutate:  func(o *Options) { o.Webhook.ServiceName = "" },
+			wantErr: []string{"--webhook-service-name"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +122,10 @@ func TestManagerServesAndStops(t *testing.T) {
 	o := NewOptions()
 	o.Kubeconfig = e.Kubeconfig
 	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
+	// The webhook serves with the certificate the manager generates itself (no webhook configuration is installed
+	// here, so there is no caBundle to set); readyz only passes once it serves TLS.
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	o.Webhook.Port, _ = strconv.Atoi(port)
 	o.ShutdownTimeout = 5 * time.Second
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -116,6 +135,11 @@ func TestManagerServesAndStops(t *testing.T) {
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "ok")
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "leader_election_master_status")
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_slo_config_key_valid{key="colocation-config"} 1`)
+	secret := &corev1.Secret{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Webhook.CertSecret}, secret); err != nil || len(secret.Data["tls.crt"]) == 0 {
+		t.Errorf("the manager did not keep its webhook certificate in Secret %s: %v", o.Webhook.CertSecret, err)
+	}
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.LeaderElectionID}

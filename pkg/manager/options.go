@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
@@ -34,6 +35,32 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the API server (client-side token bucket).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// SLOConfigName is the name of the SLO ConfigMap (slo-controller-config) in Namespace.
+	SLOConfigName string
+	// Webhook configures the admission webhook server.
+	Webhook WebhookOptions
+	// NodeResource configures the controller that publishes batch and mid resources.
+	NodeResource noderesource.Options
+}
+
+// WebhookOptions configure the admission webhook that validates the SLO ConfigMap.
+type WebhookOptions struct {
+	// Port is where the webhook server listens (TLS); 0 turns the webhook server off.
+	Port int
+	// Host is the address the server binds; empty means every interface.
+	Host string
+	// CertDir holds tls.crt and tls.key. With CertSecret set, the manager writes them there itself, into a new
+	// temporary directory when CertDir is empty.
+	CertDir string
+	// CertSecret is the Secret in Namespace where the manager keeps the self-signed CA and serving certificate it
+	// generates, shared by every replica. Empty means the certificate is provided in CertDir by something else
+	// (cert-manager, or the test API server) and the manager leaves certificates alone.
+	CertSecret string
+	// ServiceName is the Service in front of the webhook; the certificate is issued for its DNS names.
+	ServiceName string
+	// ConfigurationName is the ValidatingWebhookConfiguration whose caBundle the manager keeps current when it
+	// manages the certificate.
+	ConfigurationName string
 }
 
 // NewOptions returns the defaults.
@@ -49,6 +76,14 @@ func NewOptions() *Options {
 		Controllers:      []string{"*"},
 		KubeAPIQPS:       30,
 		KubeAPIBurst:     60,
+		SLOConfigName:    "slo-controller-config",
+		Webhook: WebhookOptions{
+			Port:              9443,
+			CertSecret:        "gleaner-webhook-cert",
+			ServiceName:       "gleaner-webhook-service",
+			ConfigurationName: "gleaner-validating-webhook-configuration",
+		},
+		NodeResource: noderesource.DefaultOptions(),
 	}
 }
 
@@ -65,6 +100,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server allowed in a burst above --kube-api-qps")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
+	fs.StringSliceVar(&o.NodeResource.Plugins, "noderesource-plugins", o.NodeResource.Plugins, "node-resource plugins to run: '*' for all, 'name' to add one, '-name' to leave one out")
+	fs.IntVar(&o.NodeResource.Workers, "noderesource-workers", o.NodeResource.Workers, "nodes the noderesource controller reconciles at once")
+	fs.DurationVar(&o.NodeResource.ResyncInterval, "noderesource-resync-interval", o.NodeResource.ResyncInterval, "how often the noderesource controller checks for NodeMetrics going stale")
+	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
+	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")
+	fs.StringVar(&o.Webhook.Host, "webhook-host", o.Webhook.Host, "address the webhook server binds; empty means all")
+	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", o.Webhook.CertDir, "directory with the webhook's tls.crt and tls.key; empty: a temporary directory, when the manager generates them")
+	fs.StringVar(&o.Webhook.CertSecret, "webhook-cert-secret", o.Webhook.CertSecret, "Secret in --namespace where the manager keeps the self-signed webhook certificate it generates; empty: certificates are provided in --webhook-cert-dir")
+	fs.StringVar(&o.Webhook.ServiceName, "webhook-service-name", o.Webhook.ServiceName, "Service in front of the webhook (the certificate's DNS names)")
+	fs.StringVar(&o.Webhook.ConfigurationName, "webhook-configuration-name", o.Webhook.ConfigurationName, "ValidatingWebhookConfiguration whose caBundle the manager keeps current")
 }
 
 // Validate reports every invalid option at once.
@@ -95,6 +140,25 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.KubeAPIQPS, o.KubeAPIBurst))
+	}
+	if err := toggle.Validate("--noderesource-plugins", o.NodeResource.Plugins, noderesource.PluginNames()); err != nil {
+		errs = append(errs, err)
+	}
+	if o.NodeResource.Workers <= 0 || o.NodeResource.ResyncInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--noderesource-workers and --noderesource-resync-interval must be positive, got %d and %s",
+			o.NodeResource.Workers, o.NodeResource.ResyncInterval))
+	}
+	if o.SLOConfigName == "" {
+		errs = append(errs, errors.New("--slo-config-name must not be empty"))
+	}
+	if o.Webhook.Port < 0 || o.Webhook.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port must be 0 (off) or a port, got %d", o.Webhook.Port))
+	}
+	if o.Webhook.Port != 0 && o.Webhook.CertSecret == "" && o.Webhook.CertDir == "" {
+		errs = append(errs, errors.New("--webhook-cert-dir must name the certificates' directory when --webhook-cert-secret is empty"))
+	}
+	if o.Webhook.Port != 0 && o.Webhook.CertSecret != "" && (o.Webhook.ServiceName == "" || o.Webhook.ConfigurationName == "") {
+		errs = append(errs, errors.New("--webhook-service-name and --webhook-configuration-name are needed to manage the webhook certificate"))
 	}
 	if o.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, got %s", o.ShutdownTimeout))

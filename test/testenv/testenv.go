@@ -56,10 +56,36 @@ type Env struct {
 	skip     string
 	env      *envtest.Environment
 	dir      string
+	webhooks []string
+}
+
+// Option configures an Env.
+type Option func(*Env)
+
+// WithWebhookManifests installs the webhook configurations in these files or directories (such as
+// config/webhook), rewritten by envtest to call a local webhook server with a certificate it generates; Webhook
+// says where that server must listen.
+func WithWebhookManifests(paths ...string) Option {
+	return func(e *Env) { e.webhooks = append(e.webhooks, paths...) }
 }
 
 // New returns an Env that starts on its first Start.
-func New() *Env { return &Env{} }
+func New(opts ...Option) *Env {
+	e := &Env{}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Webhook returns where the webhooks installed WithWebhookManifests expect their server: LocalServingHost,
+// LocalServingPort and LocalServingCertDir (tls.crt, tls.key), valid after Start.
+func (e *Env) Webhook() envtest.WebhookInstallOptions {
+	if e.env == nil {
+		return envtest.WebhookInstallOptions{}
+	}
+	return e.env.WebhookInstallOptions
+}
 
 // Run runs the package's tests and stops the control plane afterwards; pass its result to os.Exit.
 func (e *Env) Run(m *testing.M) int {
@@ -119,6 +145,7 @@ func (e *Env) start() {
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: e.webhooks},
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		e.startErr = err

@@ -17,6 +17,10 @@ const AnnotationResourceExplanation = "noderesource.gleaner.sh/explanation"
 type NodeResourceExplanation struct {
 	// UpdateTime is when these values were published on the node.
 	UpdateTime metav1.Time `json:"updateTime"`
+	// Strategy says which colocation-config strategy applied to the node: "cluster", or "nodeConfigs NAME" for the
+	// node override whose selector matched.
+	// +optional
+	Strategy string `json:"strategy,omitempty"`
 	// Resources has one derivation per published (or removed) resource, in plugin order.
 	Resources []ResourceDerivation `json:"resources,omitempty"`
 }

@@ -46,14 +46,15 @@ import (
 // Name is the controller's name.
 const Name = "noderesource"
 
-// Strategies gives each node its merged, defaulted colocation strategy and tells when strategies change.
-type Strategies interface {
-	// ColocationStrategy returns node's merged strategy; every field is set.
-	ColocationStrategy(node *corev1.Node) sloconfig.ColocationStrategy
-	// Changes returns a source that enqueues the nodes whose strategy may have changed; nil when strategies never
-	// change.
-	Changes() source.Source
-}
+// Why each permission: nodes are read and their status patched with the resources and the explanation; pods and
+// NodeMetrics are read (cache) as inputs; NodeResourceTopologies are read and their zones updated when the CRD
+// exists; events are recorded on nodes (whose events live in the default namespace) when a plugin fails.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=slo.gleaner.sh,resources=nodemetrics,verbs=get;list;watch
+// +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch
 
 // Options configure the controller.
 type Options struct {
@@ -73,10 +74,10 @@ func DefaultOptions() Options {
 
 // Controller publishes reclaimed resources on nodes.
 type Controller struct {
-	registry   *framework.Registry
-	strategies Strategies
-	clock      clock.WithTicker
-	opts       Options
+	registry *framework.Registry
+	config   *sloconfig.Store
+	clock    clock.WithTicker
+	opts     Options
 
 	client   client.Client
 	recorder events.EventRecorder
@@ -85,9 +86,10 @@ type Controller struct {
 	due      *dueTimes
 }
 
-// New returns the controller. Its plugins are chosen by opts.Plugins when it is set up.
-func New(strategies Strategies, clk clock.WithTicker, opts Options) *Controller {
-	return &Controller{strategies: strategies, clock: clk, opts: opts, due: newDueTimes()}
+// New returns the controller, reading each node's colocation strategy from config. Its plugins are chosen by
+// opts.Plugins when it is set up.
+func New(config *sloconfig.Store, clk clock.WithTicker, opts Options) *Controller {
+	return &Controller{config: config, clock: clk, opts: opts, due: newDueTimes()}
 }
 
 // Name implements manager.Controller.
@@ -127,9 +129,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if c.topology {
 		b = b.Watches(framework.NewTopologyObject(), handler.EnqueueRequestsFromMapFunc(sameName))
 	}
-	if src := c.strategies.Changes(); src != nil {
-		b = b.WatchesRawSource(src)
-	}
+	b = b.WatchesRawSource(c.config.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged))
 	resync := make(chan event.TypedGenericEvent[*corev1.Node], 64)
 	b = b.WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))
 
@@ -158,7 +158,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 	}
-	in, err := c.input(ctx, node)
+	// One snapshot for the whole reconcile. Before the config's first load there is nothing to do: that load
+	// enqueues every node.
+	snap := c.config.Current()
+	if snap == nil {
+		return reconcile.Result{}, nil
+	}
+	in, err := c.input(ctx, node, snap.Colocation(node.Labels))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -183,7 +189,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.registry.Prepare(in, updated, nr); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := setExplanation(updated, in.Now, nr); err != nil {
+	if err := setExplanation(updated, in.Now, strategyName(snap, node), nr); err != nil {
 		return reconcile.Result{}, err
 	}
 	why := c.needWrite(strategy, node, updated, in.Now)
@@ -210,9 +216,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // input gathers what the plugins see of a node.
-func (c *Controller) input(ctx context.Context, node *corev1.Node) (*framework.Input, error) {
-	strategy := c.strategies.ColocationStrategy(node)
-	in := &framework.Input{Node: node, Strategy: &strategy, Now: c.clock.Now()}
+func (c *Controller) input(ctx context.Context, node *corev1.Node, strategy *sloconfig.ColocationStrategy) (*framework.Input, error) {
+	in := &framework.Input{Node: node, Strategy: strategy, Now: c.clock.Now()}
 
 	pods := &corev1.PodList{}
 	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name), client.UnsafeDisableDeepCopy); err != nil {
@@ -276,9 +281,17 @@ func resourcesMoved(node, updated *corev1.Node) bool {
 	return false
 }
 
+// strategyName says which part of colocation-config applies to the node.
+func strategyName(snap *sloconfig.Snapshot, node *corev1.Node) string {
+	if name := snap.Override(sloconfig.ColocationConfigKey, node.Labels); name != "" {
+		return "nodeConfigs " + name
+	}
+	return "cluster"
+}
+
 // setExplanation records the derivations of this calculation on the node, stamped with now.
-func setExplanation(node *corev1.Node, now time.Time, nr *framework.NodeResource) error {
-	exp := slov1alpha1.NodeResourceExplanation{Resources: nr.Derivations}
+func setExplanation(node *corev1.Node, now time.Time, strategy string, nr *framework.NodeResource) error {
+	exp := slov1alpha1.NodeResourceExplanation{Strategy: strategy, Resources: nr.Derivations}
 	exp.UpdateTime.Time = now.Truncate(time.Second)
 	data, err := json.Marshal(exp)
 	if err != nil {

@@ -12,22 +12,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -37,43 +36,46 @@ var env = testenv.New()
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
-// strategies turns colocation off for nodes labelled colocation=off and announces rule changes.
-type strategies struct {
-	mu      sync.Mutex
-	offWhen string // label value that disables colocation
-	ch      chan event.GenericEvent
-}
-
-func (s *strategies) ColocationStrategy(node *corev1.Node) sloconfig.ColocationStrategy {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := sloconfig.DefaultColocationStrategy()
-	st.Enable = ptr.To(node.Labels["colocation"] != s.offWhen)
-	return st
-}
-
-func (s *strategies) Changes() source.Source {
-	return source.Channel(s.ch, &handler.EnqueueRequestForObject{})
-}
-
 type harness struct {
 	c     client.Client
 	clock *clocktesting.FakeClock
-	rules *strategies
 }
 
 var (
 	once   sync.Once
 	shared *harness
+	// configMap is where the test's slo-controller-config lives.
+	configMap = types.NamespacedName{Namespace: "gleaner-system", Name: "slo-controller-config"}
 )
 
-// start runs one manager with the noderesource controller for the whole package, on a fake clock.
+// colocationConfig enables colocation cluster-wide; nodes labelled colocation=gray get the "gray" node config,
+// which keeps it on or turns it off.
+func colocationConfig(grayEnabled bool) string {
+	return fmt.Sprintf(`{"enable": true, "nodeConfigs": [
+		{"name": "gray", "nodeSelector": {"matchLabels": {"colocation": "gray"}}, "enable": %t}]}`, grayEnabled)
+}
+
+// start runs, for the whole package, one manager with the real SLO config controller and the noderesource
+// controller sharing one config store, on a fake clock, with colocation enabled by the ConfigMap.
 func start(t *testing.T) *harness {
 	e := env.Start(t)
 	once.Do(func() {
+		ctx := context.Background()
 		// The NodeResourceTopology CRD must exist before the controller starts: it decides then whether to watch it.
 		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/noderesourcetopology-crd.yaml"}}); err != nil {
 			t.Fatal(err)
+		}
+		for _, obj := range []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configMap.Namespace}},
+			&corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: configMap.Namespace, Name: configMap.Name},
+				Data:       map[string]string{sloconfig.ColocationConfigKey: colocationConfig(true)},
+			},
+		} {
+			must(t, e.Client.Create(ctx, obj))
+		}
+		for _, pc := range tu.PriorityClasses() {
+			must(t, e.Client.Create(ctx, pc))
 		}
 		mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 			Scheme:                 e.Scheme,
@@ -84,27 +86,18 @@ func start(t *testing.T) *harness {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 			t.Fatal(err)
 		}
-		h := &harness{
-			c:     e.Client,
-			clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)),
-			rules: &strategies{offWhen: "off", ch: make(chan event.GenericEvent, 16)},
-		}
+		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second))}
+		store := sloconfig.NewStore()
 		opts := noderesource.DefaultOptions()
 		opts.ResyncInterval = time.Second
-		if err := noderesource.New(h.rules, h.clock, opts).SetupWithManager(mgr); err != nil {
-			t.Fatal(err)
-		}
-		for _, pc := range tu.PriorityClasses() {
-			if err := e.Client.Create(context.Background(), pc); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithCancel(context.Background())
+		must(t, sloconfigmap.New(store, configMap).SetupWithManager(mgr))
+		must(t, noderesource.New(store, h.clock, opts).SetupWithManager(mgr))
+		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); _ = mgr.Start(ctx) }()
+		go func() { defer close(done); _ = mgr.Start(runCtx) }()
 		env.OnStop(func() { cancel(); <-done })
 		shared = h
 	})
@@ -159,7 +152,7 @@ func (h *harness) node(t *testing.T, name string) *corev1.Node {
 func (h *harness) waitBatchCPU(t *testing.T, name, want string) *corev1.Node {
 	t.Helper()
 	var n *corev1.Node
-	testenv.Eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, "node "+name+" publishes batch-cpu "+want, func() error {
 		n = h.node(t, name)
 		got, ok := n.Status.Allocatable[slov1alpha1.BatchCPU]
 		switch {
@@ -263,7 +256,7 @@ func TestDiffThreshold(t *testing.T) {
 	// 900m of system usage: 2900 is 3.3% below 3000, under the 10% threshold. The controller calculates it (the
 	// gauge shows it) and does not write.
 	h.writeMetric(t, "diff", prod, "900m")
-	testenv.Eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, "the controller calculates 2900", func() error {
 		if v := gauge(t, "gleaner_noderesource_value", labels); v != 2900 {
 			return fmt.Errorf("gauge = %v, want 2900", v)
 		}
@@ -302,24 +295,27 @@ func TestDisablingColocationResetsOnlyThatNode(t *testing.T) {
 	h.makeNode(t, "keep", map[string]string{"colocation": "on"})
 	h.makeNode(t, "drop", map[string]string{"colocation": "gray"})
 	keepRV := h.waitBatchCPU(t, "keep", "3000").ResourceVersion
-	h.waitBatchCPU(t, "drop", "3000")
-
-	h.rules.mu.Lock()
-	h.rules.offWhen = "gray"
-	h.rules.mu.Unlock()
-	for _, n := range []string{"keep", "drop"} {
-		h.rules.ch <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+	if s := explanation(t, h.waitBatchCPU(t, "drop", "3000")).Strategy; s != "nodeConfigs gray" {
+		t.Errorf("strategy of node drop = %q, want the gray node config", s)
 	}
+
+	cm := &corev1.ConfigMap{}
+	must(t, h.c.Get(context.Background(), configMap, cm))
+	cm.Data[sloconfig.ColocationConfigKey] = colocationConfig(false)
+	must(t, h.c.Update(context.Background(), cm))
+
 	n := h.waitBatchCPU(t, "drop", "")
 	if d := derivation(explanation(t, n), slov1alpha1.BatchCPU); d.Reason != "colocation is disabled for node drop" {
 		t.Errorf("reason = %q", d.Reason)
 	}
-	if got := h.node(t, "keep"); got.ResourceVersion != keepRV {
-		t.Errorf("node keep was written although its strategy did not change")
-	}
+	testenv.Consistently(t, time.Second, func() error {
+		if got := h.node(t, "keep"); got.ResourceVersion != keepRV {
+			return fmt.Errorf("node keep was written although its strategy did not change")
+		}
+		return nil
+	})
 }
 
-// gauge reads a gauge of the controller's registry; -1 when the series does not exist.
 func TestZonesWrittenToNodeResourceTopology(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
@@ -337,7 +333,7 @@ func TestZonesWrittenToNodeResourceTopology(t *testing.T) {
 	h.waitBatchCPU(t, "zoned", "3000")
 
 	// Each zone has half the node: 4000 - 1600 margin - (800 system + 1000 prod) / 2 = 1500.
-	testenv.Eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, "zone values in the NodeResourceTopology", func() error {
 		got := framework.NewTopologyObject()
 		if err := h.c.Get(ctx, client.ObjectKey{Name: "zoned"}, got); err != nil {
 			return err
