@@ -114,6 +114,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
+	return errors.Join(o.validateServing(), o.validateControllers(), o.validateWebhook())
+}
+
+// validateServing checks what the manager itself needs: its namespace, lease, addresses and API client.
+func (o *Options) validateServing() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
@@ -132,14 +137,26 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
 		}
 	}
-	if err := toggle.Validate("--controllers", o.Controllers, controllerNames()); err != nil {
-		errs = append(errs, err)
-	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))
 	}
+	if o.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, got %s", o.ShutdownTimeout))
+	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.KubeAPIQPS, o.KubeAPIBurst))
+	}
+	return errors.Join(errs...)
+}
+
+// validateControllers checks the controller selection and each controller's options.
+func (o *Options) validateControllers() error {
+	var errs []error
+	if err := toggle.Validate("--controllers", o.Controllers, controllerNames()); err != nil {
+		errs = append(errs, err)
+	}
+	if o.SLOConfigName == "" {
+		errs = append(errs, errors.New("--slo-config-name must not be empty"))
 	}
 	if err := toggle.Validate("--noderesource-plugins", o.NodeResource.Plugins, noderesource.PluginNames()); err != nil {
 		errs = append(errs, err)
@@ -148,20 +165,21 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--noderesource-workers and --noderesource-resync-interval must be positive, got %d and %s",
 			o.NodeResource.Workers, o.NodeResource.ResyncInterval))
 	}
-	if o.SLOConfigName == "" {
-		errs = append(errs, errors.New("--slo-config-name must not be empty"))
+	return errors.Join(errs...)
+}
+
+// validateWebhook checks the admission webhook's server and certificate options.
+func (o *Options) validateWebhook() error {
+	w := o.Webhook
+	var errs []error
+	if w.Port < 0 || w.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port must be 0 (off) or a port, got %d", w.Port))
 	}
-	if o.Webhook.Port < 0 || o.Webhook.Port > 65535 {
-		errs = append(errs, fmt.Errorf("--webhook-port must be 0 (off) or a port, got %d", o.Webhook.Port))
-	}
-	if o.Webhook.Port != 0 && o.Webhook.CertSecret == "" && o.Webhook.CertDir == "" {
+	if w.Port != 0 && w.CertSecret == "" && w.CertDir == "" {
 		errs = append(errs, errors.New("--webhook-cert-dir must name the certificates' directory when --webhook-cert-secret is empty"))
 	}
-	if o.Webhook.Port != 0 && o.Webhook.CertSecret != "" && (o.Webhook.ServiceName == "" || o.Webhook.ConfigurationName == "") {
+	if w.Port != 0 && w.CertSecret != "" && (w.ServiceName == "" || w.ConfigurationName == "") {
 		errs = append(errs, errors.New("--webhook-service-name and --webhook-configuration-name are needed to manage the webhook certificate"))
-	}
-	if o.ShutdownTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, got %s", o.ShutdownTimeout))
 	}
 	return errors.Join(errs...)
 }
