@@ -18,6 +18,7 @@ build: ## Build the binaries into bin/.
 generate: ## Regenerate deepcopy functions and CRD manifests from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=gleaner-manager paths=./pkg/controllers/... output:rbac:artifacts:config=config/rbac/manager
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are not what `make generate` writes.

@@ -8,6 +8,9 @@ import (
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeallocation"
 )
 
 // Controller is one controller of gleaner-manager.
@@ -26,12 +29,16 @@ type Deps struct {
 	Options *Options
 	// Clock is the time source of every controller; tests pass a fake one.
 	Clock clock.WithTicker
+	// Indexes are the field indexes the controllers share on the manager's cache, each registered once.
+	Indexes *index.Indexes
 }
 
 // controllers returns every controller gleaner-manager has, in the order they are set up. Adding a controller is
 // one line here.
 func controllers(d Deps) []Controller {
-	return []Controller{}
+	return []Controller{
+		nodeallocation.New(nodeallocation.Config{Clock: d.Clock, Indexes: d.Indexes}),
+	}
 }
 
 // controllerNames lists the names of all controllers, for flag validation.

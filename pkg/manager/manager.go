@@ -14,10 +14,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 )
 
 // NewScheme returns a scheme with the built-in kinds and Gleaner's.
@@ -40,6 +42,7 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig (--kubeconfig %q, $KUBECONFIG, ~/.kube/config or in-cluster): %w", o.Kubeconfig, err)
 	}
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	return cfg, nil
 }
 
@@ -95,6 +98,9 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
+		// No controller reads managedFields; dropping them from cached objects saves about a third of the memory
+		// of a large pod cache.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
@@ -105,7 +111,8 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr)); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	for _, c := range controllers(Deps{Options: opts, Clock: clock.RealClock{}}) {
+	deps := Deps{Options: opts, Clock: clock.RealClock{}, Indexes: index.New(mgr.GetFieldIndexer())}
+	for _, c := range controllers(deps) {
 		if !enabled(opts.Controllers, c.Name()) {
 			continue
 		}

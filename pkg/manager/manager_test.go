@@ -45,6 +45,7 @@ func TestOptionsValidate(t *testing.T) {
 			mutate:  func(o *Options) { o.MetricsAddr, o.HealthAddr, o.ConnectTimeout = "8080", "localhost", 0 },
 			wantErr: []string{"--metrics-bind-address", "--health-probe-bind-address", "--connect-timeout"},
 		},
+		{name: "zero QPS", mutate: func(o *Options) { o.KubeAPIQPS = 0 }, wantErr: []string{"--kube-api-qps"}},
 		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`unknown controller "nosuch"`}},
 	}
 	for _, tt := range tests {

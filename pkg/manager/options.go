@@ -29,6 +29,11 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Controllers selects the controllers to run: "*" for all, a name to add one, "-name" to leave one out.
 	Controllers []string
+	// KubeAPIQPS and KubeAPIBurst bound the manager's requests to the API server (client-side rate limit). Reads
+	// come from the cache; writes are roughly one per changed object, e.g. one NodeAllocation status per pod
+	// created or deleted.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
 
 // NewOptions returns the defaults.
@@ -42,6 +47,8 @@ func NewOptions() *Options {
 		ConnectTimeout:   10 * time.Second,
 		ShutdownTimeout:  30 * time.Second,
 		Controllers:      []string{"*"},
+		KubeAPIQPS:       200,
+		KubeAPIBurst:     400,
 	}
 }
 
@@ -55,6 +62,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server (client-side limit)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of requests to the API server above --kube-api-qps")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
 }
 
@@ -83,6 +92,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.KubeAPIQPS, o.KubeAPIBurst))
 	}
 	if o.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, got %s", o.ShutdownTimeout))

@@ -1,0 +1,463 @@
+// Package parity checks Gleaner's allocation numbers against the reference: `kubectl describe node` of the API
+// server's own version (v1.36.3, testenv's e.Kubectl). Many pod shapes go on real nodes of a real API server; the
+// NodeAllocation the controller writes and the output of `kubectl glean nodes -o json` (stored and --live, with
+// --pods for the per-pod rows) must agree with kubectl, resource by resource, value and percentage.
+package parity
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/cli"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeallocation"
+	"github.com/gleaner-sh/gleaner/test/testenv"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+var env = testenv.New()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+// shape is one pod of the parity set: how it is built and what happens to it after creation.
+type shape struct {
+	pod   *corev1.Pod
+	phase corev1.PodPhase // set after creation; "" keeps Pending
+	// terminating pods get a finalizer and are deleted, so they stay with a deletion timestamp.
+	terminating bool
+	// status, when set, is written to status.containerStatuses (an in-place resize the kubelet has applied).
+	status []corev1.ContainerStatus
+}
+
+const node = "parity"
+
+func pod(name string) *testutil.PodBuilder { return testutil.Pod(name).Node(node) }
+
+func shapes() []shape {
+	running := corev1.PodRunning
+	return []shape{
+		{pod: pod("no-resources").Container("c").Obj(), phase: running},
+		{pod: pod("requests-only").Requests("cpu", "100m", "memory", "128Mi").Obj(), phase: running},
+		// The API server copies limits into missing requests.
+		{pod: pod("limits-only").Limits("cpu", "500m", "memory", "256Mi").Obj(), phase: running},
+		{pod: pod("burstable").Requests("cpu", "250m", "memory", "64Mi").Limits("cpu", "1", "memory", "512Mi").Obj(), phase: running},
+		{pod: pod("guaranteed").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Obj(), phase: running},
+		{pod: pod("two-containers").Container("a").Requests("cpu", "150m", "memory", "100M").Limits("memory", "200M").
+			Container("b").Requests("cpu", "75m", "memory", "33Mi").Limits("cpu", "300m").Obj(), phase: running},
+		{pod: pod("init-bigger").InitContainer("init", false).Requests("cpu", "2", "memory", "2Gi").Limits("cpu", "2500m").
+			Container("c").Requests("cpu", "500m", "memory", "256Mi").Limits("cpu", "1").Obj(), phase: running},
+		{pod: pod("init-smaller").InitContainer("init", false).Requests("cpu", "50m", "memory", "10Mi").
+			Container("c").Requests("cpu", "300m", "memory", "300Mi").Obj(), phase: running},
+		{pod: pod("sidecar-before-init").InitContainer("side", true).Requests("cpu", "200m", "memory", "50Mi").Limits("cpu", "400m").
+			InitContainer("init", false).Requests("cpu", "1", "memory", "100Mi").
+			Container("c").Requests("cpu", "500m", "memory", "200Mi").Obj(), phase: running},
+		{pod: pod("sidecar-after-init").InitContainer("init", false).Requests("cpu", "1", "memory", "100Mi").
+			InitContainer("side", true).Requests("cpu", "200m", "memory", "50Mi").
+			Container("c").Requests("cpu", "500m", "memory", "200Mi").Obj(), phase: running},
+		// RuntimeClass admission fills spec.overhead from the RuntimeClass.
+		{pod: withRuntimeClass(pod("overhead-with-limits").Requests("cpu", "100m", "memory", "64Mi").Limits("cpu", "200m", "memory", "128Mi").Obj()), phase: running},
+		{pod: withRuntimeClass(pod("overhead-without-limits").Requests("cpu", "200m", "memory", "100Mi").Obj()), phase: running},
+		{pod: pod("pod-level").PodRequests("cpu", "1", "memory", "1Gi").PodLimits("cpu", "2", "memory", "2Gi").
+			Container("c").Requests("cpu", "100m", "memory", "100Mi").Obj(), phase: running},
+		{pod: pod("pod-level-requests-only").PodRequests("cpu", "600m").Container("a").Container("b").Obj(), phase: running},
+		{pod: pod("gpu").Requests("cpu", "100m", "example.com/gpu", "1").Limits("example.com/gpu", "1").Obj(), phase: running},
+		{pod: pod("batch").Requests("kubernetes.io/batch-cpu", "1500", "kubernetes.io/batch-memory", "2Gi").
+			Limits("kubernetes.io/batch-cpu", "1500", "kubernetes.io/batch-memory", "2Gi").Obj(), phase: running},
+		{pod: pod("hugepages").Requests("memory", "128Mi", "hugepages-2Mi", "256Mi").Limits("hugepages-2Mi", "256Mi").Obj(), phase: running},
+		{pod: pod("ephemeral-storage").Requests("cpu", "10m", "ephemeral-storage", "1Gi").Limits("ephemeral-storage", "2Gi").Obj(), phase: running},
+		{pod: pod("pending").Requests("cpu", "150m", "memory", "1000M").Obj()},
+		{pod: pod("succeeded").Requests("cpu", "3", "memory", "3Gi").Obj(), phase: corev1.PodSucceeded},
+		{pod: pod("failed").Requests("cpu", "3", "memory", "3Gi").Obj(), phase: corev1.PodFailed},
+		{pod: pod("terminating").Requests("cpu", "400m", "memory", "400Mi").Obj(), phase: running, terminating: true},
+		{pod: pod("resized").Requests("cpu", "500m", "memory", "100Mi").Limits("cpu", "500m").Obj(), phase: running,
+			status: []corev1.ContainerStatus{{Name: "c0", Image: "pause", Ready: true,
+				AllocatedResources: corev1.ResourceList{"cpu": resource.MustParse("1"), "memory": resource.MustParse("100Mi")},
+				Resources: &corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"cpu": resource.MustParse("1"), "memory": resource.MustParse("100Mi")},
+					Limits:   corev1.ResourceList{"cpu": resource.MustParse("1")},
+				}}}},
+		{pod: testutil.Pod("elsewhere").Node("parity-other").Requests("cpu", "2").Obj(), phase: running},
+		{pod: testutil.Pod("unbound").Requests("cpu", "2").Obj()},
+		// The node with capacity only.
+		{pod: testutil.Pod("cap-a").Node("parity-capacity").Requests("cpu", "333m", "memory", "1Gi").Limits("cpu", "1").Obj(), phase: running},
+		{pod: testutil.Pod("cap-b").Node("parity-capacity").Requests("cpu", "333m").Obj(), phase: running},
+	}
+}
+
+func withRuntimeClass(p *corev1.Pod) *corev1.Pod {
+	rc := "kata"
+	p.Spec.RuntimeClassName = &rc
+	return p
+}
+
+func TestDescribeNodeParity(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	c := e.Client
+
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "kata"}, Handler: "kata",
+		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{"cpu": resource.MustParse("100m"), "memory": resource.MustParse("64Mi")}}}
+	mustCreate(t, c, rc)
+	for _, n := range []*corev1.Node{
+		testutil.Node(node).
+			Capacity("cpu", "4", "memory", "8111548Ki", "ephemeral-storage", "51175Mi", "pods", "110", "hugepages-2Mi", "1Gi", "hugepages-1Gi", "0").
+			Allocatable("cpu", "3500m", "memory", "7599548Ki", "ephemeral-storage", "48294789041", "pods", "110",
+				"hugepages-2Mi", "1Gi", "hugepages-1Gi", "0", "example.com/gpu", "4",
+				"kubernetes.io/batch-cpu", "6000", "kubernetes.io/batch-memory", "12Gi").Obj(),
+		testutil.Node("parity-capacity").Capacity("cpu", "3", "memory", "5Gi", "pods", "10").Obj(),
+		testutil.Node("parity-other").Allocatable("cpu", "4", "memory", "8Gi").Obj(),
+	} {
+		status := n.Status
+		mustCreate(t, c, n)
+		n.Status = status
+		if err := c.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range shapes() {
+		createShape(t, c, s)
+	}
+
+	startController(t, e)
+
+	for _, name := range []string{node, "parity-capacity"} {
+		t.Run(name, func(t *testing.T) {
+			describe := describeNode(t, e, name)
+			t.Logf("kubectl describe node %s (v1.36.3):\n%s", name, describe.raw)
+
+			na := &slov1alpha1.NodeAllocation{}
+			eventually(t, func() error {
+				if err := c.Get(ctx, client.ObjectKey{Name: name}, na); err != nil {
+					return err
+				}
+				if na.Status.PodCount != describe.pods {
+					return fmt.Errorf("NodeAllocation counts %d pods, kubectl %d", na.Status.PodCount, describe.pods)
+				}
+				return nil
+			})
+			checkStatus(t, describe, na.Status)
+
+			stored := gleanNodes(t, e, name, "-o", "json")
+			if stored.Source != cli.SourceNodeAllocation {
+				t.Errorf("kubectl glean nodes read %q, want the NodeAllocation", stored.Source)
+			}
+			checkReport(t, "kubectl glean nodes", describe, stored)
+			live := gleanNodes(t, e, name, "--live", "-o", "json")
+			checkReport(t, "kubectl glean nodes --live", describe, live)
+			withPods := gleanNodes(t, e, name, "--pods", "-o", "json")
+			checkReport(t, "kubectl glean nodes --pods", describe, withPods)
+			checkPodRows(t, describe, withPods)
+		})
+	}
+}
+
+func mustCreate(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func createShape(t *testing.T, c client.Client, s shape) {
+	t.Helper()
+	ctx := context.Background()
+	p := s.pod
+	p.UID = ""
+	p.Status = corev1.PodStatus{}
+	if s.terminating {
+		p.Finalizers = []string{"gleaner.sh/parity-test"}
+	}
+	mustCreate(t, c, p)
+	if s.phase != "" || s.status != nil {
+		if s.phase != "" {
+			p.Status.Phase = s.phase
+		}
+		p.Status.ContainerStatuses = s.status
+		if err := c.Status().Update(ctx, p); err != nil {
+			t.Fatalf("setting the status of pod %s: %v", p.Name, err)
+		}
+	}
+	if s.terminating {
+		if err := c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cur := &corev1.Pod{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(p), cur); err == nil {
+				cur.Finalizers = nil
+				_ = c.Update(context.Background(), cur)
+			}
+		})
+	}
+}
+
+func startController(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrlr := nodeallocation.New(nodeallocation.Config{Clock: clocktesting.NewFakeClock(time.Now()), Registerer: prometheus.NewRegistry()})
+	if err := ctrlr.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+// described is what `kubectl describe node` says about a node's allocation.
+type described struct {
+	raw       string
+	pods      int32
+	resources []describedRow
+	podRows   map[string]describedPod // by namespace/name
+}
+
+type describedRow struct {
+	name                string
+	requests, limits    resource.Quantity
+	reqPct, limPct      *int64 // nil where kubectl prints none
+	reqText, limitsText string
+}
+
+type describedPod struct {
+	cpuReq, cpuLim, memReq, memLim             resource.Quantity
+	cpuReqPct, cpuLimPct, memReqPct, memLimPct int64
+}
+
+var (
+	totalRe = regexp.MustCompile(`^Non-terminated Pods:\s+\((\d+) in total\)`)
+	// "  cpu   2632m (65%)   5110m (127%)" or "  example.com/gpu   1   1"
+	rowRe = regexp.MustCompile(`^\s+(\S+)\s+(\S+)(?:\s+\((\d+)%\))?\s+(\S+)(?:\s+\((\d+)%\))?\s*$`)
+	// "  default   name   100m (2%)   0 (0%)   128Mi (1%)   0 (0%)   5s"
+	podRe = regexp.MustCompile(`^\s+(\S+)\s+(\S+)\s+(\S+) \((-?\d+)%\)\s+(\S+) \((-?\d+)%\)\s+(\S+) \((-?\d+)%\)\s+(\S+) \((-?\d+)%\)\s+\S+\s*$`)
+)
+
+func describeNode(t *testing.T, e *testenv.Env, name string) described {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := e.Kubectl("describe", "node", name)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl describe node %s: %v\n%s", name, err, errOut.String())
+	}
+	d := described{raw: out.String(), podRows: map[string]describedPod{}}
+	section := ""
+	sc := bufio.NewScanner(strings.NewReader(d.raw))
+	for sc.Scan() {
+		line := sc.Text()
+		if m := totalRe.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			d.pods, section = int32(n), "pods"
+			continue
+		}
+		if strings.HasPrefix(line, "Allocated resources:") {
+			section = "allocated"
+			continue
+		}
+		if !strings.HasPrefix(line, " ") {
+			section = ""
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "-") || fields[0] == "Namespace" || fields[0] == "Resource" || fields[0] == "(Total" {
+			continue
+		}
+		switch section {
+		case "allocated":
+			m := rowRe.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("cannot read the allocated resources row %q", line)
+			}
+			d.resources = append(d.resources, describedRow{
+				name: m[1], requests: resource.MustParse(m[2]), reqPct: atoiPtr(m[3]),
+				limits: resource.MustParse(m[4]), limPct: atoiPtr(m[5]), reqText: m[2], limitsText: m[4],
+			})
+		case "pods":
+			m := podRe.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("cannot read the pod row %q", line)
+			}
+			d.podRows[m[1]+"/"+m[2]] = describedPod{
+				cpuReq: resource.MustParse(m[3]), cpuReqPct: atoi(m[4]), cpuLim: resource.MustParse(m[5]), cpuLimPct: atoi(m[6]),
+				memReq: resource.MustParse(m[7]), memReqPct: atoi(m[8]), memLim: resource.MustParse(m[9]), memLimPct: atoi(m[10]),
+			}
+		}
+	}
+	if len(d.resources) < 3 {
+		t.Fatalf("found %d allocated resource rows in kubectl's output", len(d.resources))
+	}
+	return d
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+func atoiPtr(s string) *int64 {
+	if s == "" {
+		return nil
+	}
+	n := atoi(s)
+	return &n
+}
+
+// checkStatus compares the NodeAllocation with kubectl: every row's value and percentage.
+func checkStatus(t *testing.T, d described, st slov1alpha1.NodeAllocationStatus) {
+	t.Helper()
+	for _, row := range d.resources {
+		name := corev1.ResourceName(row.name)
+		checkQuantity(t, "NodeAllocation requests", row.name, row.requests, st.Requests[name])
+		checkQuantity(t, "NodeAllocation limits", row.name, row.limits, st.Limits[name])
+		// The status has no percentage where the allocatable is zero; kubectl prints 0% there.
+		if row.reqPct != nil && st.RequestsPercent[name] != *row.reqPct {
+			t.Errorf("NodeAllocation requests %% of %s = %d, kubectl %d", row.name, st.RequestsPercent[name], *row.reqPct)
+		}
+		if row.limPct != nil && st.LimitsPercent[name] != *row.limPct {
+			t.Errorf("NodeAllocation limits %% of %s = %d, kubectl %d", row.name, st.LimitsPercent[name], *row.limPct)
+		}
+	}
+}
+
+// checkReport compares a `kubectl glean nodes -o json` report with kubectl: the same rows in the same order, the
+// same values and, where kubectl prints one, the same percentage.
+func checkReport(t *testing.T, what string, d described, r cli.Report) {
+	t.Helper()
+	if len(r.Nodes) != 1 {
+		t.Fatalf("%s: %d nodes in the report, want 1", what, len(r.Nodes))
+	}
+	n := r.Nodes[0]
+	if n.PodCount != d.pods {
+		t.Errorf("%s: %d pods, kubectl %d", what, n.PodCount, d.pods)
+	}
+	var gotNames, wantNames []string
+	for _, res := range n.Resources {
+		gotNames = append(gotNames, string(res.Name))
+	}
+	for _, row := range d.resources {
+		wantNames = append(wantNames, row.name)
+	}
+	if strings.Join(gotNames, " ") != strings.Join(wantNames, " ") {
+		t.Fatalf("%s: rows %q, kubectl %q", what, gotNames, wantNames)
+	}
+	for i, row := range d.resources {
+		res := n.Resources[i]
+		checkQuantity(t, what+" requests", row.name, row.requests, res.Requests)
+		checkQuantity(t, what+" limits", row.name, row.limits, res.Limits)
+		if row.reqPct != nil && (res.RequestsPercent == nil || *res.RequestsPercent != *row.reqPct) {
+			t.Errorf("%s: requests %% of %s = %v, kubectl %d", what, row.name, deref(res.RequestsPercent), *row.reqPct)
+		}
+		if row.limPct != nil && (res.LimitsPercent == nil || *res.LimitsPercent != *row.limPct) {
+			t.Errorf("%s: limits %% of %s = %v, kubectl %d", what, row.name, deref(res.LimitsPercent), *row.limPct)
+		}
+	}
+}
+
+// checkPodRows compares the per-pod rows of --pods with kubectl's "Non-terminated Pods" table.
+func checkPodRows(t *testing.T, d described, r cli.Report) {
+	t.Helper()
+	got := map[string]cli.PodReport{}
+	for _, p := range r.Nodes[0].Pods {
+		got[p.Namespace+"/"+p.Name] = p
+	}
+	if len(got) != len(d.podRows) {
+		t.Errorf("--pods lists %d pods, kubectl %d", len(got), len(d.podRows))
+	}
+	for key, want := range d.podRows {
+		p, ok := got[key]
+		if !ok {
+			t.Errorf("--pods lacks pod %s", key)
+			continue
+		}
+		checkQuantity(t, key+" cpu requests", "cpu", want.cpuReq, p.Requests[corev1.ResourceCPU])
+		checkQuantity(t, key+" cpu limits", "cpu", want.cpuLim, p.Limits[corev1.ResourceCPU])
+		checkQuantity(t, key+" memory requests", "memory", want.memReq, p.Requests[corev1.ResourceMemory])
+		checkQuantity(t, key+" memory limits", "memory", want.memLim, p.Limits[corev1.ResourceMemory])
+		for _, pc := range []struct {
+			what string
+			got  int64
+			want int64
+		}{
+			{"cpu requests %", p.RequestsPercent[corev1.ResourceCPU], want.cpuReqPct},
+			{"cpu limits %", p.LimitsPercent[corev1.ResourceCPU], want.cpuLimPct},
+			{"memory requests %", p.RequestsPercent[corev1.ResourceMemory], want.memReqPct},
+			{"memory limits %", p.LimitsPercent[corev1.ResourceMemory], want.memLimPct},
+		} {
+			if pc.got != pc.want {
+				t.Errorf("pod %s %s = %d, kubectl %d", key, pc.what, pc.got, pc.want)
+			}
+		}
+	}
+}
+
+func checkQuantity(t *testing.T, what, name string, want, got resource.Quantity) {
+	t.Helper()
+	if want.Cmp(got) != 0 {
+		t.Errorf("%s of %s = %s, kubectl %s", what, name, got.String(), want.String())
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return "none"
+	}
+	return *p
+}
+
+// gleanNodes runs `kubectl glean nodes NODE ARGS...` in-process against the test API server.
+func gleanNodes(t *testing.T, e *testenv.Env, name string, args ...string) cli.Report {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(cli.Streams{Out: &out, ErrOut: &errOut}, clocktesting.NewFakeClock(time.Now()))
+	cmd.SetArgs(append([]string{"--kubeconfig", e.Kubeconfig, "nodes", name}, args...))
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("kubectl glean nodes %s %s: %v\n%s", name, strings.Join(args, " "), err, errOut.String())
+	}
+	var r cli.Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("kubectl glean nodes -o json printed no report: %v\n%s", err, out.String())
+	}
+	return r
+}
+
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err = f(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("not within 30s: %v", err)
+}
