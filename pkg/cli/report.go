@@ -146,12 +146,19 @@ func podReport(pod *corev1.Pod, allocatable corev1.ResourceList) PodReport {
 	}
 }
 
+// podPercents are the percentages of a pod's row: for every resource it uses, and for cpu and memory always (kubectl
+// prints "0 (0%)" there), wherever the node's allocatable is not zero.
 func podPercents(used, allocatable corev1.ResourceList) map[corev1.ResourceName]int64 {
 	out := map[corev1.ResourceName]int64{}
-	for name, q := range used {
+	add := func(name corev1.ResourceName, q resource.Quantity) {
 		if p, ok := allocation.Percent(name, q, allocatable[name]); ok {
 			out[name] = p
 		}
+	}
+	add(corev1.ResourceCPU, used[corev1.ResourceCPU])
+	add(corev1.ResourceMemory, used[corev1.ResourceMemory])
+	for name, q := range used {
+		add(name, q)
 	}
 	return out
 }
