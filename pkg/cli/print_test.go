@@ -116,7 +116,6 @@ func withoutPods(r Report) Report {
 	return r
 }
 
-
 func TestPrintJSONAndYAML(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	want := sampleReport(now)
