@@ -53,7 +53,7 @@ unit: ## Run the Go tests against a real kube-apiserver and etcd.
 test: verify-generated vet lint unit ## Everything CI checks.
 
 .PHONY: bench-nodeallocation
-bench-nodeallocation: build ## Node-allocation benchmark: 2,000 nodes, 60,000 pods, churn (not in `make test`; ~45 min).
+bench-nodeallocation: build ## Node-allocation benchmark: 2,000 nodes, 60,000 pods, churn (not in `make test`; ~10 min).
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/nodeallocation $(BENCH_FLAGS)
 
 .PHONY: run

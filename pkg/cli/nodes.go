@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -93,11 +95,11 @@ func runNodes(ctx context.Context, f *Factory, o *nodesOptions, names []string) 
 		}
 	}
 	if report.Source == SourceLive {
-		pods, err := listPods(ctx, cs, names)
-		if err != nil {
+		totals := newLiveTotals(nodes, o.pods, f.Namespace())
+		if err := eachPod(ctx, cs, names, totals.add); err != nil {
 			return err
 		}
-		report.Nodes = liveReports(nodes, pods, o.pods, f.Namespace())
+		report.Nodes = totals.reports(nodes)
 	}
 	sortReports(report.Nodes, key)
 	return printReport(f.Out, report, o.output, f.Clock)
@@ -167,9 +169,13 @@ func listNodes(ctx context.Context, cs kubernetes.Interface, selector string, na
 	return picked, nil
 }
 
-// listPods lists, in pages, every pod that can count on a node: bound, phase neither Succeeded nor Failed (the
-// API server filters). One named node narrows the list to its pods.
-func listPods(ctx context.Context, cs kubernetes.Interface, names []string) ([]corev1.Pod, error) {
+// eachPod calls visit with every pod that can count on a node: bound, phase neither Succeeded nor Failed (the API
+// server filters). One named node narrows the pods to its own.
+//
+// It is one pod list: a watch-list (the API server streams the collection as watch events from its cache, which
+// is how client-go's informers list since Kubernetes 1.35) when the server supports it, so decoding and counting
+// overlap with the transfer; a paginated list, as kubectl's, otherwise.
+func eachPod(ctx context.Context, cs kubernetes.Interface, names []string, visit func(*corev1.Pod)) error {
 	sel := []fields.Selector{
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
@@ -179,21 +185,66 @@ func listPods(ctx context.Context, cs kubernetes.Interface, names []string) ([]c
 	} else {
 		sel = append(sel, fields.OneTermNotEqualSelector("spec.nodeName", ""))
 	}
-	opts := metav1.ListOptions{FieldSelector: fields.AndSelectors(sel...).String(), Limit: pageSize}
-	var pods []corev1.Pod
+	selector := fields.AndSelectors(sel...).String()
+	started, err := watchListPods(ctx, cs, selector, visit)
+	if err == nil || started {
+		return reachable(err)
+	}
+	return listPods(ctx, cs, selector, visit)
+}
+
+// watchListPods streams the pods matching selector, returning at the bookmark that ends the initial events.
+// started reports whether any pod was visited: a failure before that can be retried with a plain list.
+func watchListPods(ctx context.Context, cs kubernetes.Interface, selector string, visit func(*corev1.Pod)) (started bool, err error) {
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{
+		FieldSelector:        selector,
+		SendInitialEvents:    ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+	})
+	if err != nil {
+		return false, fmt.Errorf("streaming pods: %w", err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Added:
+			if pod, ok := ev.Object.(*corev1.Pod); ok {
+				visit(pod)
+				started = true
+			}
+		case watch.Bookmark:
+			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
+				return started, nil
+			}
+		case watch.Error:
+			return started, fmt.Errorf("streaming pods: %w", apierrors.FromObject(ev.Object))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return started, fmt.Errorf("streaming pods: %w", err)
+	}
+	return started, errors.New("streaming pods: the API server closed the stream before sending every pod")
+}
+
+// listPods lists the pods matching selector in pages, as kubectl's --chunk-size.
+func listPods(ctx context.Context, cs kubernetes.Interface, selector string, visit func(*corev1.Pod)) error {
+	opts := metav1.ListOptions{FieldSelector: selector, Limit: pageSize}
 	for {
 		list, err := cs.CoreV1().Pods("").List(ctx, opts)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
-			// The list took longer than the API server keeps a snapshot: start over in one piece.
-			pods, opts.Continue, opts.Limit = nil, "", 0
-			continue
+			// The list took longer than the API server keeps a snapshot, and pods are already counted: a
+			// partial count would be wrong, so give up with a clear message.
+			return errors.New("listing pods: the list took too long and the API server expired it; try again")
 		}
 		if err != nil {
-			return nil, reachable(fmt.Errorf("listing pods: %w", err))
+			return reachable(fmt.Errorf("listing pods: %w", err))
 		}
-		pods = append(pods, list.Items...)
+		for i := range list.Items {
+			visit(&list.Items[i])
+		}
 		if list.Continue == "" {
-			return pods, nil
+			return nil
 		}
 		opts.Continue = list.Continue
 	}
@@ -201,6 +252,9 @@ func listPods(ctx context.Context, cs kubernetes.Interface, names []string) ([]c
 
 // reachable adds a hint to errors that mean the API server could not be reached at all.
 func reachable(err error) error {
+	if err == nil {
+		return nil
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return err

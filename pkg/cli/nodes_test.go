@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,5 +195,45 @@ current-context: c
 				t.Errorf("err = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPodSourcesAgree checks that the streamed watch-list and the paginated list (the fallback for API servers
+// without watch-list) see the same pods: bound, neither Succeeded nor Failed.
+func TestPodSourcesAgree(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	createNode(t, e.Client, testutil.Node("src").Allocatable("cpu", "2").Obj())
+	for i := range 7 {
+		createPod(t, e.Client, testutil.Pod(fmt.Sprintf("src-%d", i)).Node("src").Container("c").Obj())
+	}
+	done := testutil.Pod("src-done").Node("src").Container("c").Obj()
+	createPod(t, e.Client, done)
+	done.Status.Phase = corev1.PodSucceeded
+	if err := e.Client.Status().Update(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	createPod(t, e.Client, testutil.Pod("src-unbound").Container("c").Obj())
+
+	cs, _, err := (&Factory{kubeconfig: e.Kubeconfig}).Clients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const selector = "spec.nodeName=src,status.phase!=Succeeded,status.phase!=Failed"
+	var streamed, listed []string
+	started, err := watchListPods(ctx, cs, selector, func(p *corev1.Pod) { streamed = append(streamed, p.Name) })
+	if err != nil || !started {
+		t.Fatalf("watch-list: started %v, err %v", started, err)
+	}
+	if err := listPods(ctx, cs, selector, func(p *corev1.Pod) { listed = append(listed, p.Name) }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(streamed)
+	want := []string{"src-0", "src-1", "src-2", "src-3", "src-4", "src-5", "src-6"}
+	if d := cmp.Diff(want, streamed); d != "" {
+		t.Errorf("watch-list (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want, listed); d != "" {
+		t.Errorf("paginated list (-want +got):\n%s", d)
 	}
 }

@@ -104,37 +104,61 @@ func orZero(p *int64) *int64 {
 	return p
 }
 
-// liveReports computes the reports of nodes from pods, which may hold pods of any node (one cluster-wide list).
-// With withPods, each report lists its counted pods, restricted to namespace when it is not empty; the totals
-// always count every namespace.
-func liveReports(nodes []corev1.Node, pods []corev1.Pod, withPods bool, namespace string) []NodeReport {
-	byNode := make(map[string][]*corev1.Pod, len(nodes))
-	for i := range pods {
-		if n := pods[i].Spec.NodeName; n != "" {
-			byNode[n] = append(byNode[n], &pods[i])
-		}
+// liveTotals sums pods into the totals of a set of nodes as they arrive, one at a time, so a cluster's pods never
+// need to be held at once. Pods of other nodes are skipped.
+type liveTotals struct {
+	withPods  bool
+	namespace string
+	byNode    map[string]*liveNode
+}
+
+type liveNode struct {
+	totals  allocation.Totals
+	counted []*corev1.Pod
+}
+
+// newLiveTotals prepares the totals of nodes. With withPods, the counted pods are kept for their rows, restricted to
+// namespace when it is not empty; the totals always count every namespace.
+func newLiveTotals(nodes []corev1.Node, withPods bool, namespace string) *liveTotals {
+	t := &liveTotals{withPods: withPods, namespace: namespace, byNode: make(map[string]*liveNode, len(nodes))}
+	for i := range nodes {
+		t.byNode[nodes[i].Name] = &liveNode{}
 	}
+	return t
+}
+
+// add counts pod on its node. It keeps pod (with --pods), so the caller must not change it afterwards.
+func (t *liveTotals) add(pod *corev1.Pod) {
+	n, ok := t.byNode[pod.Spec.NodeName]
+	if !ok || !n.totals.Add(pod) {
+		return
+	}
+	if t.withPods && (t.namespace == "" || pod.Namespace == t.namespace) {
+		n.counted = append(n.counted, pod)
+	}
+}
+
+// reports returns the nodes' reports, in the order of nodes.
+func (t *liveTotals) reports(nodes []corev1.Node) []NodeReport {
 	reports := make([]NodeReport, 0, len(nodes))
 	for i := range nodes {
-		node := &nodes[i]
-		var totals allocation.Totals
-		var counted []*corev1.Pod
-		for _, pod := range byNode[node.Name] {
-			if totals.Add(pod) {
-				counted = append(counted, pod)
-			}
-		}
-		nr := nodeReport(node.Name, allocation.NewSummary(node, totals))
-		if withPods {
-			for _, pod := range counted {
-				if namespace == "" || pod.Namespace == namespace {
-					nr.Pods = append(nr.Pods, podReport(pod, nr.Allocatable))
-				}
-			}
+		n := t.byNode[nodes[i].Name]
+		nr := nodeReport(nodes[i].Name, allocation.NewSummary(&nodes[i], n.totals))
+		for _, pod := range n.counted {
+			nr.Pods = append(nr.Pods, podReport(pod, nr.Allocatable))
 		}
 		reports = append(reports, nr)
 	}
 	return reports
+}
+
+// liveReports computes the reports of nodes from pods, which may hold pods of any node.
+func liveReports(nodes []corev1.Node, pods []corev1.Pod, withPods bool, namespace string) []NodeReport {
+	t := newLiveTotals(nodes, withPods, namespace)
+	for i := range pods {
+		t.add(&pods[i])
+	}
+	return t.reports(nodes)
 }
 
 func podReport(pod *corev1.Pod, allocatable corev1.ResourceList) PodReport {

@@ -16,17 +16,26 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +43,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -48,6 +58,8 @@ type config struct {
 	churnFor, deleteAfter       time.Duration
 	repeat                      int
 	describeNodes               bool
+	hold                        bool
+	attach                      string
 	loaderQPS                   float32
 	managerQPS, managerBurst    int
 }
@@ -66,6 +78,8 @@ func main() {
 	fs.DurationVar(&c.deleteAfter, "delete-after", 10*time.Second, "age at which a churn pod is deleted")
 	fs.IntVar(&c.repeat, "repeat", 3, "runs of each timed command; the median is reported")
 	fs.BoolVar(&c.describeNodes, "describe-nodes", true, "time `kubectl describe nodes` (slow: it makes several requests per node at kubectl's 5 QPS)")
+	fs.StringVar(&c.attach, "attach", "", "kubeconfig of a cluster already filled (by a --hold run with the same --nodes and --pods-per-node): measure it instead of starting one")
+	fs.BoolVar(&c.hold, "hold", false, "fill the cluster, print its kubeconfig and keep it up until interrupted, measuring nothing")
 	loaderQPS := fs.Int("loader-qps", 2000, "client QPS of the benchmark's own loader (burst is twice this)")
 	fs.IntVar(&c.managerQPS, "manager-qps", 200, "gleaner-manager --kube-api-qps")
 	fs.IntVar(&c.managerBurst, "manager-burst", 400, "gleaner-manager --kube-api-burst")
@@ -90,33 +104,11 @@ func run(c config) error {
 			return fmt.Errorf("missing binary: %w", err)
 		}
 	}
-	crds, err := crd.Objects()
+	kubeconfig, cfg, stop, err := startCluster(c)
 	if err != nil {
 		return err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: c.assets, CRDs: crds}
-	cfg, err := env.Start()
-	if err != nil {
-		return fmt.Errorf("starting kube-apiserver and etcd: %w", err)
-	}
-	defer func() { _ = env.Stop() }()
-	dir, err := os.MkdirTemp("", "gleaner-bench-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		return err
-	}
+	defer stop()
 
 	loaderCfg := rest.CopyConfig(cfg)
 	loaderCfg.QPS, loaderCfg.Burst = c.loaderQPS, int(2*c.loaderQPS)
@@ -134,14 +126,23 @@ func run(c config) error {
 	}
 	ctx := context.Background()
 
-	r := &results{config: c}
-	start := time.Now()
-	if err := fill(ctx, cs, c); err != nil {
-		return err
+	r := &results{config: c, loadStart: loadavg()}
+	if c.attach == "" {
+		start := time.Now()
+		if err := fill(ctx, cs, c); err != nil {
+			return err
+		}
+		r.fill = time.Since(start)
+		logf("cluster filled in %s", r.fill.Round(time.Second))
 	}
-	r.fill = time.Since(start)
-	logf("cluster filled in %s", r.fill.Round(time.Second))
 
+	if c.hold {
+		fmt.Printf("cluster up; kubeconfig %s; Ctrl-C stops it\n", kubeconfig)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		return nil
+	}
 	kubectl := filepath.Join(c.assets, "kubectl")
 	if r.gleanLive, err = timeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes", "--live"); err != nil {
 		return err
@@ -167,6 +168,54 @@ func run(c config) error {
 	}
 	r.print()
 	return nil
+}
+
+// startCluster starts kube-apiserver and etcd with Gleaner's CRDs and an admin kubeconfig, or attaches to the
+// cluster of --attach. stop tears down what it started.
+func startCluster(c config) (kubeconfig string, cfg *rest.Config, stop func(), err error) {
+	if c.attach != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.attach)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("loading --attach %s: %w", c.attach, err)
+		}
+		return c.attach, cfg, func() {}, nil
+	}
+	crds, err := crd.Objects()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: c.assets, CRDs: crds}
+	if cfg, err = env.Start(); err != nil {
+		return "", nil, nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "gleaner-bench-")
+	if err == nil {
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		err = writeKubeconfig(env, kubeconfig)
+	}
+	stop = func() {
+		_ = env.Stop()
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	if err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	return kubeconfig, cfg, stop, nil
+}
+
+func writeKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding an admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kc, 0o600)
 }
 
 // fill creates the nodes (with status) and their pods.
@@ -313,7 +362,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // the manager's peak RSS.
 func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernetes.Interface, wc client.WithWatch, r *results) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gleaner-system"}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	logFile, err := os.CreateTemp("", "gleaner-bench-manager-*.log")
@@ -321,7 +370,11 @@ func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernete
 		return err
 	}
 	defer func() { _ = logFile.Close() }()
-	mgr := exec.Command(c.manager, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", "127.0.0.1:0",
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	mgr := exec.Command(c.manager, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", "0", "--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
 	mgr.Stdout, mgr.Stderr = logFile, logFile
 	start := time.Now()
@@ -361,11 +414,106 @@ func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernete
 	if r.gleanStored, err = timeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes"); err != nil {
 		return err
 	}
+	before, err := scrape(metricsAddr)
+	if err != nil {
+		return err
+	}
 	if err := churn(ctx, c, cs, wc, r); err != nil {
 		return err
 	}
+	after, err := scrape(metricsAddr)
+	if err != nil {
+		return err
+	}
+	r.queueWait = histogramQuantiles(before, after, "workqueue_queue_duration_seconds", map[string]string{"name": "nodeallocation"})
+	r.reconcile = histogramQuantiles(before, after, "gleaner_nodeallocation_reconcile_duration_seconds", nil)
 	r.peakRSS = rss(mgr.Process.Pid, "VmHWM")
 	return nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
+// scrape reads the manager's metrics.
+func scrape(addr string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scraping gleaner-manager: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// histogramQuantiles estimates p50 and p99 of what a histogram observed between two scrapes (linear inside a
+// bucket, as Prometheus' histogram_quantile).
+func histogramQuantiles(before, after map[string]*dto.MetricFamily, name string, labels map[string]string) [2]time.Duration {
+	find := func(fams map[string]*dto.MetricFamily) *dto.Histogram {
+		mf, ok := fams[name]
+		if !ok {
+			return nil
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for k, v := range labels {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == k && l.GetValue() == v)
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			return m.GetHistogram()
+		}
+		return nil
+	}
+	a, b := find(after), find(before)
+	if a == nil {
+		return [2]time.Duration{}
+	}
+	counts := make([]float64, len(a.GetBucket()))
+	for i, bk := range a.GetBucket() {
+		counts[i] = float64(bk.GetCumulativeCount())
+		if b != nil {
+			counts[i] -= float64(b.GetBucket()[i].GetCumulativeCount())
+		}
+	}
+	total := float64(a.GetSampleCount())
+	if b != nil {
+		total -= float64(b.GetSampleCount())
+	}
+	q := func(p float64) time.Duration {
+		rank, lower, prev := p*total, 0.0, 0.0
+		for i, bk := range a.GetBucket() {
+			if counts[i] >= rank {
+				upper := bk.GetUpperBound()
+				frac := 1.0
+				if counts[i] > prev {
+					frac = (rank - prev) / (counts[i] - prev)
+				}
+				return time.Duration((lower + (upper-lower)*frac) * float64(time.Second))
+			}
+			lower, prev = bk.GetUpperBound(), counts[i]
+		}
+		return time.Duration(lower * float64(time.Second))
+	}
+	return [2]time.Duration{q(0.5), q(0.99)}
+}
+
+// loadavg is the machine's 1-minute load average: the benchmark shares its cores with whatever else runs.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
 }
 
 // rss reads a memory line of /proc/PID/status in bytes.
@@ -414,7 +562,7 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 
 	var mu sync.Mutex
 	waiting := map[string][]pending{}
-	var createLat, deleteLat []time.Duration
+	var createLat, deleteLat, createCalls []time.Duration
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -467,10 +615,16 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 				waiting[node] = append(waiting[node], pending{start: time.Now(), wantPods: count[node], create: o.create})
 				mu.Unlock()
 				var err error
+				callStart := time.Now()
 				if o.create {
 					_, err = cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 				} else {
 					err = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+				}
+				if o.create {
+					mu.Lock()
+					createCalls = append(createCalls, time.Since(callStart))
+					mu.Unlock()
 				}
 				if err != nil {
 					errMu.Lock()
@@ -482,6 +636,7 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 	}
 
 	logf("churn: %d creations and %d deletions per second for %s", c.churnRate, c.churnRate, c.churnFor)
+	r.loadBefore = loadavg()
 	// Operation k is due at start + k/rate; a late loop catches up rather than slowing the rate down.
 	interval := time.Second / time.Duration(c.churnRate)
 	start := time.Now()
@@ -497,6 +652,7 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 		}
 	}
 	r.churnElapsed = time.Since(start)
+	r.loadAfter = loadavg()
 	close(ops)
 	wg.Wait()
 	if opErr != nil {
@@ -516,9 +672,19 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 	}
 	w.Stop()
 	<-watchDone
+	// Leave the cluster as it was, so a later --attach run starts from the same counts.
+	if err := parallel(16, lag, func(j int) error {
+		err := cs.CoreV1().Pods("bench-0").Delete(ctx, fmt.Sprintf("churn-%06d", total-lag+j), metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("deleting the last churn pods: %w", err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	r.createLat, r.deleteLat = createLat, deleteLat
+	r.createLat, r.deleteLat, r.createCalls = createLat, deleteLat, createCalls
 	for _, q := range waiting {
 		r.lost += len(q)
 	}
@@ -530,7 +696,9 @@ type results struct {
 	config
 	fill, initialSync, churnElapsed                                          time.Duration
 	gleanLive, gleanLiveJSON, gleanStored, getPods, getPodsOnePage, describe []time.Duration
-	createLat, deleteLat                                                     []time.Duration
+	createLat, deleteLat, createCalls                                        []time.Duration
+	queueWait, reconcile                                                     [2]time.Duration
+	loadStart, loadBefore, loadAfter                                         string
 	churnOps, lost                                                           int
 	rssAfterSync, peakRSS                                                    int64
 }
@@ -546,6 +714,8 @@ func (r *results) print() {
 	}
 	pods := r.nodes * r.podsPerNode
 	fmt.Printf("cluster: %d nodes, %d pods (envtest: kube-apiserver v1.36.3, etcd v3.6.8), filled in %s\n\n", r.nodes, pods, r.fill.Round(time.Second))
+	fmt.Printf("machine: %d CPUs; 1-minute load average %s at the start, %s and %s at the start and end of the churn\n\n",
+		goruntime.NumCPU(), r.loadStart, r.loadBefore, r.loadAfter)
 	fmt.Printf("| measurement | median of %d | runs |\n| --- | --- | --- |\n", r.repeat)
 	row := func(name string, ds []time.Duration) {
 		var all []string
@@ -573,6 +743,8 @@ func (r *results) print() {
 		ms(percentile(r.createLat, 0.5)), ms(percentile(r.createLat, 0.99)), ms(percentile(r.createLat, 1)), len(r.createLat))
 	fmt.Printf("- pod-delete-to-status latency: p50 %s, p99 %s, max %s (%d samples)\n",
 		ms(percentile(r.deleteLat, 0.5)), ms(percentile(r.deleteLat, 0.99)), ms(percentile(r.deleteLat, 1)), len(r.deleteLat))
+	fmt.Printf("  - of which the create call itself: p50 %s, p99 %s; the controller's queue wait p50 %s, p99 %s; its reconcile p50 %s, p99 %s (from its histograms)\n",
+		ms(percentile(r.createCalls, 0.5)), ms(percentile(r.createCalls, 0.99)), ms(r.queueWait[0]), ms(r.queueWait[1]), ms(r.reconcile[0]), ms(r.reconcile[1]))
 	fmt.Printf("- gleaner-manager peak RSS (VmHWM): %d MiB\n", r.peakRSS>>20)
 	fmt.Printf("- client QPS: gleaner-manager %d (burst %d), kubectl-glean 50 (burst 100), kubectl default (5, burst 10), loader %.0f\n",
 		r.managerQPS, r.managerBurst, r.loaderQPS)

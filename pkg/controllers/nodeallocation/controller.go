@@ -36,7 +36,7 @@ const Name = "nodeallocation"
 const conflictRetry = 50 * time.Millisecond
 
 // DefaultWorkers is how many nodes are reconciled at once unless Config.Workers says otherwise.
-const DefaultWorkers = 4
+const DefaultWorkers = 16
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
