@@ -539,6 +539,101 @@ type pending struct {
 	create   bool
 }
 
+// tracker matches churn operations with the NodeAllocation statuses that show them.
+type tracker struct {
+	mu                               sync.Mutex
+	count                            map[string]int32 // pods each node will count once every operation is seen
+	waiting                          map[string][]pending
+	createLat, deleteLat, createCall []time.Duration
+	errs                             error
+}
+
+// begin records an operation on node about to be sent.
+func (t *tracker) begin(node string, create bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if create {
+		t.count[node]++
+	} else {
+		t.count[node]--
+	}
+	t.waiting[node] = append(t.waiting[node], pending{start: time.Now(), wantPods: t.count[node], create: create})
+}
+
+// sent records how an operation's API call went.
+func (t *tracker) sent(create bool, took time.Duration, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if create {
+		t.createCall = append(t.createCall, took)
+	}
+	t.errs = errors.Join(t.errs, err)
+}
+
+// observe settles the operations a NodeAllocation status shows.
+func (t *tracker) observe(na *slov1alpha1.NodeAllocation, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.waiting[na.Name]
+	for len(q) > 0 && q[0].wantPods == na.Status.PodCount {
+		if q[0].create {
+			t.createLat = append(t.createLat, now.Sub(q[0].start))
+		} else {
+			t.deleteLat = append(t.deleteLat, now.Sub(q[0].start))
+		}
+		q = q[1:]
+	}
+	t.waiting[na.Name] = q
+}
+
+// left is the number of operations no status has shown yet.
+func (t *tracker) left() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, q := range t.waiting {
+		n += len(q)
+	}
+	return n
+}
+
+// watch feeds the NodeAllocation events of w to observe until w stops.
+func (t *tracker) watch(w watch.Interface) {
+	for ev := range w.ResultChan() {
+		if na, ok := ev.Object.(*slov1alpha1.NodeAllocation); ok && (ev.Type == watch.Modified || ev.Type == watch.Added) {
+			t.observe(na, time.Now())
+		}
+	}
+}
+
+// churnOp is one churn operation: create or delete churn pod i.
+type churnOp struct {
+	create bool
+	i      int
+}
+
+func churnPod(c config, i int) *corev1.Pod {
+	p := benchPod(i, fmt.Sprintf("node-%04d", i%c.nodes))
+	p.Name, p.Namespace = fmt.Sprintf("churn-%06d", i), "bench-0"
+	return p
+}
+
+// send runs operations from ops until it is closed.
+func (t *tracker) send(ctx context.Context, c config, cs kubernetes.Interface, ops <-chan churnOp) {
+	for o := range ops {
+		p := churnPod(c, o.i)
+		t.begin(p.Spec.NodeName, o.create)
+		start := time.Now()
+		var err error
+		if o.create {
+			_, err = cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		} else {
+			err = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		}
+		t.sent(o.create, time.Since(start), err)
+	}
+}
+
 // churn creates rate pods per second, one per node in turn, and deletes each deleteAfter later, timing every
 // operation until a watch on NodeAllocations shows the node counting it.
 func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.WithWatch, r *results) error {
@@ -550,91 +645,24 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 	if err := wc.List(ctx, list); err != nil {
 		return err
 	}
-	count := map[string]int32{}
+	t := &tracker{count: map[string]int32{}, waiting: map[string][]pending{}}
 	for _, na := range list.Items {
-		count[na.Name] = na.Status.PodCount
+		t.count[na.Name] = na.Status.PodCount
 	}
 	w, err := wc.Watch(ctx, &slov1alpha1.NodeAllocationList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
-
-	var mu sync.Mutex
-	waiting := map[string][]pending{}
-	var createLat, deleteLat, createCalls []time.Duration
 	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Modified && ev.Type != watch.Added {
-				continue
-			}
-			na, ok := ev.Object.(*slov1alpha1.NodeAllocation)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			mu.Lock()
-			q := waiting[na.Name]
-			for len(q) > 0 && q[0].wantPods == na.Status.PodCount {
-				if q[0].create {
-					createLat = append(createLat, now.Sub(q[0].start))
-				} else {
-					deleteLat = append(deleteLat, now.Sub(q[0].start))
-				}
-				q = q[1:]
-			}
-			waiting[na.Name] = q
-			mu.Unlock()
-		}
-	}()
+	go func() { defer close(watchDone); t.watch(w) }()
 
-	type op struct {
-		create bool
-		i      int
-	}
-	ops := make(chan op, 10000)
-	var errMu sync.Mutex
-	var opErr error
+	ops := make(chan churnOp, 10000)
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range ops {
-				node := fmt.Sprintf("node-%04d", o.i%c.nodes)
-				p := benchPod(o.i, node)
-				p.Name, p.Namespace = fmt.Sprintf("churn-%06d", o.i), "bench-0"
-				mu.Lock()
-				if o.create {
-					count[node]++
-				} else {
-					count[node]--
-				}
-				waiting[node] = append(waiting[node], pending{start: time.Now(), wantPods: count[node], create: o.create})
-				mu.Unlock()
-				var err error
-				callStart := time.Now()
-				if o.create {
-					_, err = cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-				} else {
-					err = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
-				}
-				if o.create {
-					mu.Lock()
-					createCalls = append(createCalls, time.Since(callStart))
-					mu.Unlock()
-				}
-				if err != nil {
-					errMu.Lock()
-					opErr = errors.Join(opErr, err)
-					errMu.Unlock()
-				}
-			}
-		}()
+		go func() { defer wg.Done(); t.send(ctx, c, cs, ops) }()
 	}
-
 	logf("churn: %d creations and %d deletions per second for %s", c.churnRate, c.churnRate, c.churnFor)
 	r.loadBefore = loadavg()
 	// Operation k is due at start + k/rate; a late loop catches up rather than slowing the rate down.
@@ -643,32 +671,20 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 	lag := int(c.deleteAfter.Seconds()) * c.churnRate
 	total := int(c.churnFor.Seconds()) * c.churnRate
 	for k := range total {
-		if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		ops <- op{create: true, i: k}
+		time.Sleep(time.Until(start.Add(time.Duration(k) * interval)))
+		ops <- churnOp{create: true, i: k}
 		if k >= lag {
-			ops <- op{create: false, i: k - lag}
+			ops <- churnOp{create: false, i: k - lag}
 		}
 	}
-	r.churnElapsed = time.Since(start)
-	r.loadAfter = loadavg()
+	r.churnElapsed, r.loadAfter = time.Since(start), loadavg()
 	close(ops)
 	wg.Wait()
-	if opErr != nil {
-		return fmt.Errorf("churn operations failed: %w", opErr)
+	if t.errs != nil {
+		return fmt.Errorf("churn operations failed: %w", t.errs)
 	}
-	// Wait for the last statuses.
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		left := 0
-		for _, q := range waiting {
-			left += len(q)
-		}
-		mu.Unlock()
-		if left == 0 {
-			break
-		}
+	for deadline := time.Now().Add(30 * time.Second); t.left() > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 	w.Stop()
 	<-watchDone
@@ -682,13 +698,8 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 	}); err != nil {
 		return fmt.Errorf("deleting the last churn pods: %w", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	r.createLat, r.deleteLat, r.createCalls = createLat, deleteLat, createCalls
-	for _, q := range waiting {
-		r.lost += len(q)
-	}
-	r.churnOps = total + (total - lag)
+	r.createLat, r.deleteLat, r.createCalls = t.createLat, t.deleteLat, t.createCall
+	r.lost, r.churnOps = t.left(), total+(total-lag)
 	return nil
 }
 
@@ -746,6 +757,6 @@ func (r *results) print() {
 	fmt.Printf("  - of which the create call itself: p50 %s, p99 %s; the controller's queue wait p50 %s, p99 %s; its reconcile p50 %s, p99 %s (from its histograms)\n",
 		ms(percentile(r.createCalls, 0.5)), ms(percentile(r.createCalls, 0.99)), ms(r.queueWait[0]), ms(r.queueWait[1]), ms(r.reconcile[0]), ms(r.reconcile[1]))
 	fmt.Printf("- gleaner-manager peak RSS (VmHWM): %d MiB\n", r.peakRSS>>20)
-	fmt.Printf("- client QPS: gleaner-manager %d (burst %d), kubectl-glean 50 (burst 100), kubectl default (5, burst 10), loader %.0f\n",
+	fmt.Printf("- client QPS: gleaner-manager %d (burst %d), kubectl-glean 50 (burst 100), kubectl v1.36.3 its defaults, the benchmark's loader %.0f (burst twice that)\n",
 		r.managerQPS, r.managerBurst, r.loaderQPS)
 }
