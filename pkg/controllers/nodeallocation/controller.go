@@ -143,6 +143,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		// The cached NodeAllocation is older than the stored one (usually our own last write) or not in the cache
 		// yet: try again once the cache has caught up, without logging an error.
 		log.FromContext(ctx).V(1).Info("NodeAllocation changed meanwhile; requeueing", "node", node.Name)
+		c.metrics.retries.Inc()
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if err != nil {

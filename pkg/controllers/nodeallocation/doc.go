@@ -9,5 +9,6 @@
 // written only when the summary changed. A NodeAllocation is owned by its Node and deleted with it.
 //
 // Metrics: gleaner_node_allocated_requests and gleaner_node_allocated_limits (per node and resource),
-// gleaner_nodeallocation_reconcile_duration_seconds and gleaner_nodeallocation_status_writes_total.
+// gleaner_nodeallocation_reconcile_duration_seconds, gleaner_nodeallocation_status_writes_total and
+// gleaner_nodeallocation_retries_total.
 package nodeallocation

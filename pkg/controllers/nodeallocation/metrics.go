@@ -14,6 +14,7 @@ type metrics struct {
 	requests, limits *prometheus.GaugeVec
 	duration         prometheus.Histogram
 	writes           prometheus.Counter
+	retries          prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -36,6 +37,10 @@ func newMetrics() *metrics {
 			Name: "gleaner_nodeallocation_status_writes_total",
 			Help: "NodeAllocation status writes; a summary that did not change is not written.",
 		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gleaner_nodeallocation_retries_total",
+			Help: "Reconciles retried because the cached NodeAllocation was older than the stored one (a write conflict).",
+		}),
 	}
 }
 
@@ -52,7 +57,10 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if m.duration, err = registerOrReuse(reg, m.duration); err != nil {
 		return err
 	}
-	m.writes, err = registerOrReuse(reg, m.writes)
+	if m.writes, err = registerOrReuse(reg, m.writes); err != nil {
+		return err
+	}
+	m.retries, err = registerOrReuse(reg, m.retries)
 	return err
 }
 
