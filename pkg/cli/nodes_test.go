@@ -41,34 +41,12 @@ func glean(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-func createNode(t *testing.T, c client.Client, n *corev1.Node) {
-	t.Helper()
-	status := n.Status
-	if err := c.Create(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
-	n.Status = status
-	if err := c.Status().Update(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), n) })
-}
-
-func createPod(t *testing.T, c client.Client, p *corev1.Pod) {
-	t.Helper()
-	p.UID = ""
-	if err := c.Create(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
-}
-
 func TestNodesComputesLiveWhenNoNodeAllocationExists(t *testing.T) {
 	e := env.Start(t)
-	createNode(t, e.Client, testutil.Node("live-a").Label("zone", "a").Allocatable("cpu", "2", "memory", "4Gi").Obj())
-	createNode(t, e.Client, testutil.Node("live-b").Label("zone", "b").Allocatable("cpu", "2", "memory", "4Gi").Obj())
-	createPod(t, e.Client, testutil.Pod("live-1").Namespace("default").Node("live-a").Requests("cpu", "500m").Obj())
-	createPod(t, e.Client, testutil.Pod("live-2").Namespace("kube-system").Node("live-a").Requests("cpu", "250m", "memory", "1Gi").Obj())
+	e.CreateNode(t, testutil.Node("live-a").Label("zone", "a").Allocatable("cpu", "2", "memory", "4Gi").Obj())
+	e.CreateNode(t, testutil.Node("live-b").Label("zone", "b").Allocatable("cpu", "2", "memory", "4Gi").Obj())
+	e.CreatePod(t, testutil.Pod("live-1").Namespace("default").Node("live-a").Requests("cpu", "500m").Obj())
+	e.CreatePod(t, testutil.Pod("live-2").Namespace("kube-system").Node("live-a").Requests("cpu", "250m", "memory", "1Gi").Obj())
 
 	out, errOut, err := glean(t, "--kubeconfig", e.Kubeconfig, "nodes", "-l", "zone=a")
 	if err != nil {
@@ -104,8 +82,8 @@ func TestNodesReadsNodeAllocations(t *testing.T) {
 	e := env.Start(t)
 	ctx := context.Background()
 	node := testutil.Node("stored").Allocatable("cpu", "4", "memory", "8Gi").Obj()
-	createNode(t, e.Client, node)
-	createPod(t, e.Client, testutil.Pod("stored-1").Node("stored").Requests("cpu", "1").Obj())
+	e.CreateNode(t, node)
+	e.CreatePod(t, testutil.Pod("stored-1").Node("stored").Requests("cpu", "1").Obj())
 	// The stored summary says 3 CPUs: what the plugin prints must come from it, not from the pods.
 	st := allocation.Summarize(node, []corev1.Pod{*testutil.Pod("x").Node("stored").Requests("cpu", "3").Obj()}).Status()
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
@@ -203,17 +181,17 @@ current-context: c
 func TestPodSourcesAgree(t *testing.T) {
 	e := env.Start(t)
 	ctx := context.Background()
-	createNode(t, e.Client, testutil.Node("src").Allocatable("cpu", "2").Obj())
+	e.CreateNode(t, testutil.Node("src").Allocatable("cpu", "2").Obj())
 	for i := range 7 {
-		createPod(t, e.Client, testutil.Pod(fmt.Sprintf("src-%d", i)).Node("src").Container("c").Obj())
+		e.CreatePod(t, testutil.Pod(fmt.Sprintf("src-%d", i)).Node("src").Container("c").Obj())
 	}
 	done := testutil.Pod("src-done").Node("src").Container("c").Obj()
-	createPod(t, e.Client, done)
+	e.CreatePod(t, done)
 	done.Status.Phase = corev1.PodSucceeded
 	if err := e.Client.Status().Update(ctx, done); err != nil {
 		t.Fatal(err)
 	}
-	createPod(t, e.Client, testutil.Pod("src-unbound").Container("c").Obj())
+	e.CreatePod(t, testutil.Pod("src-unbound").Container("c").Obj())
 
 	cs, _, err := (&Factory{kubeconfig: e.Kubeconfig}).Clients()
 	if err != nil {

@@ -23,9 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/cli"
@@ -126,12 +124,7 @@ func TestDescribeNodeParity(t *testing.T) {
 		testutil.Node("parity-capacity").Capacity("cpu", "3", "memory", "5Gi", "pods", "10").Obj(),
 		testutil.Node("parity-other").Allocatable("cpu", "4", "memory", "8Gi").Obj(),
 	} {
-		status := n.Status
-		mustCreate(t, c, n)
-		n.Status = status
-		if err := c.Status().Update(ctx, n); err != nil {
-			t.Fatal(err)
-		}
+		e.CreateNode(t, n)
 	}
 	for _, s := range shapes() {
 		createShape(t, c, s)
@@ -145,7 +138,7 @@ func TestDescribeNodeParity(t *testing.T) {
 			t.Logf("kubectl describe node %s (v1.36.3):\n%s", name, describe.raw)
 
 			na := &slov1alpha1.NodeAllocation{}
-			eventually(t, func() error {
+			testenv.Eventually(t, func() error {
 				if err := c.Get(ctx, client.ObjectKey{Name: name}, na); err != nil {
 					return err
 				}
@@ -212,27 +205,8 @@ func createShape(t *testing.T, c client.Client, s shape) {
 
 func startController(t *testing.T, e *testenv.Env) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctrlr := nodeallocation.New(nodeallocation.Config{Clock: clocktesting.NewFakeClock(time.Now()), Registerer: prometheus.NewRegistry()})
-	if err := ctrlr.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	e.StartManager(t, ctrlr.SetupWithManager)
 }
 
 // described is what `kubectl describe node` says about a node's allocation.
@@ -449,15 +423,4 @@ func gleanNodes(t *testing.T, e *testenv.Env, name string, args ...string) cli.R
 		t.Fatalf("kubectl glean nodes -o json printed no report: %v\n%s", err, out.String())
 	}
 	return r
-}
-
-func eventually(t *testing.T, f func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err = f(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("not within 30s: %v", err)
 }

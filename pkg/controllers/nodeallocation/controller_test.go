@@ -18,10 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/test/testenv"
@@ -35,6 +32,7 @@ func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 // fixture is one running controller against the shared API server.
 type fixture struct {
 	t     *testing.T
+	e     *testenv.Env
 	c     client.WithWatch
 	clock *clocktesting.FakeClock
 	reg   *prometheus.Registry
@@ -50,63 +48,9 @@ func startController(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, c: c, clock: clocktesting.NewFakeClock(epoch), reg: prometheus.NewRegistry()}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := New(Config{Clock: f.clock, Registerer: f.reg}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	f := &fixture{t: t, e: e, c: c, clock: clocktesting.NewFakeClock(epoch), reg: prometheus.NewRegistry()}
+	e.StartManager(t, New(Config{Clock: f.clock, Registerer: f.reg}).SetupWithManager)
 	return f
-}
-
-func (f *fixture) createNode(n *corev1.Node) *corev1.Node {
-	f.t.Helper()
-	status := n.Status
-	if err := f.c.Create(context.Background(), n); err != nil {
-		f.t.Fatal(err)
-	}
-	n.Status = status
-	if err := f.c.Status().Update(context.Background(), n); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() {
-		// The controller is stopped by now: remove the NodeAllocation it would have deleted.
-		_ = f.c.Delete(context.Background(), n)
-		_ = f.c.Delete(context.Background(), &slov1alpha1.NodeAllocation{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
-	})
-	return n
-}
-
-// createPod creates pod and then sets its phase, which a create cannot.
-func (f *fixture) createPod(pod *corev1.Pod) *corev1.Pod {
-	f.t.Helper()
-	ctx := context.Background()
-	phase := pod.Status.Phase
-	pod.UID = ""
-	if err := f.c.Create(ctx, pod); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() { _ = f.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
-	if phase != "" && phase != pod.Status.Phase {
-		f.setPhase(pod, phase)
-	}
-	return pod
 }
 
 func (f *fixture) setPhase(pod *corev1.Pod, phase corev1.PodPhase) {
@@ -145,7 +89,7 @@ func render(st slov1alpha1.NodeAllocationStatus) want {
 func (f *fixture) expectAllocation(node string, w want) *slov1alpha1.NodeAllocation {
 	f.t.Helper()
 	na := &slov1alpha1.NodeAllocation{}
-	eventually(f.t, func() error {
+	testenv.Eventually(f.t, func() error {
 		if err := f.c.Get(context.Background(), client.ObjectKey{Name: node}, na); err != nil {
 			return err
 		}
@@ -159,7 +103,7 @@ func (f *fixture) expectAllocation(node string, w want) *slov1alpha1.NodeAllocat
 
 func (f *fixture) expectNoAllocation(node string) {
 	f.t.Helper()
-	eventually(f.t, func() error {
+	testenv.Eventually(f.t, func() error {
 		err := f.c.Get(context.Background(), client.ObjectKey{Name: node}, &slov1alpha1.NodeAllocation{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -217,23 +161,12 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-func eventually(t *testing.T, f func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err = f(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("not within 30s: %v", err)
-}
-
 func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 	f := startController(t)
 	ctx := context.Background()
-	node := f.createNode(testutil.Node("life").Allocatable("cpu", "4", "memory", "8Gi", "pods", "110").Obj())
+	node := f.e.CreateNode(t, testutil.Node("life").Allocatable("cpu", "4", "memory", "8Gi", "pods", "110").Obj())
 
-	a := f.createPod(testutil.Pod("life-a").Node("life").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "2").Obj())
+	a := f.e.CreatePod(t, testutil.Pod("life-a").Node("life").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "2").Obj())
 	na := f.expectAllocation("life", want{
 		Requests: map[string]string{"cpu": "1", "memory": "1Gi", "ephemeral-storage": "0"},
 		Limits:   map[string]string{"cpu": "2", "memory": "0", "ephemeral-storage": "0"},
@@ -248,7 +181,7 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 		t.Errorf("updateTime = %v, want the clock's %v", na.Status.UpdateTime, epoch)
 	}
 	// The gauges are set right after the write the test just saw.
-	eventually(t, func() error {
+	testenv.Eventually(t, func() error {
 		if v, ok := f.gauge("gleaner_node_allocated_requests", "life", "cpu"); !ok || v != 1 {
 			return fmt.Errorf("requests gauge for cpu = %v (present %v), want 1", v, ok)
 		}
@@ -260,7 +193,7 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 
 	// A new pod.
 	f.clock.Step(time.Minute)
-	b := f.createPod(testutil.Pod("life-b").Node("life").Requests("cpu", "500m").Obj())
+	b := f.e.CreatePod(t, testutil.Pod("life-b").Node("life").Requests("cpu", "500m").Obj())
 	na = f.expectAllocation("life", want{
 		Requests: map[string]string{"cpu": "1500m", "memory": "1Gi", "ephemeral-storage": "0"},
 		Limits:   map[string]string{"cpu": "2", "memory": "0", "ephemeral-storage": "0"},
@@ -307,7 +240,7 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectNoAllocation("life")
-	eventually(t, func() error {
+	testenv.Eventually(t, func() error {
 		if _, ok := f.gauge("gleaner_node_allocated_requests", "life", "cpu"); ok {
 			return errors.New("the deleted node's requests series is still exported")
 		}
@@ -321,9 +254,9 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 func TestUnrelatedUpdatesWriteNothing(t *testing.T) {
 	f := startController(t)
 	ctx := context.Background()
-	node := f.createNode(testutil.Node("quiet").Allocatable("cpu", "4", "memory", "8Gi").Obj())
+	node := f.e.CreateNode(t, testutil.Node("quiet").Allocatable("cpu", "4", "memory", "8Gi").Obj())
 	node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(epoch)
-	p1 := f.createPod(testutil.Pod("quiet-1").Node("quiet").Requests("cpu", "1").Obj())
+	p1 := f.e.CreatePod(t, testutil.Pod("quiet-1").Node("quiet").Requests("cpu", "1").Obj())
 	base := want{
 		Requests: map[string]string{"cpu": "1", "memory": "0", "ephemeral-storage": "0"},
 		Limits:   map[string]string{"cpu": "0", "memory": "0", "ephemeral-storage": "0"},
@@ -333,7 +266,7 @@ func TestUnrelatedUpdatesWriteNothing(t *testing.T) {
 	na := f.expectAllocation("quiet", base)
 	// Let the reconciles of the set-up settle: the count must not move while nothing happens.
 	var settled uint64
-	eventually(t, func() error {
+	testenv.Eventually(t, func() error {
 		before := f.reconciles()
 		time.Sleep(300 * time.Millisecond)
 		if settled = f.reconciles(); settled != before {
@@ -368,8 +301,8 @@ func TestUnrelatedUpdatesWriteNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f.createPod(testutil.Pod("quiet-2").Node("quiet").Requests("cpu", "500m").Obj())
-	f.createPod(testutil.Pod("quiet-3").Node("quiet").Requests("cpu", "500m").Obj())
+	f.e.CreatePod(t, testutil.Pod("quiet-2").Node("quiet").Requests("cpu", "500m").Obj())
+	f.e.CreatePod(t, testutil.Pod("quiet-3").Node("quiet").Requests("cpu", "500m").Obj())
 	base.Requests["cpu"], base.ReqPct["cpu"], base.Pods = "2", 50, 3
 	f.expectAllocation("quiet", base)
 
@@ -392,7 +325,7 @@ func TestUnrelatedUpdatesWriteNothing(t *testing.T) {
 	if len(writes) < 1 || len(writes) > 2 {
 		t.Errorf("%d status writes for 2 pod creations amid heartbeats and label/status updates, want 1 or 2:\n%s", len(writes), strings.Join(writes, "\n"))
 	}
-	eventually(t, func() error {
+	testenv.Eventually(t, func() error {
 		if got := f.reconciles() - settled; got < 1 || got > 2 {
 			return fmt.Errorf("%d reconciles for 2 pod creations, want 1 or 2: unrelated updates got through the predicates", got)
 		}
@@ -410,7 +343,7 @@ func TestNodeAllocationIsRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.c.Delete(context.Background(), stale) })
-	node := f.createNode(testutil.Node("fix").Capacity("cpu", "2").Obj())
+	node := f.e.CreateNode(t, testutil.Node("fix").Capacity("cpu", "2").Obj())
 	empty := want{
 		Requests: map[string]string{"cpu": "0", "memory": "0", "ephemeral-storage": "0"},
 		Limits:   map[string]string{"cpu": "0", "memory": "0", "ephemeral-storage": "0"},
@@ -425,7 +358,7 @@ func TestNodeAllocationIsRepaired(t *testing.T) {
 	if err := f.c.Delete(ctx, na); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error {
+	testenv.Eventually(t, func() error {
 		got := &slov1alpha1.NodeAllocation{}
 		if err := f.c.Get(ctx, client.ObjectKey{Name: "fix"}, got); err != nil {
 			return err
