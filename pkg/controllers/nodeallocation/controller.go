@@ -138,7 +138,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 	summary := allocation.NewSummary(node, totals)
 
-	changed, err := c.write(ctx, node, summary.Status())
+	err := c.write(ctx, node, summary.Status())
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		// The cached NodeAllocation is older than the stored one (usually our own last write) or not in the cache
 		// yet: try again once the cache has caught up, without logging an error.
@@ -149,44 +149,44 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	c.metrics.set(node.Name, summary, changed)
+	c.metrics.set(node.Name, summary)
 	return ctrl.Result{}, nil
 }
 
-// write makes the node's NodeAllocation exist, owned by the node, with status want, and reports whether the status
-// changed. The comparison ignores updateTime, which is set to now only when something else changed.
-func (c *Controller) write(ctx context.Context, node *corev1.Node, want slov1alpha1.NodeAllocationStatus) (bool, error) {
+// write makes the node's NodeAllocation exist, owned by the node, with status want. The comparison ignores
+// updateTime, which is set to now only when something else changed.
+func (c *Controller) write(ctx context.Context, node *corev1.Node, want slov1alpha1.NodeAllocationStatus) error {
 	na := &slov1alpha1.NodeAllocation{}
 	err := c.client.Get(ctx, client.ObjectKey{Name: node.Name}, na)
 	switch {
 	case apierrors.IsNotFound(err):
 		na = &slov1alpha1.NodeAllocation{ObjectMeta: metav1.ObjectMeta{Name: node.Name, OwnerReferences: []metav1.OwnerReference{ownerRef(node)}}}
 		if err := c.client.Create(ctx, na); err != nil {
-			return false, fmt.Errorf("creating NodeAllocation %q: %w", node.Name, err)
+			return fmt.Errorf("creating NodeAllocation %q: %w", node.Name, err)
 		}
 	case err != nil:
-		return false, fmt.Errorf("getting NodeAllocation %q: %w", node.Name, err)
+		return fmt.Errorf("getting NodeAllocation %q: %w", node.Name, err)
 	case !ownedBy(na, node):
 		// A node deleted and created again under the same name: the old owner reference would let the garbage
 		// collector delete the new node's summary.
 		na.OwnerReferences = []metav1.OwnerReference{ownerRef(node)}
 		if err := c.client.Update(ctx, na); err != nil {
-			return false, fmt.Errorf("setting the owner of NodeAllocation %q: %w", node.Name, err)
+			return fmt.Errorf("setting the owner of NodeAllocation %q: %w", node.Name, err)
 		}
 	}
 
 	have := na.Status
 	have.UpdateTime = nil
 	if equality.Semantic.DeepEqual(have, want) {
-		return false, nil
+		return nil
 	}
 	want.UpdateTime = ptr.To(metav1.NewTime(c.cfg.Clock.Now()))
 	na.Status = want
 	if err := c.client.Status().Update(ctx, na); err != nil {
-		return false, fmt.Errorf("writing the status of NodeAllocation %q: %w", node.Name, err)
+		return fmt.Errorf("writing the status of NodeAllocation %q: %w", node.Name, err)
 	}
 	c.metrics.writes.Inc()
-	return true, nil
+	return nil
 }
 
 // forget deletes the NodeAllocation of a node that is gone, and its metrics. The garbage collector would delete it

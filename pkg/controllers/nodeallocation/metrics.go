@@ -3,8 +3,10 @@ package nodeallocation
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gleaner-sh/gleaner/pkg/allocation"
 )
@@ -15,11 +17,15 @@ type metrics struct {
 	duration         prometheus.Histogram
 	writes           prometheus.Counter
 	retries          prometheus.Counter
+
+	mu        sync.Mutex
+	published map[string]map[corev1.ResourceName]bool // node -> resources with series
 }
 
 func newMetrics() *metrics {
 	unit := "in the resource's unit: cores for cpu, bytes for memory, ephemeral-storage and hugepages, the count for extended resources"
 	return &metrics{
+		published: map[string]map[corev1.ResourceName]bool{},
 		requests: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gleaner_node_allocated_requests",
 			Help: "Sum of the requests of the pods counted on a node (as kubectl describe node), " + unit + ".",
@@ -78,21 +84,37 @@ func registerOrReuse[T prometheus.Collector](reg prometheus.Registerer, c T) (T,
 	return c, fmt.Errorf("registering metrics: %w", err)
 }
 
-// set publishes a node's summary, dropping the node's old series first when its resources may have changed.
-func (m *metrics) set(node string, s allocation.Summary, changed bool) {
-	if changed {
-		m.forget(node)
-	}
+// set publishes a node's summary and drops the node's series of resources it no longer has. It remembers which
+// series each node has: finding them with DeletePartialMatch scans every series of every node, which at 2,000
+// nodes was most of the controller's CPU.
+func (m *metrics) set(node string, s allocation.Summary) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := make(map[corev1.ResourceName]bool, len(s.Requests))
 	for name, q := range s.Requests {
 		m.requests.WithLabelValues(node, string(name)).Set(q.AsApproximateFloat64())
+		now[name] = true
 	}
 	for name, q := range s.Limits {
 		m.limits.WithLabelValues(node, string(name)).Set(q.AsApproximateFloat64())
+		now[name] = true
 	}
+	for name := range m.published[node] {
+		if !now[name] {
+			m.requests.DeleteLabelValues(node, string(name))
+			m.limits.DeleteLabelValues(node, string(name))
+		}
+	}
+	m.published[node] = now
 }
 
 // forget removes every series of a node.
 func (m *metrics) forget(node string) {
-	m.requests.DeletePartialMatch(prometheus.Labels{"node": node})
-	m.limits.DeletePartialMatch(prometheus.Labels{"node": node})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.published[node] {
+		m.requests.DeleteLabelValues(node, string(name))
+		m.limits.DeleteLabelValues(node, string(name))
+	}
+	delete(m.published, node)
 }
