@@ -45,8 +45,7 @@ func TestOptionsValidate(t *testing.T) {
 			mutate:  func(o *Options) { o.MetricsAddr, o.HealthAddr, o.ConnectTimeout = "8080", "localhost", 0 },
 			wantErr: []string{"--metrics-bind-address", "--health-probe-bind-address", "--connect-timeout"},
 		},
-		{name: "zero QPS", mutate: func(o *Options) { o.KubeAPIQPS = 0 }, wantErr: []string{"--kube-api-qps"}},
-		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`unknown controller "nosuch"`}},
+		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`--controllers: unknown name "nosuch"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,26 +67,6 @@ func TestOptionsValidate(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestEnabled(t *testing.T) {
-	tests := []struct {
-		selection []string
-		name      string
-		want      bool
-	}{
-		{[]string{"*"}, "nodeslo", true},
-		{[]string{"*", "-nodeslo"}, "nodeslo", false},
-		{[]string{"-nodeslo", "*"}, "nodeslo", false},
-		{[]string{"nodeslo"}, "nodeslo", true},
-		{[]string{"nodeslo"}, "nodemetric", false},
-		{nil, "nodeslo", false},
-	}
-	for _, tt := range tests {
-		if got := enabled(tt.selection, tt.name); got != tt.want {
-			t.Errorf("enabled(%q, %q) = %v, want %v", tt.selection, tt.name, got, tt.want)
-		}
 	}
 }
 

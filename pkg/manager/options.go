@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
 // Options configure gleaner-manager. Fill them with AddFlags, or set them directly in tests, then call Validate.
@@ -29,9 +31,7 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Controllers selects the controllers to run: "*" for all, a name to add one, "-name" to leave one out.
 	Controllers []string
-	// KubeAPIQPS and KubeAPIBurst bound the manager's requests to the API server (client-side rate limit). Reads
-	// come from the cache; writes are roughly one per changed object, e.g. one NodeAllocation status per pod
-	// created or deleted.
+	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the API server (client-side token bucket).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 }
@@ -47,8 +47,8 @@ func NewOptions() *Options {
 		ConnectTimeout:   10 * time.Second,
 		ShutdownTimeout:  30 * time.Second,
 		Controllers:      []string{"*"},
-		KubeAPIQPS:       200,
-		KubeAPIBurst:     400,
+		KubeAPIQPS:       30,
+		KubeAPIBurst:     60,
 	}
 }
 
@@ -62,8 +62,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server (client-side limit)")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of requests to the API server above --kube-api-qps")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server allowed in a burst above --kube-api-qps")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
 }
 
@@ -87,7 +87,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
 		}
 	}
-	if err := validateControllerSelection(o.Controllers); err != nil {
+	if err := toggle.Validate("--controllers", o.Controllers, controllerNames()); err != nil {
 		errs = append(errs, err)
 	}
 	if o.ConnectTimeout <= 0 {

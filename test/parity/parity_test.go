@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,6 +27,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/cli"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeallocation"
+	"github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -138,7 +138,7 @@ func TestDescribeNodeParity(t *testing.T) {
 			t.Logf("kubectl describe node %s (v1.36.3):\n%s", name, describe.raw)
 
 			na := &slov1alpha1.NodeAllocation{}
-			testenv.Eventually(t, func() error {
+			testenv.Eventually(t, 30*time.Second, func() error {
 				if err := c.Get(ctx, client.ObjectKey{Name: name}, na); err != nil {
 					return err
 				}
@@ -203,10 +203,26 @@ func createShape(t *testing.T, c client.Client, s shape) {
 	}
 }
 
+// startController runs gleaner-manager itself (manager.New: its cache options, which keep only part of each pod,
+// and its shared indexes) with the nodeallocation controller, until the test ends.
 func startController(t *testing.T, e *testenv.Env) {
 	t.Helper()
-	ctrlr := nodeallocation.New(nodeallocation.Config{Clock: clocktesting.NewFakeClock(time.Now()), Registerer: prometheus.NewRegistry()})
-	e.StartManager(t, ctrlr.SetupWithManager)
+	opts := manager.NewOptions()
+	opts.LeaderElect, opts.MetricsAddr, opts.HealthAddr = false, "0", "0"
+	opts.Controllers = []string{nodeallocation.Name}
+	mgr, err := manager.New(e.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gleaner-manager: %v", err)
+		}
+	})
 }
 
 // described is what `kubectl describe node` says about a node's allocation.

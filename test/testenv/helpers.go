@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +13,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 )
 
 // StartManager runs a controller-runtime manager against the API server until the test ends, after setup has added
-// the controllers under test. Metrics and probes are off and controller names need not be unique, so every test
-// can start its own.
+// the controllers under test. Like gleaner-manager it has the shared cache indexes (index.Register). Metrics and
+// probes are off and controller names need not be unique, so every test can start its own.
 func (e *Env) StartManager(t testing.TB, setup func(ctrl.Manager) error) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
@@ -29,6 +29,9 @@ func (e *Env) StartManager(t testing.TB, setup func(ctrl.Manager) error) {
 	})
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
+	}
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		t.Fatalf("registering the shared indexes: %v", err)
 	}
 	if err := setup(mgr); err != nil {
 		t.Fatalf("setting up the manager: %v", err)
@@ -82,17 +85,4 @@ func (e *Env) CreatePod(t testing.TB, p *corev1.Pod) *corev1.Pod {
 		}
 	}
 	return p
-}
-
-// Eventually calls f every 50 ms until it returns nil, and fails the test with f's last error after 30 s. It is
-// for waiting on controllers, never for asserting how fast they are.
-func Eventually(t testing.TB, f func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err = f(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("not within 30s: %v", err)
 }

@@ -51,6 +51,7 @@ type Env struct {
 	Kubeconfig string
 
 	once     sync.Once
+	onStop   []func()
 	startErr error
 	skip     string
 	env      *envtest.Environment
@@ -135,7 +136,14 @@ func (e *Env) start() {
 	e.startErr = e.writeKubeconfig(e.Kubeconfig)
 }
 
+// OnStop registers f to run before the control plane stops, after the package's tests: the place to stop managers
+// a test started, so the API server is not left waiting on their watches.
+func (e *Env) OnStop(f func()) { e.onStop = append(e.onStop, f) }
+
 func (e *Env) stop() error {
+	for i := len(e.onStop) - 1; i >= 0; i-- {
+		e.onStop[i]()
+	}
 	if e.env == nil || e.Config == nil {
 		return nil
 	}

@@ -32,3 +32,10 @@ func TestPodBuilder(t *testing.T) {
 		t.Error("sidecar restart policy not set")
 	}
 }
+
+func TestPodBuilderImage(t *testing.T) {
+	c := Pod("p").Container("burn").Image("gleaner.local/burner:dev", "--load=500m").Obj().Spec.Containers[0]
+	if c.Image != "gleaner.local/burner:dev" || len(c.Args) != 1 || c.Args[0] != "--load=500m" || c.ImagePullPolicy != corev1.PullNever {
+		t.Errorf("container = %+v, want the burner image, its argument and pull policy Never", c)
+	}
+}

@@ -1,56 +1,33 @@
-// Package index holds the field indexes gleaner-manager's controllers share on the manager's cache. An index can be
-// registered on an informer only once, so controllers do not register them directly: they ask the manager's
-// Indexes, which registers each index on first use.
+// Package index holds the cache indexes gleaner-manager's controllers share. Each is registered once, by the
+// manager, before any controller is set up: controller-runtime refuses a second index of one name.
 package index
 
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PodNodeName indexes pods by spec.nodeName; unbound pods are not in it. List with
-// client.MatchingFields{index.PodNodeName: node} after Indexes.PodsByNode.
+// PodNodeName indexes pods by spec.nodeName, so a controller lists one node's pods without scanning every pod.
 const PodNodeName = "spec.nodeName"
 
-// Indexes registers the shared indexes on one manager's cache. It is safe for concurrent use; a manager has one.
-type Indexes struct {
-	indexer client.FieldIndexer
-
-	mu   sync.Mutex
-	done map[string]bool
-}
-
-// New returns the Indexes of the cache behind indexer (mgr.GetFieldIndexer()).
-func New(indexer client.FieldIndexer) *Indexes {
-	return &Indexes{indexer: indexer, done: map[string]bool{}}
-}
-
-// PodsByNode makes sure pods are indexed by PodNodeName. It must be called before the manager starts (from
-// SetupWithManager); calling it again is a no-op.
-func (x *Indexes) PodsByNode(ctx context.Context) error {
-	return x.once(ctx, &corev1.Pod{}, PodNodeName, func(obj client.Object) []string {
-		pod, ok := obj.(*corev1.Pod)
-		if !ok || pod.Spec.NodeName == "" {
-			return nil
+// Register adds every shared index to the manager's cache.
+func Register(ctx context.Context, indexer client.FieldIndexer) error {
+	err := indexer.IndexField(ctx, &corev1.Pod{}, PodNodeName, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
 		}
-		return []string{pod.Spec.NodeName}
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("indexing pods by %s: %w", PodNodeName, err)
+	}
+	return nil
 }
 
-func (x *Indexes) once(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	key := fmt.Sprintf("%T/%s", obj, field)
-	if x.done[key] {
-		return nil
-	}
-	if err := x.indexer.IndexField(ctx, obj, field, extract); err != nil {
-		return fmt.Errorf("indexing %T by %s: %w", obj, field, err)
-	}
-	x.done[key] = true
-	return nil
+// PodsOnNode returns the list options selecting the pods bound to a node through the PodNodeName index.
+func PodsOnNode(node string) client.MatchingFields {
+	return client.MatchingFields{PodNodeName: node}
 }

@@ -47,9 +47,6 @@ const DefaultWorkers = 16
 type Config struct {
 	// Clock stamps status.updateTime and times reconciles; nil means the real clock.
 	Clock clock.PassiveClock
-	// Indexes are the manager's shared cache indexes; nil means the controller registers its own (fine when it is
-	// the only user of the pod index on its manager).
-	Indexes *index.Indexes
 	// Registerer receives the metrics; nil means controller-runtime's registry, which the manager serves.
 	Registerer prometheus.Registerer
 	// Workers is how many nodes are reconciled concurrently; 0 means DefaultWorkers.
@@ -77,17 +74,11 @@ func New(cfg Config) *Controller {
 // Name implements manager.Controller.
 func (c *Controller) Name() string { return Name }
 
-// SetupWithManager registers the pod index, the metrics and the watches: Nodes (allocatable changes), Pods (mapped
-// to their node), and deletions of NodeAllocations (to put back one deleted by hand).
+// SetupWithManager registers the metrics and the watches: Nodes (allocatable changes), Pods (mapped to their node),
+// and deletions of NodeAllocations (to put back one deleted by hand). The manager must have the shared indexes
+// (index.Register), as gleaner-manager does before it sets up any controller.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.client = mgr.GetClient()
-	indexes := c.cfg.Indexes
-	if indexes == nil {
-		indexes = index.New(mgr.GetFieldIndexer())
-	}
-	if err := indexes.PodsByNode(context.Background()); err != nil {
-		return err
-	}
 	reg := c.cfg.Registerer
 	if reg == nil {
 		reg = ctrlmetrics.Registry
@@ -129,7 +120,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, fmt.Errorf("getting node %q: %w", req.Name, err)
 	}
 	pods := &corev1.PodList{}
-	if err := c.client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
+	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods on node %q: %w", node.Name, err)
 	}
 	var totals allocation.Totals

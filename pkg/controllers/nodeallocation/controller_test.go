@@ -89,7 +89,7 @@ func render(st slov1alpha1.NodeAllocationStatus) want {
 func (f *fixture) expectAllocation(node string, w want) *slov1alpha1.NodeAllocation {
 	f.t.Helper()
 	na := &slov1alpha1.NodeAllocation{}
-	testenv.Eventually(f.t, func() error {
+	testenv.Eventually(f.t, 30*time.Second, func() error {
 		if err := f.c.Get(context.Background(), client.ObjectKey{Name: node}, na); err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (f *fixture) expectAllocation(node string, w want) *slov1alpha1.NodeAllocat
 
 func (f *fixture) expectNoAllocation(node string) {
 	f.t.Helper()
-	testenv.Eventually(f.t, func() error {
+	testenv.Eventually(f.t, 30*time.Second, func() error {
 		err := f.c.Get(context.Background(), client.ObjectKey{Name: node}, &slov1alpha1.NodeAllocation{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -181,7 +181,7 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 		t.Errorf("updateTime = %v, want the clock's %v", na.Status.UpdateTime, epoch)
 	}
 	// The gauges are set right after the write the test just saw.
-	testenv.Eventually(t, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		if v, ok := f.gauge("gleaner_node_allocated_requests", "life", "cpu"); !ok || v != 1 {
 			return fmt.Errorf("requests gauge for cpu = %v (present %v), want 1", v, ok)
 		}
@@ -240,7 +240,7 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectNoAllocation("life")
-	testenv.Eventually(t, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		if _, ok := f.gauge("gleaner_node_allocated_requests", "life", "cpu"); ok {
 			return errors.New("the deleted node's requests series is still exported")
 		}
@@ -266,7 +266,7 @@ func TestUnrelatedUpdatesWriteNothing(t *testing.T) {
 	na := f.expectAllocation("quiet", base)
 	// Let the reconciles of the set-up settle: the count must not move while nothing happens.
 	var settled uint64
-	testenv.Eventually(t, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		before := f.reconciles()
 		time.Sleep(300 * time.Millisecond)
 		if settled = f.reconciles(); settled != before {
@@ -325,7 +325,7 @@ func TestUnrelatedUpdatesWriteNothing(t *testing.T) {
 	if len(writes) < 1 || len(writes) > 2 {
 		t.Errorf("%d status writes for 2 pod creations amid heartbeats and label/status updates, want 1 or 2:\n%s", len(writes), strings.Join(writes, "\n"))
 	}
-	testenv.Eventually(t, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		if got := f.reconciles() - settled; got < 1 || got > 2 {
 			return fmt.Errorf("%d reconciles for 2 pod creations, want 1 or 2: unrelated updates got through the predicates", got)
 		}
@@ -358,7 +358,7 @@ func TestNodeAllocationIsRepaired(t *testing.T) {
 	if err := f.c.Delete(ctx, na); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		got := &slov1alpha1.NodeAllocation{}
 		if err := f.c.Get(ctx, client.ObjectKey{Name: "fix"}, got); err != nil {
 			return err

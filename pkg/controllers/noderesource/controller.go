@@ -1,0 +1,402 @@
+// Package noderesource is the controller that publishes reclaimed resources (kubernetes.io/batch-*,
+// kubernetes.io/mid-*) on nodes through the node-resource framework (package framework) and its plugins (packages
+// under plugins/).
+//
+// Per node, a reconcile reads the Node, its pods (cache index), its NodeMetric, its NodeResourceTopology when the
+// cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
+// status (resources) and the explanation annotation in one request, only when a plugin's NeedSync/NeedSyncMeta
+// asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
+// patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
+//
+// It reconciles on node changes that matter (labels, capacity, allocatable of other resources), NodeMetric status
+// updates, NodeResourceTopology changes, pod creations, deletions and changes of node, phase, priority or requests,
+// config changes (affected nodes only), and on its own clock when a node's NodeMetric is about to go stale or its
+// forced-update time comes, so degradation happens even when nothing else does.
+package noderesource
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+)
+
+// Name is the controller's name.
+const Name = "noderesource"
+
+// Strategies gives each node its merged, defaulted colocation strategy and tells when strategies change.
+type Strategies interface {
+	// ColocationStrategy returns node's merged strategy; every field is set.
+	ColocationStrategy(node *corev1.Node) sloconfig.ColocationStrategy
+	// Changes returns a source that enqueues the nodes whose strategy may have changed; nil when strategies never
+	// change.
+	Changes() source.Source
+}
+
+// Options configure the controller.
+type Options struct {
+	// Plugins selects the plugins to run: "*" for all, "name" to add one, "-name" to leave one out.
+	Plugins []string
+	// Workers is the number of nodes reconciled concurrently.
+	Workers int
+	// ResyncInterval is how often the controller's clock checks for NodeMetrics going stale and forced updates
+	// coming due.
+	ResyncInterval time.Duration
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{Plugins: []string{"*"}, Workers: 8, ResyncInterval: 30 * time.Second}
+}
+
+// Controller publishes reclaimed resources on nodes.
+type Controller struct {
+	registry   *framework.Registry
+	strategies Strategies
+	clock      clock.WithTicker
+	opts       Options
+
+	client   client.Client
+	recorder events.EventRecorder
+	topology bool
+	metrics  *metrics
+	due      *dueTimes
+}
+
+// New returns the controller. Its plugins are chosen by opts.Plugins when it is set up.
+func New(strategies Strategies, clk clock.WithTicker, opts Options) *Controller {
+	return &Controller{strategies: strategies, clock: clk, opts: opts, due: newDueTimes()}
+}
+
+// Name implements manager.Controller.
+func (c *Controller) Name() string { return Name }
+
+// SetupWithManager registers the watches, the plugins and the resync clock.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	registry, err := NewRegistry(c.opts.Plugins)
+	if err != nil {
+		return err
+	}
+	c.registry = registry
+	c.client = mgr.GetClient()
+	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
+	m, err := newMetrics()
+	if err != nil {
+		return err
+	}
+	c.metrics = m
+
+	_, err = mgr.GetRESTMapper().RESTMapping(framework.TopologyGVK.GroupKind(), framework.TopologyGVK.Version)
+	switch {
+	case err == nil:
+		c.topology = true
+	case meta.IsNoMatchError(err):
+		log.FromContext(context.Background()).Info("no NodeResourceTopology CRD in the cluster: zone-level resources are off")
+	default:
+		return fmt.Errorf("looking up the NodeResourceTopology kind: %w", err)
+	}
+
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Node{}, builder.WithPredicates(nodeChanged{})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode), builder.WithPredicates(podChanged{})).
+		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(metricChanged{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers})
+	if c.topology {
+		b = b.Watches(framework.NewTopologyObject(), handler.EnqueueRequestsFromMapFunc(sameName))
+	}
+	if src := c.strategies.Changes(); src != nil {
+		b = b.WatchesRawSource(src)
+	}
+	resync := make(chan event.TypedGenericEvent[*corev1.Node], 64)
+	b = b.WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))
+
+	if err := c.registry.Setup(&framework.SetupOptions{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: c.recorder, Builder: b, Clock: c.clock,
+	}); err != nil {
+		return err
+	}
+	if err := mgr.Add(&resyncer{clock: c.clock, interval: c.opts.ResyncInterval, due: c.due, out: resync}); err != nil {
+		return fmt.Errorf("adding the resync clock: %w", err)
+	}
+	return b.Complete(c)
+}
+
+// Reconcile runs the framework for one node.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := c.clock.Now()
+	defer func() { c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds()) }()
+
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, req.NamespacedName, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.metrics.forget(req.Name)
+			c.due.forget(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
+	}
+	in, err := c.input(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	strategy := in.Strategy
+
+	disabled := ""
+	if !ptr.Deref(strategy.Enable, false) {
+		disabled = "colocation is disabled for node " + node.Name
+	}
+	nr, calcErr := c.registry.Calculate(in, disabled)
+	if calcErr != nil {
+		log.FromContext(ctx).Error(calcErr, "calculating node resources")
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "CalculationFailed", "Calculate", "%v", calcErr)
+	}
+	c.metrics.observe(node.Name, nr)
+	if err := c.registry.PreUpdate(ctx, in, nr); err != nil {
+		log.FromContext(ctx).Error(err, "pre-update of node resources")
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "PreUpdateFailed", "PreUpdate", "%v", err)
+	}
+
+	updated := node.DeepCopy()
+	if err := c.registry.Prepare(in, updated, nr); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := setExplanation(updated, in.Now, nr); err != nil {
+		return reconcile.Result{}, err
+	}
+	why := c.needWrite(strategy, node, updated, in.Now)
+	if why == "" {
+		c.due.set(node.Name, nextDue(in, node))
+		return reconcile.Result{}, nil
+	}
+	patch := client.MergeFrom(node)
+	data, err := patch.Data(updated)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
+	}
+	if string(data) == "{}" {
+		c.due.set(node.Name, nextDue(in, node))
+		return reconcile.Result{}, nil
+	}
+	if err := c.client.Status().Patch(ctx, updated, client.RawPatch(patch.Type(), data)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing resources of node %s (%s): %w", node.Name, why, err)
+	}
+	c.metrics.writes.Inc()
+	c.due.set(node.Name, nextDue(in, updated))
+	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
+	return reconcile.Result{}, nil
+}
+
+// input gathers what the plugins see of a node.
+func (c *Controller) input(ctx context.Context, node *corev1.Node) (*framework.Input, error) {
+	strategy := c.strategies.ColocationStrategy(node)
+	in := &framework.Input{Node: node, Strategy: &strategy, Now: c.clock.Now()}
+
+	pods := &corev1.PodList{}
+	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+	}
+	in.Pods = make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		in.Pods[i] = &pods.Items[i]
+	}
+
+	metric := &slov1alpha1.NodeMetric{}
+	switch err := c.client.Get(ctx, client.ObjectKey{Name: node.Name}, metric); {
+	case err == nil:
+		in.Metric = metric
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("getting NodeMetric %s: %w", node.Name, err)
+	}
+
+	if c.topology {
+		u := framework.NewTopologyObject()
+		switch err := c.client.Get(ctx, client.ObjectKey{Name: node.Name}, u); {
+		case err == nil:
+			t, err := framework.TopologyFrom(u)
+			if err != nil {
+				return nil, err
+			}
+			in.Topology = t
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("getting NodeResourceTopology %s: %w", node.Name, err)
+		}
+	}
+	return in, nil
+}
+
+// needWrite says why the prepared node must be written, or "" when it must not.
+func (c *Controller) needWrite(strategy *sloconfig.ColocationStrategy, node, updated *corev1.Node, now time.Time) string {
+	if need, why := c.registry.NeedSync(strategy, node, updated); need {
+		return why
+	}
+	if need, why := c.registry.NeedSyncMeta(strategy, node, updated); need {
+		return why
+	}
+	last, ok := lastUpdate(node)
+	threshold := time.Duration(ptr.Deref(strategy.UpdateTimeThresholdSeconds, 0)) * time.Second
+	if ok && now.Sub(last) >= threshold && resourcesMoved(node, updated) {
+		return fmt.Sprintf("last update %s ago, at least updateTimeThresholdSeconds (%s)", now.Sub(last).Truncate(time.Second), threshold)
+	}
+	return ""
+}
+
+// resourcesMoved reports whether any allocatable value differs at all between the two nodes.
+func resourcesMoved(node, updated *corev1.Node) bool {
+	if len(node.Status.Allocatable) != len(updated.Status.Allocatable) {
+		return true
+	}
+	for name, q := range updated.Status.Allocatable {
+		if old, ok := node.Status.Allocatable[name]; !ok || old.Cmp(q) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// setExplanation records the derivations of this calculation on the node, stamped with now.
+func setExplanation(node *corev1.Node, now time.Time, nr *framework.NodeResource) error {
+	exp := slov1alpha1.NodeResourceExplanation{Resources: nr.Derivations}
+	exp.UpdateTime.Time = now.Truncate(time.Second)
+	data, err := json.Marshal(exp)
+	if err != nil {
+		return fmt.Errorf("encoding the resource explanation of node %s: %w", node.Name, err)
+	}
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[slov1alpha1.AnnotationResourceExplanation] = string(data)
+	return nil
+}
+
+// lastUpdate is when the controller last wrote the node, from its explanation annotation.
+func lastUpdate(node *corev1.Node) (time.Time, bool) {
+	raw, ok := node.Annotations[slov1alpha1.AnnotationResourceExplanation]
+	if !ok {
+		return time.Time{}, false
+	}
+	var exp slov1alpha1.NodeResourceExplanation
+	if err := json.Unmarshal([]byte(raw), &exp); err != nil {
+		return time.Time{}, false
+	}
+	return exp.UpdateTime.Time, true
+}
+
+// nextDue is when the node must be looked at again even if nothing happens: when its NodeMetric goes stale, or when
+// its forced update comes due, whichever is first and still ahead. A time already past is no reason to look again:
+// the reconcile that just ran saw it.
+func nextDue(in *framework.Input, node *corev1.Node) time.Time {
+	var due time.Time
+	consider := func(t time.Time) {
+		if t.After(in.Now) && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
+	if d := in.MetricDeadline(); !d.IsZero() {
+		consider(d.Add(time.Second))
+	}
+	if last, ok := lastUpdate(node); ok {
+		consider(last.Add(time.Duration(ptr.Deref(in.Strategy.UpdateTimeThresholdSeconds, 0)) * time.Second))
+	}
+	return due
+}
+
+func podToNode(_ context.Context, o client.Object) []reconcile.Request {
+	if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: n}}}
+	}
+	return nil
+}
+
+func sameName(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+}
+
+// dueTimes remembers, per node, when the resync clock must enqueue it.
+type dueTimes struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func newDueTimes() *dueTimes { return &dueTimes{at: map[string]time.Time{}} }
+
+func (d *dueTimes) set(node string, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if at.IsZero() {
+		delete(d.at, node)
+		return
+	}
+	d.at[node] = at
+}
+
+func (d *dueTimes) forget(node string) { d.set(node, time.Time{}) }
+
+// take removes and returns the nodes due at now.
+func (d *dueTimes) take(now time.Time) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var nodes []string
+	for n, at := range d.at {
+		if !at.After(now) {
+			nodes = append(nodes, n)
+			delete(d.at, n)
+		}
+	}
+	return nodes
+}
+
+// resyncer enqueues nodes when they come due on the controller's clock.
+type resyncer struct {
+	clock    clock.WithTicker
+	interval time.Duration
+	due      *dueTimes
+	out      chan<- event.TypedGenericEvent[*corev1.Node]
+}
+
+// Start ticks until ctx ends.
+func (r *resyncer) Start(ctx context.Context) error {
+	t := r.clock.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C():
+			for _, n := range r.due.take(now) {
+				node := &corev1.Node{}
+				node.Name = n
+				select {
+				case r.out <- event.TypedGenericEvent[*corev1.Node]{Object: node}:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// NeedLeaderElection makes the resync clock run only on the leader, with the controller.
+func (r *resyncer) NeedLeaderElection() bool { return true }
