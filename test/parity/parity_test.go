@@ -5,14 +5,11 @@
 package parity
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +25,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/cli"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeallocation"
 	"github.com/gleaner-sh/gleaner/pkg/manager"
+	"github.com/gleaner-sh/gleaner/test/describe"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -134,31 +132,31 @@ func TestDescribeNodeParity(t *testing.T) {
 
 	for _, name := range []string{node, "parity-capacity"} {
 		t.Run(name, func(t *testing.T) {
-			describe := describeNode(t, e, name)
-			t.Logf("kubectl describe node %s (v1.36.3):\n%s", name, describe.raw)
+			want, raw := describeNode(t, e, name)
+			t.Logf("kubectl describe node %s (v1.36.3):\n%s", name, raw)
 
 			na := &slov1alpha1.NodeAllocation{}
 			testenv.Eventually(t, 30*time.Second, func() error {
 				if err := c.Get(ctx, client.ObjectKey{Name: name}, na); err != nil {
 					return err
 				}
-				if na.Status.PodCount != describe.pods {
-					return fmt.Errorf("NodeAllocation counts %d pods, kubectl %d", na.Status.PodCount, describe.pods)
+				if na.Status.PodCount != want.Pods {
+					return fmt.Errorf("NodeAllocation counts %d pods, kubectl %d", na.Status.PodCount, want.Pods)
 				}
 				return nil
 			})
-			checkStatus(t, describe, na.Status)
+			expectNoDiffs(t, want.DiffStatus(na.Status))
 
 			stored := gleanNodes(t, e, name, "-o", "json")
 			if stored.Source != cli.SourceNodeAllocation {
 				t.Errorf("kubectl glean nodes read %q, want the NodeAllocation", stored.Source)
 			}
-			checkReport(t, "kubectl glean nodes", describe, stored)
+			expectNoDiffs(t, want.DiffReport("kubectl glean nodes", stored.Nodes[0]))
 			live := gleanNodes(t, e, name, "--live", "-o", "json")
-			checkReport(t, "kubectl glean nodes --live", describe, live)
+			expectNoDiffs(t, want.DiffReport("kubectl glean nodes --live", live.Nodes[0]))
 			withPods := gleanNodes(t, e, name, "--pods", "-o", "json")
-			checkReport(t, "kubectl glean nodes --pods", describe, withPods)
-			checkPodRows(t, describe, withPods)
+			expectNoDiffs(t, want.DiffReport("kubectl glean nodes --pods", withPods.Nodes[0]))
+			expectNoDiffs(t, want.DiffPodRows(withPods.Nodes[0]))
 		})
 	}
 }
@@ -225,35 +223,8 @@ func startController(t *testing.T, e *testenv.Env) {
 	})
 }
 
-// described is what `kubectl describe node` says about a node's allocation.
-type described struct {
-	raw       string
-	pods      int32
-	resources []describedRow
-	podRows   map[string]describedPod // by namespace/name
-}
-
-type describedRow struct {
-	name                string
-	requests, limits    resource.Quantity
-	reqPct, limPct      *int64 // nil where kubectl prints none
-	reqText, limitsText string
-}
-
-type describedPod struct {
-	cpuReq, cpuLim, memReq, memLim             resource.Quantity
-	cpuReqPct, cpuLimPct, memReqPct, memLimPct int64
-}
-
-var (
-	totalRe = regexp.MustCompile(`^Non-terminated Pods:\s+\((\d+) in total\)`)
-	// "  cpu   2632m (65%)   5110m (127%)" or "  example.com/gpu   1   1"
-	rowRe = regexp.MustCompile(`^\s+(\S+)\s+(\S+)(?:\s+\((\d+)%\))?\s+(\S+)(?:\s+\((\d+)%\))?\s*$`)
-	// "  default   name   100m (2%)   0 (0%)   128Mi (1%)   0 (0%)   5s"
-	podRe = regexp.MustCompile(`^\s+(\S+)\s+(\S+)\s+(\S+) \((-?\d+)%\)\s+(\S+) \((-?\d+)%\)\s+(\S+) \((-?\d+)%\)\s+(\S+) \((-?\d+)%\)\s+\S+\s*$`)
-)
-
-func describeNode(t *testing.T, e *testenv.Env, name string) described {
+// describeNode runs the reference, kubectl v1.36.3's describe, and reads it.
+func describeNode(t *testing.T, e *testenv.Env, name string) (describe.Node, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := e.Kubectl("describe", "node", name)
@@ -261,168 +232,18 @@ func describeNode(t *testing.T, e *testenv.Env, name string) described {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl describe node %s: %v\n%s", name, err, errOut.String())
 	}
-	d := described{raw: out.String(), podRows: map[string]describedPod{}}
-	section := ""
-	sc := bufio.NewScanner(strings.NewReader(d.raw))
-	for sc.Scan() {
-		line := sc.Text()
-		if m := totalRe.FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			d.pods, section = int32(n), "pods"
-			continue
-		}
-		if strings.HasPrefix(line, "Allocated resources:") {
-			section = "allocated"
-			continue
-		}
-		if !strings.HasPrefix(line, " ") {
-			section = ""
-			continue
-		}
-		fields := strings.Fields(line)
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "-") || fields[0] == "Namespace" || fields[0] == "Resource" || fields[0] == "(Total" {
-			continue
-		}
-		switch section {
-		case "allocated":
-			m := rowRe.FindStringSubmatch(line)
-			if m == nil {
-				t.Fatalf("cannot read the allocated resources row %q", line)
-			}
-			d.resources = append(d.resources, describedRow{
-				name: m[1], requests: resource.MustParse(m[2]), reqPct: atoiPtr(m[3]),
-				limits: resource.MustParse(m[4]), limPct: atoiPtr(m[5]), reqText: m[2], limitsText: m[4],
-			})
-		case "pods":
-			m := podRe.FindStringSubmatch(line)
-			if m == nil {
-				t.Fatalf("cannot read the pod row %q", line)
-			}
-			d.podRows[m[1]+"/"+m[2]] = describedPod{
-				cpuReq: resource.MustParse(m[3]), cpuReqPct: atoi(m[4]), cpuLim: resource.MustParse(m[5]), cpuLimPct: atoi(m[6]),
-				memReq: resource.MustParse(m[7]), memReqPct: atoi(m[8]), memLim: resource.MustParse(m[9]), memLimPct: atoi(m[10]),
-			}
-		}
+	d, err := describe.Parse(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("kubectl describe node %s: %v\n%s", name, err, out.String())
 	}
-	if len(d.resources) < 3 {
-		t.Fatalf("found %d allocated resource rows in kubectl's output", len(d.resources))
-	}
-	return d
+	return d, out.String()
 }
 
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
-}
-
-func atoiPtr(s string) *int64 {
-	if s == "" {
-		return nil
-	}
-	n := atoi(s)
-	return &n
-}
-
-// checkStatus compares the NodeAllocation with kubectl: every row's value and percentage.
-func checkStatus(t *testing.T, d described, st slov1alpha1.NodeAllocationStatus) {
+func expectNoDiffs(t *testing.T, diffs []string) {
 	t.Helper()
-	for _, row := range d.resources {
-		name := corev1.ResourceName(row.name)
-		checkQuantity(t, "NodeAllocation requests", row.name, row.requests, st.Requests[name])
-		checkQuantity(t, "NodeAllocation limits", row.name, row.limits, st.Limits[name])
-		// The status has no percentage where the allocatable is zero; kubectl prints 0% there.
-		if row.reqPct != nil && st.RequestsPercent[name] != *row.reqPct {
-			t.Errorf("NodeAllocation requests %% of %s = %d, kubectl %d", row.name, st.RequestsPercent[name], *row.reqPct)
-		}
-		if row.limPct != nil && st.LimitsPercent[name] != *row.limPct {
-			t.Errorf("NodeAllocation limits %% of %s = %d, kubectl %d", row.name, st.LimitsPercent[name], *row.limPct)
-		}
+	for _, d := range diffs {
+		t.Error(d)
 	}
-}
-
-// checkReport compares a `kubectl glean nodes -o json` report with kubectl: the same rows in the same order, the
-// same values and, where kubectl prints one, the same percentage.
-func checkReport(t *testing.T, what string, d described, r cli.Report) {
-	t.Helper()
-	if len(r.Nodes) != 1 {
-		t.Fatalf("%s: %d nodes in the report, want 1", what, len(r.Nodes))
-	}
-	n := r.Nodes[0]
-	if n.PodCount != d.pods {
-		t.Errorf("%s: %d pods, kubectl %d", what, n.PodCount, d.pods)
-	}
-	var gotNames, wantNames []string
-	for _, res := range n.Resources {
-		gotNames = append(gotNames, string(res.Name))
-	}
-	for _, row := range d.resources {
-		wantNames = append(wantNames, row.name)
-	}
-	if strings.Join(gotNames, " ") != strings.Join(wantNames, " ") {
-		t.Fatalf("%s: rows %q, kubectl %q", what, gotNames, wantNames)
-	}
-	for i, row := range d.resources {
-		res := n.Resources[i]
-		checkQuantity(t, what+" requests", row.name, row.requests, res.Requests)
-		checkQuantity(t, what+" limits", row.name, row.limits, res.Limits)
-		if row.reqPct != nil && (res.RequestsPercent == nil || *res.RequestsPercent != *row.reqPct) {
-			t.Errorf("%s: requests %% of %s = %v, kubectl %d", what, row.name, deref(res.RequestsPercent), *row.reqPct)
-		}
-		if row.limPct != nil && (res.LimitsPercent == nil || *res.LimitsPercent != *row.limPct) {
-			t.Errorf("%s: limits %% of %s = %v, kubectl %d", what, row.name, deref(res.LimitsPercent), *row.limPct)
-		}
-	}
-}
-
-// checkPodRows compares the per-pod rows of --pods with kubectl's "Non-terminated Pods" table.
-func checkPodRows(t *testing.T, d described, r cli.Report) {
-	t.Helper()
-	got := map[string]cli.PodReport{}
-	for _, p := range r.Nodes[0].Pods {
-		got[p.Namespace+"/"+p.Name] = p
-	}
-	if len(got) != len(d.podRows) {
-		t.Errorf("--pods lists %d pods, kubectl %d", len(got), len(d.podRows))
-	}
-	for key, want := range d.podRows {
-		p, ok := got[key]
-		if !ok {
-			t.Errorf("--pods lacks pod %s", key)
-			continue
-		}
-		checkQuantity(t, key+" cpu requests", "cpu", want.cpuReq, p.Requests[corev1.ResourceCPU])
-		checkQuantity(t, key+" cpu limits", "cpu", want.cpuLim, p.Limits[corev1.ResourceCPU])
-		checkQuantity(t, key+" memory requests", "memory", want.memReq, p.Requests[corev1.ResourceMemory])
-		checkQuantity(t, key+" memory limits", "memory", want.memLim, p.Limits[corev1.ResourceMemory])
-		for _, pc := range []struct {
-			what string
-			got  int64
-			want int64
-		}{
-			{"cpu requests %", p.RequestsPercent[corev1.ResourceCPU], want.cpuReqPct},
-			{"cpu limits %", p.LimitsPercent[corev1.ResourceCPU], want.cpuLimPct},
-			{"memory requests %", p.RequestsPercent[corev1.ResourceMemory], want.memReqPct},
-			{"memory limits %", p.LimitsPercent[corev1.ResourceMemory], want.memLimPct},
-		} {
-			if pc.got != pc.want {
-				t.Errorf("pod %s %s = %d, kubectl %d", key, pc.what, pc.got, pc.want)
-			}
-		}
-	}
-}
-
-func checkQuantity(t *testing.T, what, name string, want, got resource.Quantity) {
-	t.Helper()
-	if want.Cmp(got) != 0 {
-		t.Errorf("%s of %s = %s, kubectl %s", what, name, got.String(), want.String())
-	}
-}
-
-func deref(p *int64) any {
-	if p == nil {
-		return "none"
-	}
-	return *p
 }
 
 // gleanNodes runs `kubectl glean nodes NODE ARGS...` in-process against the test API server.
@@ -437,6 +258,9 @@ func gleanNodes(t *testing.T, e *testenv.Env, name string, args ...string) cli.R
 	var r cli.Report
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("kubectl glean nodes -o json printed no report: %v\n%s", err, out.String())
+	}
+	if len(r.Nodes) != 1 {
+		t.Fatalf("kubectl glean nodes %s: %d nodes in the report, want 1", name, len(r.Nodes))
 	}
 	return r
 }
