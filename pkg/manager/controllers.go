@@ -5,6 +5,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeallocation"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodemetric"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeslo"
@@ -41,6 +42,7 @@ type Deps struct {
 // one line here.
 func controllers(d Deps) []Controller {
 	return []Controller{
+		nodeallocation.New(nodeallocation.Config{Clock: d.Clock}),
 		sloconfigmap.New(d.SLOConfig, d.SLOConfigMap),
 		nodeslo.New(d.SLOConfig),
 		nodemetric.New(d.SLOConfig),

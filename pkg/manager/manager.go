@@ -142,6 +142,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("adding the webhook readiness check: %w", err)
 		}
 	}
+	// The shared indexes, once, before any controller: controller-runtime refuses an index registered twice.
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}

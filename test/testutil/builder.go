@@ -153,6 +153,19 @@ func (b *PodBuilder) Overhead(pairs ...string) *PodBuilder {
 	return b
 }
 
+// StatusRequests records in status.containerStatuses that container runs with these requests, allocated and
+// actuated: the state of an in-place resize the kubelet has applied while the spec may still ask for more or less.
+func (b *PodBuilder) StatusRequests(container string, pairs ...string) *PodBuilder {
+	list := corev1.ResourceList{}
+	setPairs(list, pairs)
+	b.pod.Status.ContainerStatuses = append(b.pod.Status.ContainerStatuses, corev1.ContainerStatus{
+		Name:               container,
+		AllocatedResources: list,
+		Resources:          &corev1.ResourceRequirements{Requests: list.DeepCopy()},
+	})
+	return b
+}
+
 // Obj returns the pod.
 func (b *PodBuilder) Obj() *corev1.Pod { return b.pod }
 

@@ -1,26 +1,30 @@
 package noderesource
 
 import (
-	"errors"
-	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/prom"
 )
 
-// metrics are the controller's Prometheus series, registered in controller-runtime's registry (served on the
-// manager's /metrics).
+// metrics are the controller's Prometheus series. The controller registers them in controller-runtime's registry,
+// which the manager serves on /metrics.
 type metrics struct {
+	mu     sync.Mutex
+	series map[string]map[corev1.ResourceName][]string // node -> resource -> term names, of the series set
+
 	value             *prometheus.GaugeVec
 	term              *prometheus.GaugeVec
 	writes            prometheus.Counter
 	reconcileDuration prometheus.Histogram
 }
 
-func newMetrics() (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		series: map[string]map[corev1.ResourceName][]string{},
 		value: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gleaner_noderesource_value",
 			Help: "Reclaimed resource calculated for a node (CPU in millicores, memory in bytes); absent when removed.",
@@ -40,56 +44,64 @@ func newMetrics() (*metrics, error) {
 		}),
 	}
 	var err error
-	if m.value, err = register(m.value); err != nil {
+	if m.value, err = prom.Register(reg, m.value); err != nil {
 		return nil, err
 	}
-	if m.term, err = register(m.term); err != nil {
+	if m.term, err = prom.Register(reg, m.term); err != nil {
 		return nil, err
 	}
-	if m.writes, err = register(m.writes); err != nil {
+	if m.writes, err = prom.Register(reg, m.writes); err != nil {
 		return nil, err
 	}
-	if m.reconcileDuration, err = register(m.reconcileDuration); err != nil {
+	if m.reconcileDuration, err = prom.Register(reg, m.reconcileDuration); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// register adds c to the registry, or returns the collector registered before under the same name (a second
-// controller in one process, as in tests, shares the series).
-func register[C prometheus.Collector](c C) (C, error) {
-	err := ctrlmetrics.Registry.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("registering noderesource metrics: %w", err)
-}
-
-// observe exports the values and derivation terms of one calculation.
+// observe exports the values and derivation terms of one calculation, and drops the series of resources the
+// node no longer publishes. It remembers each node's series instead of finding them with DeletePartialMatch, which
+// scans every series of every node.
 func (m *metrics) observe(node string, nr *framework.NodeResource) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	had := m.series[node]
+	now := map[corev1.ResourceName][]string{}
 	for _, d := range nr.Derivations {
-		r := string(d.Resource)
 		if d.Value == nil {
-			m.value.DeleteLabelValues(node, r)
-			m.term.DeletePartialMatch(prometheus.Labels{"node": node, "resource": r})
 			continue
 		}
+		r := string(d.Resource)
 		m.value.WithLabelValues(node, r).Set(float64(d.Value.Value()))
-		// A plugin's terms are the same names every time, so setting them overwrites the previous calculation.
+		terms := make([]string, 0, len(d.Terms))
 		for _, t := range d.Terms {
 			m.term.WithLabelValues(node, r, t.Name).Set(t.Value.AsApproximateFloat64())
+			terms = append(terms, t.Name)
+		}
+		now[d.Resource] = terms
+	}
+	for r, terms := range had {
+		kept := map[string]bool{}
+		for _, t := range now[r] {
+			kept[t] = true
+		}
+		if _, ok := now[r]; !ok {
+			m.value.DeleteLabelValues(node, string(r))
+		}
+		for _, t := range terms {
+			if !kept[t] {
+				m.term.DeleteLabelValues(node, string(r), t)
+			}
 		}
 	}
+	if len(now) == 0 {
+		delete(m.series, node)
+		return
+	}
+	m.series[node] = now
 }
 
 // forget removes a deleted node's series.
 func (m *metrics) forget(node string) {
-	m.value.DeletePartialMatch(prometheus.Labels{"node": node})
-	m.term.DeletePartialMatch(prometheus.Labels{"node": node})
+	m.observe(node, framework.NewNodeResource())
 }

@@ -2,7 +2,6 @@ package sloconfigmap
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/gleaner-sh/gleaner/pkg/prom"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -141,28 +141,13 @@ func registerMetrics(reg prometheus.Registerer) (*configMetrics, error) {
 		}, []string{"key"}),
 	}
 	var err error
-	if m.version, err = register(reg, m.version); err != nil {
+	if m.version, err = prom.Register(reg, m.version); err != nil {
 		return nil, err
 	}
-	if m.keyValid, err = register(reg, m.keyValid); err != nil {
+	if m.keyValid, err = prom.Register(reg, m.keyValid); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under its name (a second manager in the same
-// process, as in tests).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("registering slo config metrics: %w", err)
-	}
-	return c, nil
 }
 
 func (m *configMetrics) observe(s *sloconfig.Snapshot) {
