@@ -109,6 +109,7 @@ Install the kubectl-glean binary anywhere on $PATH and run it as "kubectl glean"
 	// Subcommands, one file each.
 	root.AddCommand(
 		newNodesCommand(f),
+		newExplainCommand(f),
 	)
 	return root
 }

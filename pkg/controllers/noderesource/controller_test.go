@@ -1,10 +1,12 @@
 package noderesource_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/cli"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
@@ -225,6 +228,27 @@ func TestPublishesBatchResources(t *testing.T) {
 	}
 	if v := gauge(t, "gleaner_noderesource_value", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
 		t.Errorf("value gauge = %v, want 3000", v)
+	}
+
+	// kubectl glean explain shows the numbers that are on the node.
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(cli.Streams{Out: &out, ErrOut: &errOut}, h.clock)
+	cmd.SetArgs([]string{"--kubeconfig", env.Start(t).Kubeconfig, "explain", "publish"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("kubectl glean explain: %v (%s)", err, errOut.String())
+	}
+	for r, q := range map[corev1.ResourceName]resource.Quantity{
+		slov1alpha1.BatchCPU: n.Status.Allocatable[slov1alpha1.BatchCPU], slov1alpha1.BatchMemory: n.Status.Allocatable[slov1alpha1.BatchMemory],
+		slov1alpha1.MidCPU: n.Status.Allocatable[slov1alpha1.MidCPU],
+	} {
+		if want := fmt.Sprintf("%s = %d ", r, q.Value()); !strings.Contains(out.String(), want) {
+			t.Errorf("explain does not show %q, the node's value:\n%s", want, out.String())
+		}
+	}
+	for _, want := range []string{"capacity", "safetyMargin", "systemUsed", "hpUsed", "calculated"} {
+		if !strings.Contains(out.String(), "    "+want+" ") {
+			t.Errorf("explain lacks the %s term:\n%s", want, out.String())
+		}
 	}
 }
 
