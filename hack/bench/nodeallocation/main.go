@@ -16,14 +16,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,24 +27,16 @@ import (
 	"syscall"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
-	"github.com/gleaner-sh/gleaner/config/crd"
+	"github.com/gleaner-sh/gleaner/hack/bench/benchkit"
 )
 
 type config struct {
@@ -91,10 +79,6 @@ func main() {
 	}
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
 func run(c config) error {
 	if c.assets == "" {
 		return errors.New("--assets (or KUBEBUILDER_ASSETS) is required")
@@ -104,36 +88,26 @@ func run(c config) error {
 			return fmt.Errorf("missing binary: %w", err)
 		}
 	}
-	kubeconfig, cfg, stop, err := startCluster(c)
+	cl, err := benchkit.StartCluster(c.assets, c.attach)
 	if err != nil {
 		return err
 	}
-	defer stop()
-
-	loaderCfg := rest.CopyConfig(cfg)
-	loaderCfg.QPS, loaderCfg.Burst = c.loaderQPS, int(2*c.loaderQPS)
-	loaderCfg.ContentType = runtime.ContentTypeProtobuf
-	cs, err := kubernetes.NewForConfig(loaderCfg)
-	if err != nil {
-		return err
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = slov1alpha1.AddToScheme(scheme)
-	wc, err := client.NewWithWatch(rest.CopyConfig(loaderCfg), client.Options{Scheme: scheme})
+	defer cl.Stop()
+	kubeconfig := cl.Kubeconfig
+	cs, wc, err := cl.Clients(c.loaderQPS)
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
 
-	r := &results{config: c, loadStart: loadavg()}
+	r := &results{config: c, loadStart: benchkit.Loadavg()}
 	if c.attach == "" {
 		start := time.Now()
 		if err := fill(ctx, cs, c); err != nil {
 			return err
 		}
 		r.fill = time.Since(start)
-		logf("cluster filled in %s", r.fill.Round(time.Second))
+		benchkit.Logf("cluster filled in %s", r.fill.Round(time.Second))
 	}
 
 	if c.hold {
@@ -144,21 +118,21 @@ func run(c config) error {
 		return nil
 	}
 	kubectl := filepath.Join(c.assets, "kubectl")
-	if r.gleanLive, err = timeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes", "--live"); err != nil {
+	if r.gleanLive, err = benchkit.TimeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes", "--live"); err != nil {
 		return err
 	}
-	if r.getPods, err = timeCmd(c.repeat, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json"); err != nil {
+	if r.getPods, err = benchkit.TimeCmd(c.repeat, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json"); err != nil {
 		return err
 	}
-	if r.getPodsOnePage, err = timeCmd(c.repeat, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json", "--chunk-size=0"); err != nil {
+	if r.getPodsOnePage, err = benchkit.TimeCmd(c.repeat, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json", "--chunk-size=0"); err != nil {
 		return err
 	}
-	if r.gleanLiveJSON, err = timeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes", "--live", "-o", "json"); err != nil {
+	if r.gleanLiveJSON, err = benchkit.TimeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes", "--live", "-o", "json"); err != nil {
 		return err
 	}
 	if c.describeNodes {
-		logf("timing kubectl describe nodes (%d nodes; this takes a while)", c.nodes)
-		if r.describe, err = timeCmd(1, kubectl, "--kubeconfig", kubeconfig, "describe", "nodes"); err != nil {
+		benchkit.Logf("timing kubectl describe nodes (%d nodes; this takes a while)", c.nodes)
+		if r.describe, err = benchkit.TimeCmd(1, kubectl, "--kubeconfig", kubeconfig, "describe", "nodes"); err != nil {
 			return err
 		}
 	}
@@ -170,54 +144,6 @@ func run(c config) error {
 	return nil
 }
 
-// startCluster starts kube-apiserver and etcd with Gleaner's CRDs and an admin kubeconfig, or attaches to the
-// cluster of --attach. stop tears down what it started.
-func startCluster(c config) (kubeconfig string, cfg *rest.Config, stop func(), err error) {
-	if c.attach != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", c.attach)
-		if err != nil {
-			return "", nil, nil, fmt.Errorf("loading --attach %s: %w", c.attach, err)
-		}
-		return c.attach, cfg, func() {}, nil
-	}
-	crds, err := crd.Objects()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: c.assets, CRDs: crds}
-	if cfg, err = env.Start(); err != nil {
-		return "", nil, nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "gleaner-bench-")
-	if err == nil {
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		err = writeKubeconfig(env, kubeconfig)
-	}
-	stop = func() {
-		_ = env.Stop()
-		if dir != "" {
-			_ = os.RemoveAll(dir)
-		}
-	}
-	if err != nil {
-		stop()
-		return "", nil, nil, err
-	}
-	return kubeconfig, cfg, stop, nil
-}
-
-func writeKubeconfig(env *envtest.Environment, path string) error {
-	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return fmt.Errorf("adding an admin user: %w", err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, kc, 0o600)
-}
-
 // fill creates the nodes (with status) and their pods.
 func fill(ctx context.Context, cs kubernetes.Interface, c config) error {
 	for i := range 20 {
@@ -226,7 +152,7 @@ func fill(ctx context.Context, cs kubernetes.Interface, c config) error {
 			return fmt.Errorf("creating namespace: %w", err)
 		}
 	}
-	if err := parallel(c.workers, c.nodes, func(i int) error {
+	if err := benchkit.Parallel(c.workers, c.nodes, func(i int) error {
 		n := benchNode(i)
 		status := n.Status
 		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
@@ -239,16 +165,16 @@ func fill(ctx context.Context, cs kubernetes.Interface, c config) error {
 	}); err != nil {
 		return err
 	}
-	logf("%d nodes created", c.nodes)
+	benchkit.Logf("%d nodes created", c.nodes)
 	var done atomic.Int64
 	total := c.nodes * c.podsPerNode
-	return parallel(c.workers, total, func(i int) error {
+	return benchkit.Parallel(c.workers, total, func(i int) error {
 		p := benchPod(i, fmt.Sprintf("node-%04d", i%c.nodes))
 		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pod: %w", err)
 		}
 		if n := done.Add(1); n%10000 == 0 {
-			logf("%d/%d pods created", n, total)
+			benchkit.Logf("%d/%d pods created", n, total)
 		}
 		return nil
 	})
@@ -298,66 +224,6 @@ func benchPod(i int, node string) *corev1.Pod {
 	return p
 }
 
-func parallel(workers, n int, f func(i int) error) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// timeCmd runs a command n times with its output discarded and returns the durations.
-func timeCmd(n int, name string, args ...string) ([]time.Duration, error) {
-	var ds []time.Duration
-	for range n {
-		cmd := exec.Command(name, args...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args[2:], " "), err, stderr.String())
-		}
-		ds = append(ds, time.Since(start))
-		logf("%s %s: %s", filepath.Base(name), strings.Join(args[2:], " "), ds[len(ds)-1].Round(time.Millisecond))
-	}
-	return ds, nil
-}
-
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(p * float64(len(s)-1))
-	return s[i]
-}
-
 // managerPhase runs gleaner-manager, waits for its initial sync, times the stored read, runs the churn and reads
 // the manager's peak RSS.
 func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernetes.Interface, wc client.WithWatch, r *results) error {
@@ -365,27 +231,18 @@ func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernete
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	logFile, err := os.CreateTemp("", "gleaner-bench-manager-*.log")
+	metricsAddr, err := benchkit.FreeAddr()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = logFile.Close() }()
-	metricsAddr, err := freeAddr()
+	mgr, err := benchkit.Start(c.manager, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", "0", "--webhook-port=0", "--controllers=nodeallocation",
+		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
 	if err != nil {
 		return err
 	}
-	mgr := exec.Command(c.manager, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", "0", "--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
-	mgr.Stdout, mgr.Stderr = logFile, logFile
-	start := time.Now()
-	if err := mgr.Start(); err != nil {
-		return fmt.Errorf("starting gleaner-manager: %w", err)
-	}
-	defer func() {
-		_ = mgr.Process.Signal(os.Interrupt)
-		_ = mgr.Wait()
-	}()
-	logf("gleaner-manager started (pid %d, log %s)", mgr.Process.Pid, logFile.Name())
+	defer mgr.Stop()
+	start := mgr.Started
 
 	// Initial sync: every node's NodeAllocation counts its pods.
 	for {
@@ -402,134 +259,33 @@ func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernete
 		if synced == c.nodes {
 			break
 		}
-		if mgr.ProcessState != nil {
-			return errors.New("gleaner-manager exited; see its log")
+		if exited, err := mgr.Exited(); exited {
+			return fmt.Errorf("gleaner-manager exited (%v); see %s", err, mgr.Log)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	r.initialSync = time.Since(start)
-	r.rssAfterSync = rss(mgr.Process.Pid, "VmRSS")
-	logf("initial sync of %d NodeAllocations in %s", c.nodes, r.initialSync.Round(time.Millisecond))
+	r.rssAfterSync = mgr.Memory("VmRSS")
+	benchkit.Logf("initial sync of %d NodeAllocations in %s", c.nodes, r.initialSync.Round(time.Millisecond))
 
-	if r.gleanStored, err = timeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes"); err != nil {
+	if r.gleanStored, err = benchkit.TimeCmd(c.repeat, c.glean, "--kubeconfig", kubeconfig, "nodes"); err != nil {
 		return err
 	}
-	before, err := scrape(metricsAddr)
+	before, err := benchkit.Scrape(ctx, metricsAddr)
 	if err != nil {
 		return err
 	}
 	if err := churn(ctx, c, cs, wc, r); err != nil {
 		return err
 	}
-	after, err := scrape(metricsAddr)
+	after, err := benchkit.Scrape(ctx, metricsAddr)
 	if err != nil {
 		return err
 	}
-	r.queueWait = histogramQuantiles(before, after, "workqueue_queue_duration_seconds", map[string]string{"name": "nodeallocation"})
-	r.reconcile = histogramQuantiles(before, after, "gleaner_nodeallocation_reconcile_duration_seconds", nil)
-	r.peakRSS = rss(mgr.Process.Pid, "VmHWM")
+	r.queueWait = benchkit.HistogramQuantiles(before, after, "workqueue_queue_duration_seconds", map[string]string{"name": "nodeallocation"})
+	r.reconcile = benchkit.HistogramQuantiles(before, after, "gleaner_nodeallocation_reconcile_duration_seconds", nil)
+	r.peakRSS = mgr.Memory("VmHWM")
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}
-
-// scrape reads the manager's metrics.
-func scrape(addr string) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, fmt.Errorf("scraping gleaner-manager: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
-}
-
-// histogramQuantiles estimates p50 and p99 of what a histogram observed between two scrapes (linear inside a
-// bucket, as Prometheus' histogram_quantile).
-func histogramQuantiles(before, after map[string]*dto.MetricFamily, name string, labels map[string]string) [2]time.Duration {
-	find := func(fams map[string]*dto.MetricFamily) *dto.Histogram {
-		mf, ok := fams[name]
-		if !ok {
-			return nil
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for k, v := range labels {
-				found := false
-				for _, l := range m.GetLabel() {
-					found = found || (l.GetName() == k && l.GetValue() == v)
-				}
-				if !found {
-					continue metrics
-				}
-			}
-			return m.GetHistogram()
-		}
-		return nil
-	}
-	a, b := find(after), find(before)
-	if a == nil {
-		return [2]time.Duration{}
-	}
-	counts := make([]float64, len(a.GetBucket()))
-	for i, bk := range a.GetBucket() {
-		counts[i] = float64(bk.GetCumulativeCount())
-		if b != nil {
-			counts[i] -= float64(b.GetBucket()[i].GetCumulativeCount())
-		}
-	}
-	total := float64(a.GetSampleCount())
-	if b != nil {
-		total -= float64(b.GetSampleCount())
-	}
-	q := func(p float64) time.Duration {
-		rank, lower, prev := p*total, 0.0, 0.0
-		for i, bk := range a.GetBucket() {
-			if counts[i] >= rank {
-				upper := bk.GetUpperBound()
-				frac := 1.0
-				if counts[i] > prev {
-					frac = (rank - prev) / (counts[i] - prev)
-				}
-				return time.Duration((lower + (upper-lower)*frac) * float64(time.Second))
-			}
-			lower, prev = bk.GetUpperBound(), counts[i]
-		}
-		return time.Duration(lower * float64(time.Second))
-	}
-	return [2]time.Duration{q(0.5), q(0.99)}
-}
-
-// loadavg is the machine's 1-minute load average: the benchmark shares its cores with whatever else runs.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(b))[0]
-}
-
-// rss reads a memory line of /proc/PID/status in bytes.
-func rss(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, field+":") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // pending is a churn operation waiting for the node's NodeAllocation to show wantPods.
@@ -663,8 +419,8 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 		wg.Add(1)
 		go func() { defer wg.Done(); t.send(ctx, c, cs, ops) }()
 	}
-	logf("churn: %d creations and %d deletions per second for %s", c.churnRate, c.churnRate, c.churnFor)
-	r.loadBefore = loadavg()
+	benchkit.Logf("churn: %d creations and %d deletions per second for %s", c.churnRate, c.churnRate, c.churnFor)
+	r.loadBefore = benchkit.Loadavg()
 	// Operation k is due at start + k/rate; a late loop catches up rather than slowing the rate down.
 	interval := time.Second / time.Duration(c.churnRate)
 	start := time.Now()
@@ -677,7 +433,7 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 			ops <- churnOp{create: false, i: k - lag}
 		}
 	}
-	r.churnElapsed, r.loadAfter = time.Since(start), loadavg()
+	r.churnElapsed, r.loadAfter = time.Since(start), benchkit.Loadavg()
 	close(ops)
 	wg.Wait()
 	if t.errs != nil {
@@ -689,7 +445,7 @@ func churn(ctx context.Context, c config, cs kubernetes.Interface, wc client.Wit
 	w.Stop()
 	<-watchDone
 	// Leave the cluster as it was, so a later --attach run starts from the same counts.
-	if err := parallel(16, lag, func(j int) error {
+	if err := benchkit.Parallel(16, lag, func(j int) error {
 		err := cs.CoreV1().Pods("bench-0").Delete(ctx, fmt.Sprintf("churn-%06d", total-lag+j), metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -733,7 +489,7 @@ func (r *results) print() {
 		for _, d := range ds {
 			all = append(all, ms(d))
 		}
-		fmt.Printf("| %s | %s | %s |\n", name, ms(median(ds)), strings.Join(all, ", "))
+		fmt.Printf("| %s | %s | %s |\n", name, ms(benchkit.Median(ds)), strings.Join(all, ", "))
 	}
 	row("`kubectl glean nodes --live`", r.gleanLive)
 	row("`kubectl glean nodes --live -o json`", r.gleanLiveJSON)
@@ -744,18 +500,18 @@ func (r *results) print() {
 		row("`kubectl describe nodes` (one run)", r.describe)
 	}
 	fmt.Println()
-	fmt.Printf("- glean --live / get pods -A -o json: %s (target <= 1.5x)\n", ratio(median(r.gleanLive), median(r.getPods)))
+	fmt.Printf("- glean --live / get pods -A -o json: %s (target <= 1.5x)\n", ratio(benchkit.Median(r.gleanLive), benchkit.Median(r.getPods)))
 	if len(r.describe) > 0 {
-		fmt.Printf("- describe nodes / glean --live: %s (target >= 20x)\n", ratio(median(r.describe), median(r.gleanLive)))
+		fmt.Printf("- describe nodes / glean --live: %s (target >= 20x)\n", ratio(benchkit.Median(r.describe), benchkit.Median(r.gleanLive)))
 	}
 	fmt.Printf("- gleaner-manager initial sync (%d NodeAllocations created and written): %s; RSS after sync %d MiB\n", r.nodes, s(r.initialSync), r.rssAfterSync>>20)
 	fmt.Printf("- churn: %d creations/s + %d deletions/s for %s (%d operations, %d never seen in a status)\n", r.churnRate, r.churnRate, r.churnElapsed.Round(time.Second), r.churnOps, r.lost)
 	fmt.Printf("- pod-create-to-status latency: p50 %s, p99 %s, max %s (%d samples; target p99 < 500 ms)\n",
-		ms(percentile(r.createLat, 0.5)), ms(percentile(r.createLat, 0.99)), ms(percentile(r.createLat, 1)), len(r.createLat))
+		ms(benchkit.Percentile(r.createLat, 0.5)), ms(benchkit.Percentile(r.createLat, 0.99)), ms(benchkit.Percentile(r.createLat, 1)), len(r.createLat))
 	fmt.Printf("- pod-delete-to-status latency: p50 %s, p99 %s, max %s (%d samples)\n",
-		ms(percentile(r.deleteLat, 0.5)), ms(percentile(r.deleteLat, 0.99)), ms(percentile(r.deleteLat, 1)), len(r.deleteLat))
+		ms(benchkit.Percentile(r.deleteLat, 0.5)), ms(benchkit.Percentile(r.deleteLat, 0.99)), ms(benchkit.Percentile(r.deleteLat, 1)), len(r.deleteLat))
 	fmt.Printf("  - of which the create call itself: p50 %s, p99 %s; the controller's queue wait p50 %s, p99 %s; its reconcile p50 %s, p99 %s (from its histograms)\n",
-		ms(percentile(r.createCalls, 0.5)), ms(percentile(r.createCalls, 0.99)), ms(r.queueWait[0]), ms(r.queueWait[1]), ms(r.reconcile[0]), ms(r.reconcile[1]))
+		ms(benchkit.Percentile(r.createCalls, 0.5)), ms(benchkit.Percentile(r.createCalls, 0.99)), ms(r.queueWait[0]), ms(r.queueWait[1]), ms(r.reconcile[0]), ms(r.reconcile[1]))
 	fmt.Printf("- gleaner-manager peak RSS (VmHWM): %d MiB\n", r.peakRSS>>20)
 	fmt.Printf("- client QPS: gleaner-manager %d (burst %d), kubectl-glean 50 (burst 100), kubectl v1.36.3 its defaults, the benchmark's loader %.0f (burst twice that)\n",
 		r.managerQPS, r.managerBurst, r.loaderQPS)
