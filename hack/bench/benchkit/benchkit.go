@@ -22,10 +22,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -213,7 +213,9 @@ func (p *Process) Stop() {
 		return
 	}
 	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-	<-p.done
+	if err := <-p.done; err != nil {
+		Logf("%s stopped: %v", filepath.Base(p.Cmd.Path), err)
+	}
 }
 
 // CPU is the user and system CPU time the process has used so far.

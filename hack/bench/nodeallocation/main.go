@@ -260,7 +260,7 @@ func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernete
 			break
 		}
 		if exited, err := mgr.Exited(); exited {
-			return fmt.Errorf("gleaner-manager exited (%v); see %s", err, mgr.Log)
+			return fmt.Errorf("gleaner-manager exited, see %s: %w", mgr.Log, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
