@@ -6,14 +6,17 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
 // cacheOptions keep the manager's informer caches small. Every pod of the cluster is cached, so what a pod costs in
 // memory decides the manager's footprint at scale: the caches hold only bound pods, and of each pod only what the
-// controllers read (identity, labels, priority, phase, and everything that makes up requests and limits). Nodes
-// lose their image lists. Objects in the cache are read-only for everybody, so nothing can miss what was dropped
-// without a test of this file failing. ConfigMaps are read only in the manager's own namespace (the SLO config);
-// caching every ConfigMap of the cluster would cost memory for nothing.
+// controllers read (identity, labels, priority, phase, and everything that makes up requests and limits; no
+// annotations or owner references). Nodes lose their image lists, NodeMetrics their aggregated usages. Objects in
+// the cache are read-only for everybody; a test of this file checks that nothing read was dropped. ConfigMaps are
+// read only in the manager's own namespace (the SLO config): caching every ConfigMap of the cluster would cost
+// memory for nothing.
 func cacheOptions(namespace string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -23,7 +26,8 @@ func cacheOptions(namespace string) cache.Options {
 				Field:     fields.OneTermNotEqualSelector("spec.nodeName", ""),
 				Transform: slimPod,
 			},
-			&corev1.Node{}: {Transform: slimNode},
+			&corev1.Node{}:            {Transform: slimNode},
+			&slov1alpha1.NodeMetric{}: {Transform: slimNodeMetric},
 		},
 	}
 }
@@ -37,7 +41,8 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	delete(pod.Annotations, corev1.LastAppliedConfigAnnotation)
+	pod.Annotations = nil // none read; kubectl's last-applied copy alone can double a pod's size
+	pod.OwnerReferences = nil
 	slim := corev1.PodSpec{
 		NodeName:          pod.Spec.NodeName,
 		Priority:          pod.Spec.Priority,
@@ -98,6 +103,19 @@ func slimNode(obj any) (any, error) {
 	if node, ok := obj.(*corev1.Node); ok {
 		node.ManagedFields = nil
 		node.Status.Images = nil
+	}
+	return obj, nil
+}
+
+// slimNodeMetric drops the aggregated usages (avg/p50/.../p99 per window, for node and system: dozens of resource
+// lists per node) that no controller of the manager reads; the batch and mid plugins use the averaged usages.
+func slimNodeMetric(obj any) (any, error) {
+	if m, ok := obj.(*slov1alpha1.NodeMetric); ok {
+		m.ManagedFields = nil
+		if m.Status.NodeMetric != nil {
+			m.Status.NodeMetric.AggregatedNodeUsages = nil
+			m.Status.NodeMetric.AggregatedSystemUsages = nil
+		}
 	}
 	return obj, nil
 }

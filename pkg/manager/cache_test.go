@@ -3,6 +3,7 @@ package manager
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -50,6 +52,9 @@ func TestSlimPodKeepsRequestsAndLimits(t *testing.T) {
 				t.Errorf("%s: limits %+v differ (-full +slim):\n%s", full.Name, o, diff)
 			}
 		}
+		if slim.Annotations != nil || slim.OwnerReferences != nil {
+			t.Errorf("%s: slim pod kept annotations or owner references", full.Name)
+		}
 		for _, keep := range []bool{
 			slim.Name == full.Name, slim.Namespace == full.Namespace, slim.UID == full.UID,
 			cmp.Equal(slim.Labels, full.Labels), slim.Spec.NodeName == full.Spec.NodeName,
@@ -72,6 +77,7 @@ func decorate(p *corev1.Pod) {
 	p.Spec.NodeName = "n1"
 	p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: string(make([]byte, 2048))}
 	p.Labels = map[string]string{"app": p.Name}
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u"}}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:containers":{}}}`)}}
 	p.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
 	for i := range p.Spec.Containers {
@@ -89,4 +95,21 @@ func jsonSize(t *testing.T, v any) int {
 		t.Fatal(err)
 	}
 	return len(b)
+}
+
+func TestSlimNodeMetricKeepsWhatPluginsRead(t *testing.T) {
+	pod := testutil.Pod("p").Obj()
+	full := testutil.NodeMetric("n").Updated(time.Now()).NodeUsage("cpu", "2").SystemUsage("cpu", "500m").
+		Pod(pod, "cpu", "1").HostApp("app", "prod", "cpu", "100m").ProdReclaimable("cpu", "1").Obj()
+	full.Status.NodeMetric.AggregatedNodeUsages = []slov1alpha1.AggregatedUsage{{Duration: metav1.Duration{Duration: time.Minute}}}
+	full.Status.NodeMetric.AggregatedSystemUsages = full.Status.NodeMetric.AggregatedNodeUsages
+	got, err := slimNodeMetric(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := full.DeepCopy()
+	want.Status.NodeMetric.AggregatedNodeUsages, want.Status.NodeMetric.AggregatedSystemUsages = nil, nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("slim NodeMetric (-want +got):\n%s", diff)
+	}
 }

@@ -120,6 +120,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		WebhookServer:                 webhookServer,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.Namespace,

@@ -26,6 +26,8 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr is where /healthz and /readyz are served; "0" turns them off.
 	HealthAddr string
+	// PprofAddr is where Go's /debug/pprof profiles are served; "0" (the default) turns them off.
+	PprofAddr string
 	// ConnectTimeout bounds the first contact with the API server.
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds how long running reconciles may take to finish after a stop signal.
@@ -71,6 +73,7 @@ func NewOptions() *Options {
 		LeaderElectionID: "gleaner-manager.slo.gleaner.sh",
 		MetricsAddr:      ":8080",
 		HealthAddr:       ":8081",
+		PprofAddr:        "0",
 		ConnectTimeout:   10 * time.Second,
 		ShutdownTimeout:  30 * time.Second,
 		Controllers:      []string{"*"},
@@ -95,6 +98,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader lease")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus /metrics endpoint; 0 disables it")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address of Go's /debug/pprof profiles; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained")
@@ -102,6 +106,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
 	fs.StringSliceVar(&o.NodeResource.Plugins, "noderesource-plugins", o.NodeResource.Plugins, "node-resource plugins to run: '*' for all, 'name' to add one, '-name' to leave one out")
 	fs.IntVar(&o.NodeResource.Workers, "noderesource-workers", o.NodeResource.Workers, "nodes the noderesource controller reconciles at once")
+	fs.BoolVar(&o.NodeResource.TermMetrics, "noderesource-term-metrics", o.NodeResource.TermMetrics, "export every derivation term as gleaner_noderesource_term (about 50 series per node; costs scrape CPU on large clusters)")
 	fs.DurationVar(&o.NodeResource.ResyncInterval, "noderesource-resync-interval", o.NodeResource.ResyncInterval, "how often the noderesource controller checks for NodeMetrics going stale")
 	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")
@@ -129,6 +134,7 @@ func (o *Options) validateServing() error {
 	for _, a := range []struct{ flag, addr string }{
 		{"--metrics-bind-address", o.MetricsAddr},
 		{"--health-probe-bind-address", o.HealthAddr},
+		{"--pprof-bind-address", o.PprofAddr},
 	} {
 		if a.addr == "0" {
 			continue

@@ -66,11 +66,14 @@ type Options struct {
 	// ResyncInterval is how often the controller's clock checks for NodeMetrics going stale and forced updates
 	// coming due.
 	ResyncInterval time.Duration
+	// TermMetrics exports every derivation term as the gleaner_noderesource_term gauge (about 50 series per node);
+	// off, only the values are exported.
+	TermMetrics bool
 }
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
-	return Options{Plugins: []string{"*"}, Workers: 8, ResyncInterval: 30 * time.Second}
+	return Options{Plugins: []string{"*"}, Workers: 8, ResyncInterval: 30 * time.Second, TermMetrics: true}
 }
 
 // Controller publishes reclaimed resources on nodes.
@@ -84,13 +87,13 @@ type Controller struct {
 	recorder events.EventRecorder
 	topology bool
 	metrics  *metrics
-	due      *dueTimes
+	times    *nodeTimes
 }
 
 // New returns the controller, reading each node's colocation strategy from config. Its plugins are chosen by
 // opts.Plugins when it is set up.
 func New(config *sloconfig.Store, clk clock.WithTicker, opts Options) *Controller {
-	return &Controller{config: config, clock: clk, opts: opts, due: newDueTimes()}
+	return &Controller{config: config, clock: clk, opts: opts, times: newNodeTimes()}
 }
 
 // Name implements manager.Controller.
@@ -105,7 +108,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.registry = registry
 	c.client = mgr.GetClient()
 	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
-	m, err := newMetrics(ctrlmetrics.Registry)
+	m, err := newMetrics(ctrlmetrics.Registry, c.opts.TermMetrics)
 	if err != nil {
 		return err
 	}
@@ -139,7 +142,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := mgr.Add(&resyncer{clock: c.clock, interval: c.opts.ResyncInterval, due: c.due, out: resync}); err != nil {
+	if err := mgr.Add(&resyncer{clock: c.clock, interval: c.opts.ResyncInterval, times: c.times, out: resync}); err != nil {
 		return fmt.Errorf("adding the resync clock: %w", err)
 	}
 	return b.Complete(c)
@@ -154,7 +157,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, req.NamespacedName, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.metrics.forget(req.Name)
-			c.due.forget(req.Name)
+			c.times.forget(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
@@ -190,28 +193,29 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.registry.Prepare(in, updated, nr); err != nil {
 		return reconcile.Result{}, err
 	}
+	last, written := c.times.lastWrite(node)
+	why := c.needWrite(strategy, node, updated, in.Now, last, written)
+	if why == "" {
+		c.times.setDue(node.Name, nextDue(in, last, written))
+		return reconcile.Result{}, nil
+	}
+	// The explanation is encoded only for a write: most reconciles (a NodeMetric report that moves nothing much)
+	// end above, and this is their most expensive step.
 	if err := setExplanation(updated, in.Now, strategyName(snap, node), nr); err != nil {
 		return reconcile.Result{}, err
-	}
-	why := c.needWrite(strategy, node, updated, in.Now)
-	if why == "" {
-		c.due.set(node.Name, nextDue(in, node))
-		return reconcile.Result{}, nil
 	}
 	patch := client.MergeFrom(node)
 	data, err := patch.Data(updated)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
 	}
-	if string(data) == "{}" {
-		c.due.set(node.Name, nextDue(in, node))
-		return reconcile.Result{}, nil
-	}
 	if err := c.client.Status().Patch(ctx, updated, client.RawPatch(patch.Type(), data)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("writing resources of node %s (%s): %w", node.Name, why, err)
 	}
 	c.metrics.writes.Inc()
-	c.due.set(node.Name, nextDue(in, updated))
+	stamp := in.Now.Truncate(time.Second)
+	c.times.wrote(node.Name, stamp)
+	c.times.setDue(node.Name, nextDue(in, stamp, true))
 	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
 	return reconcile.Result{}, nil
 }
@@ -253,17 +257,17 @@ func (c *Controller) input(ctx context.Context, node *corev1.Node, strategy *slo
 	return in, nil
 }
 
-// needWrite says why the prepared node must be written, or "" when it must not.
-func (c *Controller) needWrite(strategy *sloconfig.ColocationStrategy, node, updated *corev1.Node, now time.Time) string {
+// needWrite says why the prepared node must be written, or "" when it must not. last is when the controller last
+// wrote the node, if written.
+func (c *Controller) needWrite(strategy *sloconfig.ColocationStrategy, node, updated *corev1.Node, now, last time.Time, written bool) string {
 	if need, why := c.registry.NeedSync(strategy, node, updated); need {
 		return why
 	}
 	if need, why := c.registry.NeedSyncMeta(strategy, node, updated); need {
 		return why
 	}
-	last, ok := lastUpdate(node)
 	threshold := time.Duration(ptr.Deref(strategy.UpdateTimeThresholdSeconds, 0)) * time.Second
-	if ok && now.Sub(last) >= threshold && resourcesMoved(node, updated) {
+	if written && now.Sub(last) >= threshold && resourcesMoved(node, updated) {
 		return fmt.Sprintf("last update %s ago, at least updateTimeThresholdSeconds (%s)", now.Sub(last).Truncate(time.Second), threshold)
 	}
 	return ""
@@ -321,7 +325,7 @@ func lastUpdate(node *corev1.Node) (time.Time, bool) {
 // nextDue is when the node must be looked at again even if nothing happens: when its NodeMetric goes stale, or when
 // its forced update comes due, whichever is first and still ahead. A time already past is no reason to look again:
 // the reconcile that just ran saw it.
-func nextDue(in *framework.Input, node *corev1.Node) time.Time {
+func nextDue(in *framework.Input, last time.Time, written bool) time.Time {
 	var due time.Time
 	consider := func(t time.Time) {
 		if t.After(in.Now) && (due.IsZero() || t.Before(due)) {
@@ -331,7 +335,7 @@ func nextDue(in *framework.Input, node *corev1.Node) time.Time {
 	if d := in.MetricDeadline(); !d.IsZero() {
 		consider(d.Add(time.Second))
 	}
-	if last, ok := lastUpdate(node); ok {
+	if written {
 		consider(last.Add(time.Duration(ptr.Deref(in.Strategy.UpdateTimeThresholdSeconds, 0)) * time.Second))
 	}
 	return due
@@ -348,35 +352,71 @@ func sameName(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
 }
 
-// dueTimes remembers, per node, when the resync clock must enqueue it.
-type dueTimes struct {
-	mu sync.Mutex
-	at map[string]time.Time
+// nodeTimes remembers, per node, when the controller last wrote it and when the resync clock must enqueue it. The
+// last write is read from the node's explanation annotation once (after a restart), then kept here, so that a
+// reconcile that writes nothing decodes nothing.
+type nodeTimes struct {
+	mu    sync.Mutex
+	nodes map[string]*times
 }
 
-func newDueTimes() *dueTimes { return &dueTimes{at: map[string]time.Time{}} }
+type times struct {
+	lastWrite time.Time
+	written   bool
+	due       time.Time
+}
 
-func (d *dueTimes) set(node string, at time.Time) {
+func newNodeTimes() *nodeTimes { return &nodeTimes{nodes: map[string]*times{}} }
+
+// get returns the node's record, creating it from the annotation on first use. The caller holds mu.
+func (d *nodeTimes) get(node *corev1.Node) *times {
+	t, ok := d.nodes[node.Name]
+	if !ok {
+		t = &times{}
+		t.lastWrite, t.written = lastUpdate(node)
+		d.nodes[node.Name] = t
+	}
+	return t
+}
+
+func (d *nodeTimes) lastWrite(node *corev1.Node) (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if at.IsZero() {
-		delete(d.at, node)
-		return
-	}
-	d.at[node] = at
+	t := d.get(node)
+	return t.lastWrite, t.written
 }
 
-func (d *dueTimes) forget(node string) { d.set(node, time.Time{}) }
+func (d *nodeTimes) wrote(node string, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.nodes[node]; ok {
+		t.lastWrite, t.written = at, true
+	}
+}
 
-// take removes and returns the nodes due at now.
-func (d *dueTimes) take(now time.Time) []string {
+func (d *nodeTimes) setDue(node string, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.nodes[node]; ok {
+		t.due = at
+	}
+}
+
+func (d *nodeTimes) forget(node string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.nodes, node)
+}
+
+// take returns the nodes due at now and clears their due time.
+func (d *nodeTimes) take(now time.Time) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var nodes []string
-	for n, at := range d.at {
-		if !at.After(now) {
+	for n, t := range d.nodes {
+		if !t.due.IsZero() && !t.due.After(now) {
 			nodes = append(nodes, n)
-			delete(d.at, n)
+			t.due = time.Time{}
 		}
 	}
 	return nodes
@@ -386,7 +426,7 @@ func (d *dueTimes) take(now time.Time) []string {
 type resyncer struct {
 	clock    clock.WithTicker
 	interval time.Duration
-	due      *dueTimes
+	times    *nodeTimes
 	out      chan<- event.TypedGenericEvent[*corev1.Node]
 }
 
@@ -399,7 +439,7 @@ func (r *resyncer) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C():
-			for _, n := range r.due.take(now) {
+			for _, n := range r.times.take(now) {
 				node := &corev1.Node{}
 				node.Name = n
 				select {
