@@ -89,6 +89,10 @@ fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing inpu
 .PHONY: test
 test: verify-generated vet lint fuzz unit e2e ## Everything CI checks.
 
+.PHONY: bench-noderesource
+bench-noderesource: build ## Node-resource benchmark: 2,000 nodes with 30 pods and a NodeMetric each (not in `make test`; ~6 min).
+	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/noderesource $(BENCH_FLAGS)
+
 .PHONY: bench-nodeallocation
 bench-nodeallocation: build ## Node-allocation benchmark: 2,000 nodes, 60,000 pods, churn (not in `make test`; ~10 min).
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/nodeallocation $(BENCH_FLAGS)

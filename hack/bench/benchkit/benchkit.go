@@ -177,13 +177,14 @@ type Process struct {
 	done chan error
 }
 
-// Start runs bin with args.
-func Start(bin string, args ...string) (*Process, error) {
+// Start runs bin with args, with env ("NAME=value") added to the benchmark's own environment.
+func Start(env []string, bin string, args ...string) (*Process, error) {
 	logFile, err := os.CreateTemp("", "gleaner-bench-"+filepath.Base(bin)+"-*.log")
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	p := &Process{Cmd: cmd, Log: logFile.Name(), done: make(chan error, 1)}
 	p.Started = time.Now()
