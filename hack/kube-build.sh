@@ -6,12 +6,14 @@
 # Usage:
 #   hack/kube-build.sh envtest            # kube-apiserver, kubectl, etcd; prints the KUBEBUILDER_ASSETS directory
 #   hack/kube-build.sh bin NAME...        # any of: kube-apiserver kubectl kubelet kube-scheduler
-#                                         #         kube-controller-manager etcd; prints the directory of each
+#                                         #         kube-controller-manager etcd containerd; prints the directory
+#                                         #         of each (containerd also builds containerd-shim-runc-v2 and ctr)
 #
 # Environment:
 #   GLEANER_CACHE   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gleaner)
 #   KUBE_VERSION    Kubernetes version (default v1.36.3, the line Gleaner's client libraries follow)
 #   ETCD_VERSION    etcd version (default v3.6.8, the one k8s.io/kubernetes v1.36.3 itself requires)
+#   CONTAINERD_VERSION  containerd version (default v2.4.2: NRI is on by default from v2; Debian's 1.6 has none)
 #
 # Only the asked-for directory goes to stdout; progress goes to stderr, so `$(hack/kube-build.sh envtest)` works.
 set -euo pipefail
@@ -21,6 +23,10 @@ ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
 CACHE=${GLEANER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gleaner}
 KUBE_BIN=$CACHE/kubernetes/$KUBE_VERSION/bin
 ETCD_BIN=$CACHE/etcd/$ETCD_VERSION/bin
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
+CONTAINERD_BIN=$CACHE/containerd/$CONTAINERD_VERSION/bin
+# The containerd commands the local cluster runs: the daemon, the runc shim it starts per pod, and its CLI.
+CONTAINERD_COMMANDS=(containerd containerd-shim-runc-v2 ctr)
 
 # The Kubernetes commands a throwaway module can build; each must be imported by its tools file so go.sum covers it.
 KUBE_COMMANDS=(kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager)
@@ -29,6 +35,24 @@ log() { printf 'kube-build: %s\n' "$*" >&2; }
 
 # Staging minor version: v1.36.3 -> v0.36.3.
 staging_version() { echo "v0.${KUBE_VERSION#v1.}"; }
+
+# write_tools DIR PREFIX COMMAND... writes DIR/tools.go importing PREFIX/COMMAND for each command, so that go mod
+# tidy records everything they import, and tidies the module.
+write_tools() {
+  local dir=$1 prefix=$2 c
+  shift 2
+  {
+    echo "//go:build tools"
+    echo
+    echo "// Package tools pins the commands this module builds so that go mod tidy records their imports."
+    echo "package tools"
+    echo
+    echo "import ("
+    for c in "$@"; do echo "	_ \"$prefix/$c\""; done
+    echo ")"
+  } >"$dir/tools.go"
+  (cd "$dir" && go mod tidy >&2)
+}
 
 # kube_module prepares (once) a module that requires k8s.io/kubernetes and pins every staging module it replaces
 # with a local path in its own go.mod to the published v0.x version of the same release.
@@ -52,17 +76,7 @@ kube_module() {
     for m in $staging; do echo "	$m => $m $(staging_version)"; done
     echo ")"
   } >"$dir/go.mod"
-  {
-    echo "//go:build tools"
-    echo
-    echo "// Package tools pins the commands this module builds so that go mod tidy records their imports."
-    echo "package tools"
-    echo
-    echo "import ("
-    for c in "${KUBE_COMMANDS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
-    echo ")"
-  } >"$dir/tools.go"
-  (cd "$dir" && go mod tidy >&2)
+  write_tools "$dir" k8s.io/kubernetes/cmd "${KUBE_COMMANDS[@]}"
   touch "$dir/.ready"
   echo "$dir"
 }
@@ -116,6 +130,37 @@ GO
   (cd "$dir" && go mod tidy >&2 && CGO_ENABLED=0 go build -trimpath -o "$ETCD_BIN/etcd.tmp" . && mv -f "$ETCD_BIN/etcd.tmp" "$ETCD_BIN/etcd")
 }
 
+# build_containerd builds containerd, its runc shim and ctr from a throwaway module whose tools file imports the three
+# commands. CGO is off and the snapshotters that need C libraries are left out by their build tags; the overlayfs
+# snapshotter the local cluster uses is pure Go.
+build_containerd() {
+  local c missing=()
+  for c in "${CONTAINERD_COMMANDS[@]}"; do [[ -x $CONTAINERD_BIN/$c ]] || missing+=("$c"); done
+  ((${#missing[@]})) || return 0
+  local dir=$CACHE/src/containerd-$CONTAINERD_VERSION pkgs=()
+  log "building containerd $CONTAINERD_VERSION (minutes on a cold Go build cache)"
+  if [[ ! -f $dir/.ready ]]; then
+    rm -rf "$dir" && mkdir -p "$dir"
+    cat >"$dir/go.mod" <<MOD
+module gleaner.local/containerd-build
+
+go 1.26
+
+require github.com/containerd/containerd/v2 $CONTAINERD_VERSION
+MOD
+    write_tools "$dir" github.com/containerd/containerd/v2/cmd "${CONTAINERD_COMMANDS[@]}"
+    touch "$dir/.ready"
+  fi
+  for c in "${missing[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$c"); done
+  mkdir -p "$CONTAINERD_BIN"
+  local tmp
+  tmp=$(mktemp -d "$CONTAINERD_BIN/.build.XXXXXX")
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs" \
+    -ldflags "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" -o "$tmp/" "${pkgs[@]}")
+  for c in "${missing[@]}"; do mv -f "$tmp/$c" "$CONTAINERD_BIN/$c"; done
+  rmdir "$tmp"
+}
+
 # with_lock serialises builds: two test runs started together must not both compile kube-apiserver.
 with_lock() {
   mkdir -p "$CACHE"
@@ -126,10 +171,11 @@ with_lock() {
 
 # built reports whether every named component is already in the cache, so a warm run never waits on the lock.
 built() {
-  local c
+  local c b
   for c in "$@"; do
     case $c in
       etcd) [[ -x $ETCD_BIN/etcd ]] || return 1 ;;
+      containerd) for b in "${CONTAINERD_COMMANDS[@]}"; do [[ -x $CONTAINERD_BIN/$b ]] || return 1; done ;;
       *) [[ -x $KUBE_BIN/$c ]] || return 1 ;;
     esac
   done
@@ -153,12 +199,14 @@ bins() {
   for c in "$@"; do
     case $c in
       etcd) dirs+=("$ETCD_BIN") ;;
+      containerd) dirs+=("$CONTAINERD_BIN") ;;
       kube-apiserver|kubectl|kubelet|kube-scheduler|kube-controller-manager) kube+=("$c"); dirs+=("$KUBE_BIN") ;;
       *) echo "kube-build: unknown component $c" >&2; exit 2 ;;
     esac
   done
   if ! built "$@"; then
     [[ " $* " == *" etcd "* ]] && with_lock build_etcd
+    [[ " $* " == *" containerd "* ]] && with_lock build_containerd
     ((${#kube[@]})) && with_lock build_kube "${kube[@]}"
   fi
   printf '%s\n' "${dirs[@]}" | sort -u
@@ -167,5 +215,5 @@ bins() {
 case ${1:-} in
   envtest) envtest ;;
   bin) shift; bins "$@" ;;
-  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh is `make run`: it starts a bare control plane (kube-apiserver and etcd built by hack/kube-build.sh, with
+# run.sh is `make run-bare`: it starts a bare control plane (kube-apiserver and etcd built by hack/kube-build.sh, with
 # Gleaner's CRDs) and runs gleaner-manager against it in the foreground. Ctrl-C stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."

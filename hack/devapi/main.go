@@ -1,5 +1,5 @@
 // Command devapi runs a bare control plane (kube-apiserver and etcd, no nodes) with Gleaner's CRDs installed and the
-// manager's namespace created, writes a kubeconfig for it, and keeps it up until interrupted. `make run` uses it
+// manager's namespace created, writes a kubeconfig for it, and keeps it up until interrupted. `make run-bare` uses it
 // when no full local cluster is wanted; the binaries come from hack/kube-build.sh.
 package main
 

@@ -152,12 +152,12 @@ var simulated = []struct {
 	qos      slov1alpha1.QoSClass
 }{
 	{
-		testutil.Pod("web").PriorityClassName("agent-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+		testutil.Pod("web").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
 			Container("app").Requests("cpu", "1", "memory", "1Gi").Obj(),
 		hostsim.Usage{CPU: 0.8, Memory: 600 << 20, PageCache: 100 << 20}, slov1alpha1.PriorityProd, slov1alpha1.QoSLS,
 	},
 	{
-		testutil.Pod("batch").PriorityClassName("agent-batch").Label(slov1alpha1.LabelQoSClass, "BE").
+		testutil.Pod("batch").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").
 			Container("job").Requests(string(slov1alpha1.BatchCPU), "1000").Limits(string(slov1alpha1.BatchCPU), "1000").Obj(),
 		hostsim.Usage{CPU: 0.5, Memory: 300 << 20, Throttled: 0.2}, slov1alpha1.PriorityBatch, slov1alpha1.QoSBE,
 	},
@@ -351,10 +351,7 @@ func simulatedHost(t *testing.T, e *testenv.Env, node string) (*hostsim.Host, sl
 			NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{{Duration: 4 * time.Second}, {Duration: 8 * time.Second}}},
 		}}},
 	)
-	for _, pc := range []*schedulingv1.PriorityClass{
-		{ObjectMeta: metav1.ObjectMeta{Name: "agent-prod"}, Value: 9500},
-		{ObjectMeta: metav1.ObjectMeta{Name: "agent-batch"}, Value: 5500},
-	} {
+	for _, pc := range testutil.PriorityClasses() {
 		if err := e.Client.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}

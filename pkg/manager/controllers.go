@@ -1,13 +1,16 @@
 package manager
 
 import (
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeallocation"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodemetric"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeslo"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
 // Controller is one controller of gleaner-manager.
@@ -19,56 +22,39 @@ type Controller interface {
 	SetupWithManager(mgr ctrl.Manager) error
 }
 
-// Deps are what the controllers share, built once by New. Constructors only keep what they are given: they run
-// for flag validation too, with zero Deps.
+// Deps are what the controllers share, built once by New. Constructors only keep what they are given: they also
+// run for flag validation, with only default Options set.
 type Deps struct {
 	// Options are the manager's options.
 	Options *Options
 	// Clock is the time source of every controller; tests pass a fake one.
 	Clock clock.WithTicker
+	// SLOConfig is the one shared, versioned copy of the slo-controller-config ConfigMap: read Current once per
+	// reconcile, and watch WatchesRawSource(SLOConfig.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged)) (or
+	// another NodeChangedFunc) to reconcile the nodes a config change affects. The sloconfig controller is its only
+	// writer.
+	SLOConfig *sloconfig.Store
+	// SLOConfigMap names the slo-controller-config ConfigMap.
+	SLOConfigMap types.NamespacedName
 }
 
 // controllers returns every controller gleaner-manager has, in the order they are set up. Adding a controller is
 // one line here.
 func controllers(d Deps) []Controller {
-	return []Controller{}
+	return []Controller{
+		nodeallocation.New(nodeallocation.Config{Clock: d.Clock}),
+		sloconfigmap.New(d.SLOConfig, d.SLOConfigMap),
+		nodeslo.New(d.SLOConfig),
+		nodemetric.New(d.SLOConfig),
+		noderesource.New(d.SLOConfig, d.Clock, d.Options.NodeResource),
+	}
 }
 
 // controllerNames lists the names of all controllers, for flag validation.
 func controllerNames() []string {
 	var names []string
-	for _, c := range controllers(Deps{}) {
+	for _, c := range controllers(Deps{Options: NewOptions()}) {
 		names = append(names, c.Name())
 	}
 	return names
-}
-
-// enabled reports whether the --controllers selection turns the named controller on. An explicit "name" or "-name"
-// wins over "*".
-func enabled(selection []string, name string) bool {
-	on := false
-	for _, s := range selection {
-		switch s {
-		case name:
-			return true
-		case "-" + name:
-			return false
-		case "*":
-			on = true
-		}
-	}
-	return on
-}
-
-func validateControllerSelection(selection []string) error {
-	known := controllerNames()
-	var errs []error
-	for _, s := range selection {
-		name := strings.TrimPrefix(s, "-")
-		if name == "*" || slices.Contains(known, name) {
-			continue
-		}
-		errs = append(errs, fmt.Errorf("--controllers: unknown controller %q (known: %s)", name, strings.Join(known, ", ")))
-	}
-	return errors.Join(errs...)
 }

@@ -5,19 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/webhookcert"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+	"github.com/gleaner-sh/gleaner/pkg/toggle"
+	"github.com/gleaner-sh/gleaner/pkg/webhook/configmap"
 )
 
 // NewScheme returns a scheme with the built-in kinds and Gleaner's.
@@ -52,15 +61,29 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	if err := CheckReachable(cfg, opts.ConnectTimeout); err != nil {
 		return err
+	}
+	if opts.Webhook.Port != 0 && opts.Webhook.CertSecret != "" && opts.Webhook.CertDir == "" {
+		dir, err := os.MkdirTemp("", "gleaner-webhook-certs-")
+		if err != nil {
+			return fmt.Errorf("creating a directory for the webhook certificate: %w", err)
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		o := *opts
+		o.Webhook.CertDir = dir
+		opts = &o
 	}
 	mgr, err := New(cfg, opts)
 	if err != nil {
 		return err
 	}
+	if err := addCertProvisioner(ctx, mgr, cfg, opts); err != nil {
+		return err
+	}
 	ctrl.Log.WithName("gleaner-manager").Info("serving", "apiServer", cfg.Host, "metrics", opts.MetricsAddr,
-		"health", opts.HealthAddr, "leaderElection", opts.LeaderElect, "namespace", opts.Namespace)
+		"health", opts.HealthAddr, "leaderElection", opts.LeaderElect, "namespace", opts.Namespace, "webhookPort", opts.Webhook.Port)
 	return mgr.Start(ctx)
 }
 
@@ -86,10 +109,18 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	shutdown := opts.ShutdownTimeout
+	sloConfigMap := types.NamespacedName{Namespace: opts.Namespace, Name: opts.SLOConfigName}
+	var webhookServer webhook.Server
+	if opts.Webhook.Port != 0 {
+		webhookServer = webhook.NewServer(webhook.Options{Host: opts.Webhook.Host, Port: opts.Webhook.Port, CertDir: opts.Webhook.CertDir})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         cacheOptions(opts.Namespace),
+		WebhookServer:                 webhookServer,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.Namespace,
@@ -105,8 +136,20 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr)); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	for _, c := range controllers(Deps{Options: opts, Clock: clock.RealClock{}}) {
-		if !enabled(opts.Controllers, c.Name()) {
+	if webhookServer != nil {
+		// GetWebhookServer (not the variable) adds the server to the manager's runnables.
+		mgr.GetWebhookServer().Register(configmap.Path, configmap.NewValidator(sloConfigMap).Webhook())
+		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
+			return nil, fmt.Errorf("adding the webhook readiness check: %w", err)
+		}
+	}
+	// The shared indexes, once, before any controller: controller-runtime refuses an index registered twice.
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	deps := Deps{Options: opts, Clock: clock.RealClock{}, SLOConfig: sloconfig.NewStore(), SLOConfigMap: sloConfigMap}
+	for _, c := range controllers(deps) {
+		if !toggle.Enabled(opts.Controllers, c.Name()) {
 			continue
 		}
 		if err := c.SetupWithManager(mgr); err != nil {
@@ -114,6 +157,32 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// addCertProvisioner, when the manager manages the webhook certificate, makes sure the certificate exists before
+// the webhook server starts (it fails without one), and keeps it current while the manager runs.
+func addCertProvisioner(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options) error {
+	if opts.Webhook.Port == 0 || opts.Webhook.CertSecret == "" {
+		return nil
+	}
+	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return fmt.Errorf("creating a client for the webhook certificate: %w", err)
+	}
+	p := webhookcert.New(c, clock.RealClock{}, webhookcert.Options{
+		Namespace:         opts.Namespace,
+		SecretName:        opts.Webhook.CertSecret,
+		ServiceName:       opts.Webhook.ServiceName,
+		ConfigurationName: opts.Webhook.ConfigurationName,
+		CertDir:           opts.Webhook.CertDir,
+	})
+	if err := p.Ensure(ctx); err != nil {
+		return fmt.Errorf("preparing the webhook certificate: %w", err)
+	}
+	if err := mgr.Add(p); err != nil {
+		return fmt.Errorf("adding the webhook certificate provisioner: %w", err)
+	}
+	return nil
 }
 
 // informersSynced is ready once the manager's informer caches hold a full list of what they watch.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,24 @@ func TestOptionsValidate(t *testing.T) {
 			mutate:  func(o *Options) { o.MetricsAddr, o.HealthAddr, o.ConnectTimeout = "8080", "localhost", 0 },
 			wantErr: []string{"--metrics-bind-address", "--health-probe-bind-address", "--connect-timeout"},
 		},
-		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`unknown controller "nosuch"`}},
+		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`--controllers: unknown name "nosuch"`}},
+		{name: "controllers of this manager", mutate: func(o *Options) { o.Controllers = []string{"sloconfig", "nodeslo", "-nodemetric"} }},
+		{name: "unknown node-resource plugin", mutate: func(o *Options) { o.NodeResource.Plugins = []string{"*", "-gpu"} }, wantErr: []string{`--noderesource-plugins: unknown name "gpu"`}},
+		{name: "no noderesource workers", mutate: func(o *Options) { o.NodeResource.Workers = 0 }, wantErr: []string{"--noderesource-workers"}},
+		{name: "client rate", mutate: func(o *Options) { o.KubeAPIQPS = 0 }, wantErr: []string{"--kube-api-qps"}},
+		{name: "no SLO ConfigMap name", mutate: func(o *Options) { o.SLOConfigName = "" }, wantErr: []string{"--slo-config-name"}},
+		{name: "webhook port out of range", mutate: func(o *Options) { o.Webhook.Port = 70000 }, wantErr: []string{"--webhook-port"}},
+		{name: "webhook off needs nothing", mutate: func(o *Options) { o.Webhook = WebhookOptions{} }},
+		{
+			name:    "external certificates need their directory",
+			mutate:  func(o *Options) { o.Webhook.CertSecret, o.Webhook.CertDir = "", "" },
+			wantErr: []string{"--webhook-cert-dir"},
+		},
+		{
+			name:    "managed certificates need the service and configuration names",
+			mutate:  func(o *Options) { o.Webhook.ServiceName = "" },
+			wantErr: []string{"--webhook-service-name"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,26 +85,6 @@ func TestOptionsValidate(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestEnabled(t *testing.T) {
-	tests := []struct {
-		selection []string
-		name      string
-		want      bool
-	}{
-		{[]string{"*"}, "nodeslo", true},
-		{[]string{"*", "-nodeslo"}, "nodeslo", false},
-		{[]string{"-nodeslo", "*"}, "nodeslo", false},
-		{[]string{"nodeslo"}, "nodeslo", true},
-		{[]string{"nodeslo"}, "nodemetric", false},
-		{nil, "nodeslo", false},
-	}
-	for _, tt := range tests {
-		if got := enabled(tt.selection, tt.name); got != tt.want {
-			t.Errorf("enabled(%q, %q) = %v, want %v", tt.selection, tt.name, got, tt.want)
-		}
 	}
 }
 
@@ -127,6 +125,10 @@ func TestManagerServesAndStops(t *testing.T) {
 	o := NewOptions()
 	o.Kubeconfig = e.Kubeconfig
 	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
+	// The webhook serves with the certificate the manager generates itself (no webhook configuration is installed
+	// here, so there is no caBundle to set); readyz only passes once it serves TLS.
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	o.Webhook.Port, _ = strconv.Atoi(port)
 	o.ShutdownTimeout = 5 * time.Second
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -136,6 +138,11 @@ func TestManagerServesAndStops(t *testing.T) {
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "ok")
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "leader_election_master_status")
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_slo_config_key_valid{key="colocation-config"} 1`)
+	secret := &corev1.Secret{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Webhook.CertSecret}, secret); err != nil || len(secret.Data["tls.crt"]) == 0 {
+		t.Errorf("the manager did not keep its webhook certificate in Secret %s: %v", o.Webhook.CertSecret, err)
+	}
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.LeaderElectionID}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
+	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
 // Options configure gleaner-manager. Fill them with AddFlags, or set them directly in tests, then call Validate.
@@ -23,12 +26,43 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr is where /healthz and /readyz are served; "0" turns them off.
 	HealthAddr string
+	// PprofAddr is where Go's /debug/pprof profiles are served; "0" (the default) turns them off.
+	PprofAddr string
 	// ConnectTimeout bounds the first contact with the API server.
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds how long running reconciles may take to finish after a stop signal.
 	ShutdownTimeout time.Duration
 	// Controllers selects the controllers to run: "*" for all, a name to add one, "-name" to leave one out.
 	Controllers []string
+	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the API server (client-side token bucket).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// SLOConfigName is the name of the SLO ConfigMap (slo-controller-config) in Namespace.
+	SLOConfigName string
+	// Webhook configures the admission webhook server.
+	Webhook WebhookOptions
+	// NodeResource configures the controller that publishes batch and mid resources.
+	NodeResource noderesource.Options
+}
+
+// WebhookOptions configure the admission webhook that validates the SLO ConfigMap.
+type WebhookOptions struct {
+	// Port is where the webhook server listens (TLS); 0 turns the webhook server off.
+	Port int
+	// Host is the address the server binds; empty means every interface.
+	Host string
+	// CertDir holds tls.crt and tls.key. With CertSecret set, the manager writes them there itself, into a new
+	// temporary directory when CertDir is empty.
+	CertDir string
+	// CertSecret is the Secret in Namespace where the manager keeps the self-signed CA and serving certificate it
+	// generates, shared by every replica. Empty means the certificate is provided in CertDir by something else
+	// (cert-manager, or the test API server) and the manager leaves certificates alone.
+	CertSecret string
+	// ServiceName is the Service in front of the webhook; the certificate is issued for its DNS names.
+	ServiceName string
+	// ConfigurationName is the ValidatingWebhookConfiguration whose caBundle the manager keeps current when it
+	// manages the certificate.
+	ConfigurationName string
 }
 
 // NewOptions returns the defaults.
@@ -39,9 +73,20 @@ func NewOptions() *Options {
 		LeaderElectionID: "gleaner-manager.slo.gleaner.sh",
 		MetricsAddr:      ":8080",
 		HealthAddr:       ":8081",
+		PprofAddr:        "0",
 		ConnectTimeout:   10 * time.Second,
 		ShutdownTimeout:  30 * time.Second,
 		Controllers:      []string{"*"},
+		KubeAPIQPS:       30,
+		KubeAPIBurst:     60,
+		SLOConfigName:    "slo-controller-config",
+		Webhook: WebhookOptions{
+			Port:              9443,
+			CertSecret:        "gleaner-webhook-cert",
+			ServiceName:       "gleaner-webhook-service",
+			ConfigurationName: "gleaner-validating-webhook-configuration",
+		},
+		NodeResource: noderesource.DefaultOptions(),
 	}
 }
 
@@ -53,13 +98,32 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader lease")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus /metrics endpoint; 0 disables it")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address of Go's /debug/pprof profiles; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server allowed in a burst above --kube-api-qps")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
+	fs.StringSliceVar(&o.NodeResource.Plugins, "noderesource-plugins", o.NodeResource.Plugins, "node-resource plugins to run: '*' for all, 'name' to add one, '-name' to leave one out")
+	fs.IntVar(&o.NodeResource.Workers, "noderesource-workers", o.NodeResource.Workers, "nodes the noderesource controller reconciles at once")
+	fs.BoolVar(&o.NodeResource.TermMetrics, "noderesource-term-metrics", o.NodeResource.TermMetrics, "export every derivation term as gleaner_noderesource_term (about 50 series per node; costs scrape CPU on large clusters)")
+	fs.DurationVar(&o.NodeResource.ResyncInterval, "noderesource-resync-interval", o.NodeResource.ResyncInterval, "how often the noderesource controller checks for NodeMetrics going stale")
+	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
+	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")
+	fs.StringVar(&o.Webhook.Host, "webhook-host", o.Webhook.Host, "address the webhook server binds; empty means all")
+	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", o.Webhook.CertDir, "directory with the webhook's tls.crt and tls.key; empty: a temporary directory, when the manager generates them")
+	fs.StringVar(&o.Webhook.CertSecret, "webhook-cert-secret", o.Webhook.CertSecret, "Secret in --namespace where the manager keeps the self-signed webhook certificate it generates; empty: certificates are provided in --webhook-cert-dir")
+	fs.StringVar(&o.Webhook.ServiceName, "webhook-service-name", o.Webhook.ServiceName, "Service in front of the webhook (the certificate's DNS names)")
+	fs.StringVar(&o.Webhook.ConfigurationName, "webhook-configuration-name", o.Webhook.ConfigurationName, "ValidatingWebhookConfiguration whose caBundle the manager keeps current")
 }
 
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
+	return errors.Join(o.validateServing(), o.validateControllers(), o.validateWebhook())
+}
+
+// validateServing checks what the manager itself needs: its namespace, lease, addresses and API client.
+func (o *Options) validateServing() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
@@ -70,6 +134,7 @@ func (o *Options) Validate() error {
 	for _, a := range []struct{ flag, addr string }{
 		{"--metrics-bind-address", o.MetricsAddr},
 		{"--health-probe-bind-address", o.HealthAddr},
+		{"--pprof-bind-address", o.PprofAddr},
 	} {
 		if a.addr == "0" {
 			continue
@@ -78,14 +143,49 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
 		}
 	}
-	if err := validateControllerSelection(o.Controllers); err != nil {
-		errs = append(errs, err)
-	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))
 	}
 	if o.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, got %s", o.ShutdownTimeout))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.KubeAPIQPS, o.KubeAPIBurst))
+	}
+	return errors.Join(errs...)
+}
+
+// validateControllers checks the controller selection and each controller's options.
+func (o *Options) validateControllers() error {
+	var errs []error
+	if err := toggle.Validate("--controllers", o.Controllers, controllerNames()); err != nil {
+		errs = append(errs, err)
+	}
+	if o.SLOConfigName == "" {
+		errs = append(errs, errors.New("--slo-config-name must not be empty"))
+	}
+	if err := toggle.Validate("--noderesource-plugins", o.NodeResource.Plugins, noderesource.PluginNames()); err != nil {
+		errs = append(errs, err)
+	}
+	if o.NodeResource.Workers <= 0 || o.NodeResource.ResyncInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--noderesource-workers and --noderesource-resync-interval must be positive, got %d and %s",
+			o.NodeResource.Workers, o.NodeResource.ResyncInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// validateWebhook checks the admission webhook's server and certificate options.
+func (o *Options) validateWebhook() error {
+	w := o.Webhook
+	var errs []error
+	if w.Port < 0 || w.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port must be 0 (off) or a port, got %d", w.Port))
+	}
+	if w.Port != 0 && w.CertSecret == "" && w.CertDir == "" {
+		errs = append(errs, errors.New("--webhook-cert-dir must name the certificates' directory when --webhook-cert-secret is empty"))
+	}
+	if w.Port != 0 && w.CertSecret != "" && (w.ServiceName == "" || w.ConfigurationName == "") {
+		errs = append(errs, errors.New("--webhook-service-name and --webhook-configuration-name are needed to manage the webhook certificate"))
 	}
 	return errors.Join(errs...)
 }

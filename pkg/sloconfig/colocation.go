@@ -26,6 +26,8 @@ const (
 )
 
 // ColocationCfg is the whole colocation-config key: the cluster strategy inline, plus node overrides.
+//
+// +kubebuilder:object:generate=true
 type ColocationCfg struct {
 	ColocationStrategy `json:",inline"`
 	// NodeConfigs override the cluster strategy for the nodes their selector matches; the first match wins.
@@ -33,14 +35,18 @@ type ColocationCfg struct {
 }
 
 // NodeCfgProfile names a node override and selects its nodes.
+//
+// +kubebuilder:object:generate=true
 type NodeCfgProfile struct {
 	// Name identifies the override; unique within its key.
 	Name string `json:"name,omitempty"`
-	// NodeSelector selects the nodes the override applies to.
+	// NodeSelector selects the nodes the override applies to; required. An empty selector ({}) matches every node.
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 }
 
 // NodeColocationCfg is one node override of the colocation strategy.
+//
+// +kubebuilder:object:generate=true
 type NodeColocationCfg struct {
 	NodeCfgProfile     `json:",inline"`
 	ColocationStrategy `json:",inline"`
@@ -48,6 +54,8 @@ type NodeColocationCfg struct {
 
 // ColocationStrategy is how batch and mid resources are reclaimed on a node. Field names are those of seed 002's
 // colocation-config; nil means "inherit" until the strategy is merged, and never appears in a merged strategy.
+//
+// +kubebuilder:object:generate=true
 type ColocationStrategy struct {
 	// Enable turns colocation on for the node: without it the batch and mid resources are removed. Default false.
 	Enable *bool `json:"enable,omitempty"`

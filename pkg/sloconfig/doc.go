@@ -1,4 +1,17 @@
 // Package sloconfig parses the slo-controller-config ConfigMap (the keys and JSON fields of seed 002) into typed,
-// defaulted, validated strategies, and merges the cluster strategy with the node overrides whose selector matches a
-// node.
+// defaulted, validated strategies, merges the cluster strategy with the first node override whose selector matches a
+// node, and keeps the result as one shared, versioned Snapshot for every controller of gleaner-manager.
+//
+// The pieces, in the order data flows through them:
+//
+//   - parse.go: ParseConfigMap and ParseKey (one io.Reader per key); fields.go: how field names are matched (as
+//     encoding/json does, so configs written for the system the seeds describe work unchanged) and the Findings about
+//     unknown, case-mismatched and repeated fields.
+//   - validate.go: ranges and enums from the NodeSLO CRD's own schema, plus the checks a schema cannot express.
+//   - compile.go: layering (defaults < clusterStrategy < first matching nodeStrategies/nodeConfigs entry).
+//   - defaults.go: the documented default of every field, and WithDefaults for readers of a NodeSLO.
+//   - store.go, snapshot.go, source.go: the Store every controller reads (Current), what a node gets from a Snapshot
+//     (Colocation, NodeSLOSpec, NodeMetricSpec), and NodeSource, which enqueues only the nodes a change affects.
+//
+// docs/configuration.md documents every key and field for users.
 package sloconfig

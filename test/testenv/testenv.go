@@ -51,14 +51,41 @@ type Env struct {
 	Kubeconfig string
 
 	once     sync.Once
+	onStop   []func()
 	startErr error
 	skip     string
 	env      *envtest.Environment
 	dir      string
+	webhooks []string
+}
+
+// Option configures an Env.
+type Option func(*Env)
+
+// WithWebhookManifests installs the webhook configurations in these files or directories (such as
+// config/webhook), rewritten by envtest to call a local webhook server with a certificate it generates; Webhook
+// says where that server must listen.
+func WithWebhookManifests(paths ...string) Option {
+	return func(e *Env) { e.webhooks = append(e.webhooks, paths...) }
 }
 
 // New returns an Env that starts on its first Start.
-func New() *Env { return &Env{} }
+func New(opts ...Option) *Env {
+	e := &Env{}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Webhook returns where the webhooks installed WithWebhookManifests expect their server: LocalServingHost,
+// LocalServingPort and LocalServingCertDir (tls.crt, tls.key), valid after Start.
+func (e *Env) Webhook() envtest.WebhookInstallOptions {
+	if e.env == nil {
+		return envtest.WebhookInstallOptions{}
+	}
+	return e.env.WebhookInstallOptions
+}
 
 // Run runs the package's tests and stops the control plane afterwards; pass its result to os.Exit.
 func (e *Env) Run(m *testing.M) int {
@@ -118,6 +145,7 @@ func (e *Env) start() {
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: e.webhooks},
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		e.startErr = err
@@ -135,7 +163,14 @@ func (e *Env) start() {
 	e.startErr = e.writeKubeconfig(e.Kubeconfig)
 }
 
+// OnStop registers f to run before the control plane stops, after the package's tests: the place to stop managers
+// a test started, so the API server is not left waiting on their watches.
+func (e *Env) OnStop(f func()) { e.onStop = append(e.onStop, f) }
+
 func (e *Env) stop() error {
+	for i := len(e.onStop) - 1; i >= 0; i-- {
+		e.onStop[i]()
+	}
 	if e.env == nil || e.Config == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ package testutil
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,14 +42,19 @@ func (b *PodBuilder) Node(name string) *PodBuilder { b.pod.Spec.NodeName = name;
 // Phase sets status.phase.
 func (b *PodBuilder) Phase(p corev1.PodPhase) *PodBuilder { b.pod.Status.Phase = p; return b }
 
-// Priority sets spec.priority.
+// Priority sets spec.priority. A real API server accepts it only with the matching priorityClassName: use
+// PriorityClass for pods that go to one.
 func (b *PodBuilder) Priority(p int32) *PodBuilder { b.pod.Spec.Priority = &p; return b }
 
-// PriorityClassName sets spec.priorityClassName; the API server's priority admission then fills spec.priority
-// from the PriorityClass, so a pod created through the API names a class instead of calling Priority.
-func (b *PodBuilder) PriorityClassName(name string) *PodBuilder {
-	b.pod.Spec.PriorityClassName = name
-	return b
+// PriorityClass sets spec.priorityClassName to one of PriorityClasses and spec.priority to its value.
+func (b *PodBuilder) PriorityClass(name string) *PodBuilder {
+	for _, pc := range PriorityClasses() {
+		if pc.Name == name {
+			b.pod.Spec.PriorityClassName = name
+			return b.Priority(pc.Value)
+		}
+	}
+	panic("testutil: unknown priority class " + name)
 }
 
 // Label adds a label.
@@ -84,6 +90,14 @@ func (b *PodBuilder) InitContainer(name string, restartable bool) *PodBuilder {
 	}
 	b.pod.Spec.InitContainers = append(b.pod.Spec.InitContainers, c)
 	b.last = &b.pod.Spec.InitContainers[len(b.pod.Spec.InitContainers)-1]
+	return b
+}
+
+// Image sets the image and arguments of the current container, with pull policy Never: the local cluster's images
+// (gleaner.local/NAME:dev, test/workloads) are imported, never pulled.
+func (b *PodBuilder) Image(image string, args ...string) *PodBuilder {
+	c := b.current()
+	c.Image, c.Args, c.ImagePullPolicy = image, args, corev1.PullNever
 	return b
 }
 
@@ -158,6 +172,19 @@ func (b *PodBuilder) Running(containerID string) *PodBuilder {
 	return b
 }
 
+// StatusRequests records in status.containerStatuses that container runs with these requests, allocated and
+// actuated: the state of an in-place resize the kubelet has applied while the spec may still ask for more or less.
+func (b *PodBuilder) StatusRequests(container string, pairs ...string) *PodBuilder {
+	list := corev1.ResourceList{}
+	setPairs(list, pairs)
+	b.pod.Status.ContainerStatuses = append(b.pod.Status.ContainerStatuses, corev1.ContainerStatus{
+		Name:               container,
+		AllocatedResources: list,
+		Resources:          &corev1.ResourceRequirements{Requests: list.DeepCopy()},
+	})
+	return b
+}
+
 // Obj returns the pod.
 func (b *PodBuilder) Obj() *corev1.Pod { return b.pod }
 
@@ -218,4 +245,13 @@ func setPairs(list corev1.ResourceList, pairs []string) {
 	for i := 0; i < len(pairs); i += 2 {
 		list[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
 	}
+}
+
+// PriorityClasses returns one PriorityClass per colocation band, for tests against a real API server: gleaner-prod
+// (9500), gleaner-mid (7500), gleaner-batch (5500), gleaner-free (3500).
+func PriorityClasses() []*schedulingv1.PriorityClass {
+	pc := func(name string, v int32) *schedulingv1.PriorityClass {
+		return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: v}
+	}
+	return []*schedulingv1.PriorityClass{pc("gleaner-prod", 9500), pc("gleaner-mid", 7500), pc("gleaner-batch", 5500), pc("gleaner-free", 3500)}
 }

@@ -42,3 +42,10 @@ func TestPodBuilderRunning(t *testing.T) {
 		t.Errorf("statuses = %+v", pod.Status.ContainerStatuses)
 	}
 }
+
+func TestPodBuilderImage(t *testing.T) {
+	c := Pod("p").Container("burn").Image("gleaner.local/burner:dev", "--load=500m").Obj().Spec.Containers[0]
+	if c.Image != "gleaner.local/burner:dev" || len(c.Args) != 1 || c.Args[0] != "--load=500m" || c.ImagePullPolicy != corev1.PullNever {
+		t.Errorf("container = %+v, want the burner image, its argument and pull policy Never", c)
+	}
+}

@@ -41,8 +41,9 @@ type NodeAllocationStatus struct {
 	// +optional
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
 
-	// Requests is the sum of the counted pods' requests, for every resource the node or a pod names. A resource the
-	// node offers but no pod requests appears with quantity 0.
+	// Requests is the sum of the counted pods' requests: for cpu, memory and ephemeral-storage always, for every
+	// other resource the node offers except pods (PodCount counts those), and for every resource a pod requests.
+	// A resource no pod requests appears with quantity 0.
 	// +optional
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 

@@ -102,8 +102,8 @@ func TestInformerFollowsItsNode(t *testing.T) {
 	e := env.Start(t)
 	create(t, e.Client,
 		testutil.Node("inf-a").Obj(), testutil.Node("inf-b").Obj(),
-		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "inf-prod"}, Value: 9100},
-		testutil.Pod("a1").Node("inf-a").PriorityClassName("inf-prod").Label(slov1alpha1.LabelQoSClass, "LS").Container("c").Obj(),
+		testutil.PriorityClasses()[0],
+		testutil.Pod("a1").Node("inf-a").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").Container("c").Obj(),
 		testutil.Pod("a2").Node("inf-a").Container("c").Obj(),
 		testutil.Pod("b1").Node("inf-b").Container("c").Obj(),
 		testutil.Pod("unbound").Container("c").Obj(),

@@ -1,0 +1,168 @@
+// Command gleaner-local runs Gleaner on a real single-node Kubernetes cluster on this machine (internal/localcluster):
+//
+//	gleaner-local run       cluster up, Gleaner and the demo deployed, the report printed; Ctrl-C tears it all down
+//	gleaner-local up        start the cluster (building what is missing) and import the images; it keeps running
+//	gleaner-local deploy    apply config/local (Gleaner) and wait for its pods
+//	gleaner-local demo      apply config/demo (the demo workload) and wait for the service
+//	gleaner-local report    print what `run` prints: nodes, pods, Gleaner's objects
+//	gleaner-local images    rebuild the images and import them into the running cluster
+//	gleaner-local status    what runs, with PIDs and memory
+//	gleaner-local down      stop everything and remove what the cluster left on the machine
+//	gleaner-local check     say whether the cluster can run here (exit 1 if not)
+//	gleaner-local bench     start and stop it --runs times; print the times and each component's memory
+//
+// It needs root and a cgroup v1 host. `make run` is `gleaner-local run`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
+)
+
+// options are the global flags.
+type options struct {
+	stateDir string
+	repoRoot string
+	watch    time.Duration
+	runs     int
+	settle   time.Duration
+}
+
+func main() {
+	var o options
+	fs := pflag.NewFlagSet("gleaner-local", pflag.ContinueOnError)
+	fs.StringVar(&o.stateDir, "state-dir", envOr("GLEANER_LOCAL_STATE", localcluster.DefaultStateDir),
+		"state directory: configuration, logs, data ($GLEANER_LOCAL_STATE)")
+	fs.StringVar(&o.repoRoot, "repo", "", "Gleaner's source tree (default: found from the working directory)")
+	fs.DurationVar(&o.watch, "watch", 0, "with run: print the report again at this interval (0: once)")
+	fs.IntVar(&o.runs, "runs", 3, "with bench: how many times to start and stop the cluster")
+	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with bench: how long the demo runs before memory is read")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: gleaner-local [flags] run|up|deploy|demo|report|images|status|down|check|bench")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, fs.Arg(0), o); err != nil {
+		fmt.Fprintf(os.Stderr, "gleaner-local: %v\n", err)
+		if errors.Is(err, localcluster.ErrCannotRun) {
+			fmt.Fprintln(os.Stderr, "gleaner-local: `make run-bare` runs gleaner-manager against a control plane without a node instead")
+		}
+		os.Exit(1)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(ctx context.Context, command string, o options) error {
+	if command == "check" {
+		if err := localcluster.Preflight(); err != nil {
+			return err
+		}
+		fmt.Println("the local cluster can run on this machine")
+		return nil
+	}
+	root := o.repoRoot
+	if root == "" {
+		var err error
+		if root, err = findRepoRoot(); err != nil {
+			return err
+		}
+	}
+	c, err := localcluster.New(localcluster.Config{StateDir: o.stateDir, RepoRoot: root})
+	if err != nil {
+		return err
+	}
+	d := demo{cluster: c, repoRoot: root}
+	switch command {
+	case "run":
+		return d.run(ctx, o.watch)
+	case "up":
+		// Idempotent: a cluster that already runs is what `up` asks for; say so and leave it alone.
+		if err := c.Up(ctx); errors.Is(err, localcluster.ErrAlreadyRunning) {
+			fmt.Printf("gleaner-local: %v\n", err)
+		} else if err != nil {
+			return err
+		}
+		d.printAccess()
+		return nil
+	case "deploy":
+		return d.deployGleaner(ctx)
+	case "demo":
+		return d.deployDemo(ctx)
+	case "report":
+		d.report(ctx)
+		return nil
+	case "images":
+		return c.ReloadImages(ctx)
+	case "status":
+		return printStatus(c)
+	case "down":
+		return c.Down(context.WithoutCancel(ctx))
+	case "bench":
+		return d.bench(ctx, o.runs, o.settle)
+	default:
+		return fmt.Errorf("unknown command %q (run, up, deploy, demo, report, images, status, down, check, bench)", command)
+	}
+}
+
+// findRepoRoot walks up from the working directory to the directory with hack/kube-build.sh.
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "kube-build.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside Gleaner's source tree (no hack/kube-build.sh above the working directory); pass --repo")
+		}
+		dir = parent
+	}
+}
+
+func printStatus(c *localcluster.Cluster) error {
+	s, err := c.Status()
+	if err != nil {
+		return err
+	}
+	if s.StartedAt.IsZero() {
+		fmt.Printf("no local cluster in %s\n", s.StateDir)
+		return nil
+	}
+	state := "running"
+	if !s.Running {
+		state = "NOT fully running (run `gleaner-local down` to clean up)"
+	}
+	fmt.Printf("local cluster in %s: %s, started %s\n", s.StateDir, state, s.StartedAt.Format(time.RFC3339))
+	fmt.Printf("%-24s %8s %6s %10s\n", "COMPONENT", "PID", "ALIVE", "RSS")
+	for _, p := range s.Components {
+		fmt.Printf("%-24s %8d %6t %7.0fMiB\n", p.Name, p.PID, p.Alive, float64(p.RSSBytes)/(1<<20))
+	}
+	return nil
+}

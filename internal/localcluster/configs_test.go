@@ -1,0 +1,181 @@
+package localcluster
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// hostPathsAllowed are the only absolute paths outside the state directory that the configuration and the command
+// lines may name: the Debian packages' programs, the host's resolver and the NRI socket (at its default on purpose).
+func hostPathsAllowed() []string {
+	return []string{RuncPath, CNIBinDir, "/etc/resolv.conf", NRISocket}
+}
+
+// absPath matches an absolute path, not the "//host" of a URL.
+var absPath = regexp.MustCompile(`(?:^|[\s='":])(/[A-Za-z0-9._-][A-Za-z0-9._/-]*)`)
+
+// outsideState returns the absolute paths in text, comments (#) left out, that are neither under dir nor allowed.
+func outsideState(text, dir string) []string {
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			lines = append(lines, line)
+		}
+	}
+	var out []string
+	for _, m := range absPath.FindAllStringSubmatch(strings.Join(lines, "\n"), -1) {
+		p := m[1]
+		if p == "/" || strings.HasPrefix(p, dir+"/") || slices.Contains(hostPathsAllowed(), p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func writeTestConfigs(t *testing.T) (Layout, *pki) {
+	t.Helper()
+	l := Layout{Dir: t.TempDir()}
+	p, err := writePKI(l.PKIDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeConfigs(l, p); err != nil {
+		t.Fatal(err)
+	}
+	return l, p
+}
+
+func TestConfigsStayInTheStateDirectory(t *testing.T) {
+	l, _ := writeTestConfigs(t)
+	for _, f := range []string{
+		filepath.Join(l.ConfigDir(), kubeletConfigFile),
+		filepath.Join(l.ConfigDir(), containerdConfigFile),
+		filepath.Join(l.CNIConfDir(), cniConfigFile),
+	} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "{{") || strings.Contains(string(b), "<no value>") {
+			t.Errorf("%s has an unfilled template field", f)
+		}
+		if out := outsideState(string(b), l.Dir); len(out) > 0 {
+			t.Errorf("%s names host paths %v; everything the cluster writes belongs in the state directory", filepath.Base(f), out)
+		}
+	}
+}
+
+func TestKubeletConfig(t *testing.T) {
+	l, _ := writeTestConfigs(t)
+	b, err := os.ReadFile(filepath.Join(l.ConfigDir(), kubeletConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("kubelet config is not YAML: %v", err)
+	}
+	// The settings each of which was needed on these hosts (LOCAL-CLUSTER.md).
+	for key, want := range map[string]any{
+		"kind":                     "KubeletConfiguration",
+		"failCgroupV1":             false,
+		"cgroupDriver":             "cgroupfs",
+		"cgroupRoot":               "/",
+		"cgroupsPerQOS":            true,
+		"failSwapOn":               false,
+		"address":                  Host,
+		"healthzBindAddress":       Host,
+		"readOnlyPort":             float64(0),
+		"containerRuntimeEndpoint": "unix://" + l.ContainerdSocket(),
+	} {
+		if cfg[key] != want {
+			t.Errorf("kubelet config %s = %v, want %v", key, cfg[key], want)
+		}
+	}
+}
+
+func TestCNIConfig(t *testing.T) {
+	l, _ := writeTestConfigs(t)
+	b, err := os.ReadFile(filepath.Join(l.CNIConfDir(), cniConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Plugins []struct {
+			Type   string `json:"type"`
+			Bridge string `json:"bridge"`
+			IPMasq bool   `json:"ipMasq"`
+			IPAM   struct {
+				DataDir string `json:"dataDir"`
+				Ranges  [][]struct {
+					Subnet string `json:"subnet"`
+				} `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("CNI config is not JSON: %v", err)
+	}
+	if len(cfg.Plugins) != 1 {
+		t.Fatalf("CNI plugins %+v, want the bridge only", cfg.Plugins)
+	}
+	p := cfg.Plugins[0]
+	// No masquerading: it needs iptables rules in the host, which Down would have to find and remove.
+	if p.Type != "bridge" || p.Bridge != BridgeName || p.IPMasq || p.IPAM.Ranges[0][0].Subnet != PodCIDR || p.IPAM.DataDir != l.Path("cni") {
+		t.Errorf("CNI bridge config %+v", p)
+	}
+}
+
+func TestKubeconfigs(t *testing.T) {
+	l, p := writeTestConfigs(t)
+	for path, user := range map[string]string{
+		l.Kubeconfig():                                    adminUser,
+		componentKubeconfig(l, "kubelet"):                 kubeletUser,
+		componentKubeconfig(l, "kube-scheduler"):          schedulerUser,
+		componentKubeconfig(l, "kube-controller-manager"): controllerManagerUser,
+	} {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if cfg.Host != APIServerURL() || cfg.BearerToken != p.tokens[user] || len(cfg.CAData) == 0 {
+			t.Errorf("%s: host %s, token of %s %t, CA %d bytes", path, cfg.Host, user, cfg.BearerToken == p.tokens[user], len(cfg.CAData))
+		}
+	}
+}
+
+// Every component listens on 127.0.0.1 only and keeps its files in the state directory.
+func TestComponentsListenLocallyAndStayInTheStateDirectory(t *testing.T) {
+	l, p := writeTestConfigs(t)
+	comps := components(l, p)
+	var names []string
+	for _, c := range comps {
+		names = append(names, c.name)
+		for _, a := range c.args {
+			flag, value, _ := strings.Cut(a, "=")
+			if strings.HasSuffix(flag, "address") && !strings.Contains(flag, "advertise") && value != Host {
+				t.Errorf("%s %s: want %s", c.name, a, Host)
+			}
+			if strings.Contains(flag, "urls") && !strings.Contains(value, "://"+Host+":") {
+				t.Errorf("%s %s: want %s", c.name, a, Host)
+			}
+			if out := outsideState(a, l.Dir); len(out) > 0 {
+				t.Errorf("%s %s names host paths %v", c.name, a, out)
+			}
+		}
+	}
+	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
+	if !slices.Equal(names, want) {
+		t.Errorf("start order %v, want %v", names, want)
+	}
+}

@@ -1,0 +1,88 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Apply applies a kustomization directory (`kubectl apply --server-side -k dir`) and waits for the CRDs it holds
+// to be established, so that objects of those kinds can be created right after.
+func (c *Cluster) Apply(ctx context.Context, dir string) error {
+	if _, err := c.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-k", dir); err != nil {
+		return fmt.Errorf("applying %s: %w", dir, err)
+	}
+	out, err := c.Kubectl(ctx, "kustomize", dir)
+	if err != nil {
+		return fmt.Errorf("rendering %s: %w", dir, err)
+	}
+	if strings.Contains(out, "kind: CustomResourceDefinition") {
+		if _, err := c.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
+			return fmt.Errorf("waiting for the CRDs of %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// WaitWorkloadsReady waits until every Deployment and DaemonSet in the namespace has all its pods updated and
+// ready. It needs no names, so a workload added to the manifests is waited for with no change here.
+func (c *Cluster) WaitWorkloadsReady(ctx context.Context, namespace string, timeout time.Duration) error {
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	var notReady []string
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		notReady = nil
+		deps, err := cs.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			notReady = []string{err.Error()}
+			return false, nil
+		}
+		for _, d := range deps.Items {
+			if !deploymentReady(&d) {
+				notReady = append(notReady, fmt.Sprintf("deployment/%s (%d of %d ready)", d.Name, d.Status.ReadyReplicas, replicas(d.Spec.Replicas)))
+			}
+		}
+		dss, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			notReady = []string{err.Error()}
+			return false, nil
+		}
+		for _, d := range dss.Items {
+			if !daemonSetReady(&d) {
+				notReady = append(notReady, fmt.Sprintf("daemonset/%s (%d of %d ready)", d.Name, d.Status.NumberReady, d.Status.DesiredNumberScheduled))
+			}
+		}
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		pods, _ := c.Kubectl(ctx, "get", "pods", "-n", namespace, "-o", "wide")
+		return fmt.Errorf("waiting for the workloads in %s (not ready: %s): %w\n%s", namespace, strings.Join(notReady, ", "), err, pods)
+	}
+	return nil
+}
+
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func deploymentReady(d *appsv1.Deployment) bool {
+	want := replicas(d.Spec.Replicas)
+	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want &&
+		d.Status.ReadyReplicas == want && d.Status.AvailableReplicas == want
+}
+
+func daemonSetReady(d *appsv1.DaemonSet) bool {
+	want := d.Status.DesiredNumberScheduled
+	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedNumberScheduled == want &&
+		d.Status.NumberReady == want
+}

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+// Explanation is one node's entry in `kubectl glean explain -o json|yaml`.
+type Explanation struct {
+	// Node is the node's name.
+	Node string `json:"node"`
+	// Published are the values on the node now, for the resources the explanation covers.
+	Published corev1.ResourceList `json:"published,omitempty"`
+	// Explanation is the node's noderesource.gleaner.sh/explanation annotation, decoded.
+	Explanation slov1alpha1.NodeResourceExplanation `json:"explanation"`
+}
+
+func newExplainCommand(f *Factory) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "explain NODE...",
+		Short: "Why a node offers the batch and mid resources it does: every term of the calculation",
+		Long: `Print how gleaner-manager derived the reclaimed resources (kubernetes.io/batch-cpu, batch-memory, mid-cpu,
+mid-memory) it published on a node: the formula, the policy, every input and intermediate term, the NodeMetric it
+used and its age, or why a resource was removed (colocation disabled, NodeMetric missing or stale).
+
+The derivation is the one that produced the values now on the node: gleaner-manager writes both in one request.
+It reads the node's noderesource.gleaner.sh/explanation annotation; it needs get on nodes.`,
+		Example: `  kubectl glean explain node-1
+  kubectl glean explain node-1 node-2 -o yaml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExplain(cmd.Context(), f, output, args)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: the readable derivation)")
+	return cmd
+}
+
+func runExplain(ctx context.Context, f *Factory, output string, names []string) error {
+	if output != outputTable && output != outputJSON && output != outputYAML {
+		return fmt.Errorf("-o %q: want json or yaml (or nothing for the derivation)", output)
+	}
+	_, c, err := f.Clients()
+	if err != nil {
+		return err
+	}
+	var all []Explanation
+	for _, name := range names {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("node %q not found", name)
+			}
+			return fmt.Errorf("getting node %s: %w", name, err)
+		}
+		e, err := explanationOf(node)
+		if err != nil {
+			return err
+		}
+		all = append(all, e)
+	}
+	return printExplanations(f.Out, all, output, f.Clock)
+}
+
+// explanationOf decodes a node's explanation annotation and collects the values the node carries now.
+func explanationOf(node *corev1.Node) (Explanation, error) {
+	raw, ok := node.Annotations[slov1alpha1.AnnotationResourceExplanation]
+	if !ok {
+		return Explanation{}, fmt.Errorf("node %s has no %s annotation: gleaner-manager's noderesource controller has not published reclaimed resources on it yet (is gleaner-manager running, and has the slo-controller-config ConfigMap been loaded?)",
+			node.Name, slov1alpha1.AnnotationResourceExplanation)
+	}
+	e := Explanation{Node: node.Name, Published: corev1.ResourceList{}}
+	if err := json.Unmarshal([]byte(raw), &e.Explanation); err != nil {
+		return Explanation{}, fmt.Errorf("node %s: decoding its %s annotation: %w", node.Name, slov1alpha1.AnnotationResourceExplanation, err)
+	}
+	for _, d := range e.Explanation.Resources {
+		if q, ok := node.Status.Allocatable[d.Resource]; ok {
+			e.Published[d.Resource] = q
+		}
+	}
+	return e, nil
+}
+
+func printExplanations(w io.Writer, all []Explanation, format string, clk clock.PassiveClock) error {
+	switch format {
+	case outputJSON:
+		b, err := json.MarshalIndent(all, "", "    ")
+		if err != nil {
+			return fmt.Errorf("encoding as JSON: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	case outputYAML:
+		b, err := yaml.Marshal(all)
+		if err != nil {
+			return fmt.Errorf("encoding as YAML: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	for i, e := range all {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := printDerivation(w, e, clk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printDerivation writes one node's explanation as a short readable derivation.
+func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
+	exp := e.Explanation
+	fmt.Fprintf(w, "Node %s: published %s (%s ago), colocation strategy: %s\n", e.Node,
+		exp.UpdateTime.UTC().Format("2006-01-02 15:04:05 MST"), age(clk, exp.UpdateTime.Time), orDash(exp.Strategy))
+	for _, d := range exp.Resources {
+		fmt.Fprintln(w)
+		if d.Value == nil {
+			fmt.Fprintf(w, "%s: not offered (plugin %s)\n  %s\n", d.Resource, d.Plugin, d.Reason)
+			if q, ok := e.Published[d.Resource]; ok {
+				fmt.Fprintf(w, "  warning: the node carries %s = %s anyway; something other than gleaner-manager set it\n", d.Resource, q.String())
+			}
+			continue
+		}
+		fmt.Fprintf(w, "%s = %s  (plugin %s", d.Resource, valueText(d.Resource, *d.Value), d.Plugin)
+		if d.MetricTime != nil {
+			fmt.Fprintf(w, ", NodeMetric of %s, %s before publishing", d.MetricTime.UTC().Format("15:04:05"),
+				exp.UpdateTime.Sub(d.MetricTime.Time).Truncate(1e9))
+		}
+		fmt.Fprintln(w, ")")
+		if q, ok := e.Published[d.Resource]; !ok || q.Cmp(*d.Value) != 0 {
+			fmt.Fprintf(w, "  warning: the node carries %s, not this value; something other than gleaner-manager changed it\n", publishedOrNone(q, ok))
+		}
+		fmt.Fprintf(w, "  %s\n", d.Formula)
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		for _, t := range d.Terms {
+			fmt.Fprintf(tw, "    %s\t%s\t%s\n", t.Name, termValue(d.Resource, t.Value), t.Detail)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(d.Zones) > 0 {
+			var zones []string
+			for z, q := range d.Zones {
+				zones = append(zones, z+"="+q.String())
+			}
+			slices.Sort(zones)
+			fmt.Fprintf(w, "  per NUMA zone: %s\n", strings.Join(zones, ", "))
+		}
+	}
+	return nil
+}
+
+// valueText prints a published value with its unit. A reclaimed CPU resource is a count of millicores, which the
+// API server writes as "3k": spelled out, it reads "3000 millicores (3 CPU)".
+func valueText(r corev1.ResourceName, q resource.Quantity) string {
+	if isCPU(r) {
+		return fmt.Sprintf("%d millicores (%s CPU)", q.Value(), resource.NewMilliQuantity(q.Value(), resource.DecimalSI).String())
+	}
+	if approx := approxBytes(q); approx != "" {
+		return fmt.Sprintf("%d bytes (%s)", q.Value(), approx)
+	}
+	return q.String()
+}
+
+// termValue prints a term: CPU terms are CPU quantities already; memory terms in bytes get an approximate
+// binary-unit reading when they are not a round number.
+func termValue(r corev1.ResourceName, q resource.Quantity) string {
+	if isCPU(r) {
+		return q.String()
+	}
+	if approx := approxBytes(q); approx != "" {
+		return q.String() + " (" + approx + ")"
+	}
+	return q.String()
+}
+
+func isCPU(r corev1.ResourceName) bool { return strings.HasSuffix(string(r), "-cpu") }
+
+// approxBytes renders a byte count that is not a round binary quantity as about so many Mi or Gi; "" when the
+// quantity already prints in such units or is small.
+func approxBytes(q resource.Quantity) string {
+	v := q.Value()
+	s := q.String()
+	if v < 1<<20 && v > -(1<<20) || strings.HasSuffix(s, "i") {
+		return ""
+	}
+	if v >= 1<<30 || v <= -(1<<30) {
+		return fmt.Sprintf("≈%.2fGi", float64(v)/(1<<30))
+	}
+	return fmt.Sprintf("≈%.1fMi", float64(v)/(1<<20))
+}
+
+func publishedOrNone(q resource.Quantity, ok bool) string {
+	if !ok {
+		return "no value"
+	}
+	return q.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

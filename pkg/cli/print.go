@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/yaml"
+)
+
+// Output formats of -o.
+const (
+	outputTable = ""
+	outputWide  = "wide"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+)
+
+func validateOutput(o string) error {
+	switch o {
+	case outputTable, outputWide, outputJSON, outputYAML:
+		return nil
+	}
+	return fmt.Errorf("-o %q: want wide, json or yaml (or nothing for the table)", o)
+}
+
+// printReport writes r in format to w.
+func printReport(w io.Writer, r Report, format string, clk clock.PassiveClock) error {
+	switch format {
+	case outputJSON:
+		b, err := json.MarshalIndent(r, "", "    ")
+		if err != nil {
+			return fmt.Errorf("encoding the report as JSON: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	case outputYAML:
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encoding the report as YAML: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	wide := format == outputWide
+	if hasPods(r) {
+		printPods(tw, r, wide, clk)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintln(w); err != nil {
+			return err
+		}
+	}
+	printResources(tw, r, wide)
+	return tw.Flush()
+}
+
+func hasPods(r Report) bool {
+	for _, n := range r.Nodes {
+		if len(n.Pods) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// printResources prints one line per node and resource, the rows of kubectl's "Allocated resources".
+func printResources(w io.Writer, r Report, wide bool) {
+	header := "NODE\tRESOURCE\tREQUESTS\tLIMITS"
+	if wide {
+		header += "\tALLOCATABLE\tPODS"
+	}
+	fmt.Fprintln(w, header)
+	for _, n := range r.Nodes {
+		for _, res := range n.Resources {
+			line := fmt.Sprintf("%s\t%s\t%s\t%s", n.Name, res.Name, withPercent(res.Requests, res.RequestsPercent), withPercent(res.Limits, res.LimitsPercent))
+			if wide {
+				alloc := "-"
+				if q, ok := n.Allocatable[res.Name]; ok {
+					alloc = q.String()
+				}
+				line += fmt.Sprintf("\t%s\t%d", alloc, n.PodCount)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// printPods prints the counted pods' rows, with kubectl's columns.
+func printPods(w io.Writer, r Report, wide bool, clk clock.PassiveClock) {
+	header := "NODE\tNAMESPACE\tPOD\tCPU REQUESTS\tCPU LIMITS\tMEMORY REQUESTS\tMEMORY LIMITS\tAGE"
+	if wide {
+		header += "\tQOS\tPHASE\tOTHER REQUESTS"
+	}
+	fmt.Fprintln(w, header)
+	for _, n := range r.Nodes {
+		for _, p := range n.Pods {
+			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", n.Name, p.Namespace, p.Name,
+				podCell(p.Requests, p.RequestsPercent, corev1.ResourceCPU), podCell(p.Limits, p.LimitsPercent, corev1.ResourceCPU),
+				podCell(p.Requests, p.RequestsPercent, corev1.ResourceMemory), podCell(p.Limits, p.LimitsPercent, corev1.ResourceMemory),
+				age(clk, p.Created.Time))
+			if wide {
+				line += fmt.Sprintf("\t%s\t%s\t%s", p.QoSClass, p.Phase, otherRequests(p.Requests))
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+func withPercent(q resource.Quantity, p *int64) string {
+	if p == nil {
+		return q.String()
+	}
+	return fmt.Sprintf("%s (%d%%)", q.String(), *p)
+}
+
+func podCell(list corev1.ResourceList, percents map[corev1.ResourceName]int64, name corev1.ResourceName) string {
+	q := list[name]
+	if p, ok := percents[name]; ok {
+		return withPercent(q, &p)
+	}
+	return q.String()
+}
+
+// otherRequests lists a pod's requests other than cpu and memory, "name=quantity" sorted by name, or "-".
+func otherRequests(list corev1.ResourceList) string {
+	var parts []string
+	for name, q := range list {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			parts = append(parts, string(name)+"="+q.String())
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,456 @@
+// Package noderesource is the controller that publishes reclaimed resources (kubernetes.io/batch-*,
+// kubernetes.io/mid-*) on nodes through the node-resource framework (package framework) and its plugins (packages
+// under plugins/).
+//
+// Per node, a reconcile reads the Node, its pods (cache index), its NodeMetric, its NodeResourceTopology when the
+// cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
+// status (resources) and the explanation annotation in one request, only when a plugin's NeedSync/NeedSyncMeta
+// asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
+// patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
+//
+// It reconciles on node changes that matter (labels, capacity, allocatable of other resources), NodeMetric status
+// updates, NodeResourceTopology changes, pod creations, deletions and changes of node, phase, priority or requests,
+// config changes (affected nodes only), and on its own clock when a node's NodeMetric is about to go stale or its
+// forced-update time comes, so degradation happens even when nothing else does.
+package noderesource
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+)
+
+// Name is the controller's name.
+const Name = "noderesource"
+
+// Why each permission: nodes are read and their status patched with the resources and the explanation; pods and
+// NodeMetrics are read (cache) as inputs; NodeResourceTopologies are read and their zones updated when the CRD
+// exists; events are recorded on nodes (whose events live in the default namespace) when a plugin fails.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=slo.gleaner.sh,resources=nodemetrics,verbs=get;list;watch
+// +kubebuilder:rbac:groups=topology.node.k8s.io,resources=noderesourcetopologies,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch
+
+// Options configure the controller.
+type Options struct {
+	// Plugins selects the plugins to run: "*" for all, "name" to add one, "-name" to leave one out.
+	Plugins []string
+	// Workers is the number of nodes reconciled concurrently.
+	Workers int
+	// ResyncInterval is how often the controller's clock checks for NodeMetrics going stale and forced updates
+	// coming due.
+	ResyncInterval time.Duration
+	// TermMetrics exports every derivation term as the gleaner_noderesource_term gauge (about 50 series per node);
+	// off, only the values are exported.
+	TermMetrics bool
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{Plugins: []string{"*"}, Workers: 8, ResyncInterval: 30 * time.Second, TermMetrics: true}
+}
+
+// Controller publishes reclaimed resources on nodes.
+type Controller struct {
+	registry *framework.Registry
+	config   *sloconfig.Store
+	clock    clock.WithTicker
+	opts     Options
+
+	client   client.Client
+	recorder events.EventRecorder
+	topology bool
+	metrics  *metrics
+	times    *nodeTimes
+}
+
+// New returns the controller, reading each node's colocation strategy from config. Its plugins are chosen by
+// opts.Plugins when it is set up.
+func New(config *sloconfig.Store, clk clock.WithTicker, opts Options) *Controller {
+	return &Controller{config: config, clock: clk, opts: opts, times: newNodeTimes()}
+}
+
+// Name implements manager.Controller.
+func (c *Controller) Name() string { return Name }
+
+// SetupWithManager registers the watches, the plugins and the resync clock.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	registry, err := NewRegistry(c.opts.Plugins)
+	if err != nil {
+		return err
+	}
+	c.registry = registry
+	c.client = mgr.GetClient()
+	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
+	m, err := newMetrics(ctrlmetrics.Registry, c.opts.TermMetrics)
+	if err != nil {
+		return err
+	}
+	c.metrics = m
+
+	_, err = mgr.GetRESTMapper().RESTMapping(framework.TopologyGVK.GroupKind(), framework.TopologyGVK.Version)
+	switch {
+	case err == nil:
+		c.topology = true
+	case meta.IsNoMatchError(err):
+		log.FromContext(context.Background()).Info("no NodeResourceTopology CRD in the cluster: zone-level resources are off")
+	default:
+		return fmt.Errorf("looking up the NodeResourceTopology kind: %w", err)
+	}
+
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Node{}, builder.WithPredicates(nodeChanged{})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode), builder.WithPredicates(podChanged{})).
+		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(metricChanged{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers})
+	if c.topology {
+		b = b.Watches(framework.NewTopologyObject(), handler.EnqueueRequestsFromMapFunc(sameName))
+	}
+	b = b.WatchesRawSource(c.config.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged))
+	resync := make(chan event.TypedGenericEvent[*corev1.Node], 64)
+	b = b.WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))
+
+	if err := c.registry.Setup(&framework.SetupOptions{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: c.recorder, Builder: b, Clock: c.clock,
+	}); err != nil {
+		return err
+	}
+	if err := mgr.Add(&resyncer{clock: c.clock, interval: c.opts.ResyncInterval, times: c.times, out: resync}); err != nil {
+		return fmt.Errorf("adding the resync clock: %w", err)
+	}
+	return b.Complete(c)
+}
+
+// Reconcile runs the framework for one node.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := c.clock.Now()
+	defer func() { c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds()) }()
+
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, req.NamespacedName, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.metrics.forget(req.Name)
+			c.times.forget(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
+	}
+	// One snapshot for the whole reconcile. Before the config's first load there is nothing to do: that load
+	// enqueues every node.
+	snap := c.config.Current()
+	if snap == nil {
+		return reconcile.Result{}, nil
+	}
+	in, err := c.input(ctx, node, snap.Colocation(node.Labels))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	strategy := in.Strategy
+
+	disabled := ""
+	if !ptr.Deref(strategy.Enable, false) {
+		disabled = "colocation is disabled for node " + node.Name
+	}
+	nr, calcErr := c.registry.Calculate(in, disabled)
+	if calcErr != nil {
+		log.FromContext(ctx).Error(calcErr, "calculating node resources")
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "CalculationFailed", "Calculate", "%v", calcErr)
+	}
+	c.metrics.observe(node.Name, nr)
+	if err := c.registry.PreUpdate(ctx, in, nr); err != nil {
+		log.FromContext(ctx).Error(err, "pre-update of node resources")
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "PreUpdateFailed", "PreUpdate", "%v", err)
+	}
+
+	updated := node.DeepCopy()
+	if err := c.registry.Prepare(in, updated, nr); err != nil {
+		return reconcile.Result{}, err
+	}
+	last, written := c.times.lastWrite(node)
+	why := c.needWrite(strategy, node, updated, in.Now, last, written)
+	if why == "" {
+		c.times.setDue(node.Name, nextDue(in, last, written))
+		return reconcile.Result{}, nil
+	}
+	// The explanation is encoded only for a write: most reconciles (a NodeMetric report that moves nothing much)
+	// end above, and this is their most expensive step.
+	if err := setExplanation(updated, in.Now, strategyName(snap, node), nr); err != nil {
+		return reconcile.Result{}, err
+	}
+	patch := client.MergeFrom(node)
+	data, err := patch.Data(updated)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
+	}
+	if err := c.client.Status().Patch(ctx, updated, client.RawPatch(patch.Type(), data)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing resources of node %s (%s): %w", node.Name, why, err)
+	}
+	c.metrics.writes.Inc()
+	stamp := in.Now.Truncate(time.Second)
+	c.times.wrote(node.Name, stamp)
+	c.times.setDue(node.Name, nextDue(in, stamp, true))
+	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
+	return reconcile.Result{}, nil
+}
+
+// input gathers what the plugins see of a node.
+func (c *Controller) input(ctx context.Context, node *corev1.Node, strategy *sloconfig.ColocationStrategy) (*framework.Input, error) {
+	in := &framework.Input{Node: node, Strategy: strategy, Now: c.clock.Now()}
+
+	pods := &corev1.PodList{}
+	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+	}
+	in.Pods = make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		in.Pods[i] = &pods.Items[i]
+	}
+
+	metric := &slov1alpha1.NodeMetric{}
+	switch err := c.client.Get(ctx, client.ObjectKey{Name: node.Name}, metric); {
+	case err == nil:
+		in.Metric = metric
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("getting NodeMetric %s: %w", node.Name, err)
+	}
+
+	if c.topology {
+		u := framework.NewTopologyObject()
+		switch err := c.client.Get(ctx, client.ObjectKey{Name: node.Name}, u); {
+		case err == nil:
+			t, err := framework.TopologyFrom(u)
+			if err != nil {
+				return nil, err
+			}
+			in.Topology = t
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("getting NodeResourceTopology %s: %w", node.Name, err)
+		}
+	}
+	return in, nil
+}
+
+// needWrite says why the prepared node must be written, or "" when it must not. last is when the controller last
+// wrote the node, if written.
+func (c *Controller) needWrite(strategy *sloconfig.ColocationStrategy, node, updated *corev1.Node, now, last time.Time, written bool) string {
+	if need, why := c.registry.NeedSync(strategy, node, updated); need {
+		return why
+	}
+	if need, why := c.registry.NeedSyncMeta(strategy, node, updated); need {
+		return why
+	}
+	threshold := time.Duration(ptr.Deref(strategy.UpdateTimeThresholdSeconds, 0)) * time.Second
+	if written && now.Sub(last) >= threshold && resourcesMoved(node, updated) {
+		return fmt.Sprintf("last update %s ago, at least updateTimeThresholdSeconds (%s)", now.Sub(last).Truncate(time.Second), threshold)
+	}
+	return ""
+}
+
+// resourcesMoved reports whether any allocatable value differs at all between the two nodes.
+func resourcesMoved(node, updated *corev1.Node) bool {
+	if len(node.Status.Allocatable) != len(updated.Status.Allocatable) {
+		return true
+	}
+	for name, q := range updated.Status.Allocatable {
+		if old, ok := node.Status.Allocatable[name]; !ok || old.Cmp(q) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// strategyName says which part of colocation-config applies to the node.
+func strategyName(snap *sloconfig.Snapshot, node *corev1.Node) string {
+	if name := snap.Override(sloconfig.ColocationConfigKey, node.Labels); name != "" {
+		return "nodeConfigs " + name
+	}
+	return "cluster"
+}
+
+// setExplanation records the derivations of this calculation on the node, stamped with now.
+func setExplanation(node *corev1.Node, now time.Time, strategy string, nr *framework.NodeResource) error {
+	exp := slov1alpha1.NodeResourceExplanation{Strategy: strategy, Resources: nr.Derivations}
+	exp.UpdateTime.Time = now.Truncate(time.Second)
+	data, err := json.Marshal(exp)
+	if err != nil {
+		return fmt.Errorf("encoding the resource explanation of node %s: %w", node.Name, err)
+	}
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[slov1alpha1.AnnotationResourceExplanation] = string(data)
+	return nil
+}
+
+// lastUpdate is when the controller last wrote the node, from its explanation annotation.
+func lastUpdate(node *corev1.Node) (time.Time, bool) {
+	raw, ok := node.Annotations[slov1alpha1.AnnotationResourceExplanation]
+	if !ok {
+		return time.Time{}, false
+	}
+	var exp slov1alpha1.NodeResourceExplanation
+	if err := json.Unmarshal([]byte(raw), &exp); err != nil {
+		return time.Time{}, false
+	}
+	return exp.UpdateTime.Time, true
+}
+
+// nextDue is when the node must be looked at again even if nothing happens: when its NodeMetric goes stale, or when
+// its forced update comes due, whichever is first and still ahead. A time already past is no reason to look again:
+// the reconcile that just ran saw it.
+func nextDue(in *framework.Input, last time.Time, written bool) time.Time {
+	var due time.Time
+	consider := func(t time.Time) {
+		if t.After(in.Now) && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
+	if d := in.MetricDeadline(); !d.IsZero() {
+		consider(d.Add(time.Second))
+	}
+	if written {
+		consider(last.Add(time.Duration(ptr.Deref(in.Strategy.UpdateTimeThresholdSeconds, 0)) * time.Second))
+	}
+	return due
+}
+
+func podToNode(_ context.Context, o client.Object) []reconcile.Request {
+	if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: n}}}
+	}
+	return nil
+}
+
+func sameName(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+}
+
+// nodeTimes remembers, per node, when the controller last wrote it and when the resync clock must enqueue it. The
+// last write is read from the node's explanation annotation once (after a restart), then kept here, so that a
+// reconcile that writes nothing decodes nothing.
+type nodeTimes struct {
+	mu    sync.Mutex
+	nodes map[string]*times
+}
+
+type times struct {
+	lastWrite time.Time
+	written   bool
+	due       time.Time
+}
+
+func newNodeTimes() *nodeTimes { return &nodeTimes{nodes: map[string]*times{}} }
+
+// get returns the node's record, creating it from the annotation on first use. The caller holds mu.
+func (d *nodeTimes) get(node *corev1.Node) *times {
+	t, ok := d.nodes[node.Name]
+	if !ok {
+		t = &times{}
+		t.lastWrite, t.written = lastUpdate(node)
+		d.nodes[node.Name] = t
+	}
+	return t
+}
+
+func (d *nodeTimes) lastWrite(node *corev1.Node) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.get(node)
+	return t.lastWrite, t.written
+}
+
+func (d *nodeTimes) wrote(node string, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.nodes[node]; ok {
+		t.lastWrite, t.written = at, true
+	}
+}
+
+func (d *nodeTimes) setDue(node string, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.nodes[node]; ok {
+		t.due = at
+	}
+}
+
+func (d *nodeTimes) forget(node string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.nodes, node)
+}
+
+// take returns the nodes due at now and clears their due time.
+func (d *nodeTimes) take(now time.Time) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var nodes []string
+	for n, t := range d.nodes {
+		if !t.due.IsZero() && !t.due.After(now) {
+			nodes = append(nodes, n)
+			t.due = time.Time{}
+		}
+	}
+	return nodes
+}
+
+// resyncer enqueues nodes when they come due on the controller's clock.
+type resyncer struct {
+	clock    clock.WithTicker
+	interval time.Duration
+	times    *nodeTimes
+	out      chan<- event.TypedGenericEvent[*corev1.Node]
+}
+
+// Start ticks until ctx ends.
+func (r *resyncer) Start(ctx context.Context) error {
+	t := r.clock.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C():
+			for _, n := range r.times.take(now) {
+				node := &corev1.Node{}
+				node.Name = n
+				select {
+				case r.out <- event.TypedGenericEvent[*corev1.Node]{Object: node}:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// NeedLeaderElection makes the resync clock run only on the leader, with the controller.
+func (r *resyncer) NeedLeaderElection() bool { return true }

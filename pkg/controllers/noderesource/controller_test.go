@@ -1,0 +1,410 @@
+package noderesource_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/cli"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+	"github.com/gleaner-sh/gleaner/test/testenv"
+	tu "github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+var env = testenv.New()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+type harness struct {
+	c     client.Client
+	clock *clocktesting.FakeClock
+}
+
+var (
+	once   sync.Once
+	shared *harness
+	// configMap is where the test's slo-controller-config lives.
+	configMap = types.NamespacedName{Namespace: "gleaner-system", Name: "slo-controller-config"}
+)
+
+// colocationConfig enables colocation cluster-wide; nodes labelled colocation=gray get the "gray" node config,
+// which keeps it on or turns it off.
+func colocationConfig(grayEnabled bool) string {
+	return fmt.Sprintf(`{"enable": true, "nodeConfigs": [
+		{"name": "gray", "nodeSelector": {"matchLabels": {"colocation": "gray"}}, "enable": %t}]}`, grayEnabled)
+}
+
+// start runs, for the whole package, one manager with the real SLO config controller and the noderesource
+// controller sharing one config store, on a fake clock, with colocation enabled by the ConfigMap.
+func start(t *testing.T) *harness {
+	e := env.Start(t)
+	once.Do(func() {
+		ctx := context.Background()
+		// The NodeResourceTopology CRD must exist before the controller starts: it decides then whether to watch it.
+		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/noderesourcetopology-crd.yaml"}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configMap.Namespace}},
+			&corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: configMap.Namespace, Name: configMap.Name},
+				Data:       map[string]string{sloconfig.ColocationConfigKey: colocationConfig(true)},
+			},
+		} {
+			must(t, e.Client.Create(ctx, obj))
+		}
+		for _, pc := range tu.PriorityClasses() {
+			must(t, e.Client.Create(ctx, pc))
+		}
+		mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+			Scheme:                 e.Scheme,
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+			Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+			t.Fatal(err)
+		}
+		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second))}
+		store := sloconfig.NewStore()
+		opts := noderesource.DefaultOptions()
+		opts.ResyncInterval = time.Second
+		must(t, sloconfigmap.New(store, configMap).SetupWithManager(mgr))
+		must(t, noderesource.New(store, h.clock, opts).SetupWithManager(mgr))
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = mgr.Start(runCtx) }()
+		env.OnStop(func() { cancel(); <-done })
+		shared = h
+	})
+	if shared == nil {
+		t.Fatal("the shared manager failed to start in an earlier test")
+	}
+	return shared
+}
+
+// makeNode creates a node of 8 cores and 16Gi with a prod pod using 1 core, and its NodeMetric with 800m of
+// system usage: batch-cpu = 8000 - 3200 (40% margin) - 800 - 1000 = 3000.
+func (h *harness) makeNode(t *testing.T, name string, labels map[string]string) *corev1.Pod {
+	ctx := context.Background()
+	nb := tu.Node(name).Capacity("cpu", "8", "memory", "16Gi", "pods", "110").Allocatable("cpu", "8", "memory", "16Gi", "pods", "110")
+	for k, v := range labels {
+		nb.Label(k, v)
+	}
+	node := nb.Obj()
+	status := node.Status
+	must(t, h.c.Create(ctx, node))
+	node.Status = status
+	must(t, h.c.Status().Update(ctx, node))
+	prod := tu.Pod(name+"-prod").Node(name).PriorityClass("gleaner-prod").Requests("cpu", "2", "memory", "4Gi").Obj()
+	prod.UID = ""
+	must(t, h.c.Create(ctx, prod))
+	h.writeMetric(t, name, prod, "800m")
+	return prod
+}
+
+// writeMetric writes the NodeMetric status the agent would, stamped with the fake clock.
+func (h *harness) writeMetric(t *testing.T, node string, prod *corev1.Pod, systemCPU string) {
+	ctx := context.Background()
+	want := tu.NodeMetric(node).Updated(h.clock.Now()).
+		NodeUsage("cpu", "2", "memory", "6Gi").SystemUsage("cpu", systemCPU, "memory", "1Gi").
+		Pod(prod, "cpu", "1", "memory", "3Gi").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj()
+	nm := &slov1alpha1.NodeMetric{}
+	if err := h.c.Get(ctx, client.ObjectKey{Name: node}, nm); err != nil {
+		nm = &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}}
+		must(t, h.c.Create(ctx, nm))
+	}
+	nm.Status = want.Status
+	must(t, h.c.Status().Update(ctx, nm))
+}
+
+func (h *harness) node(t *testing.T, name string) *corev1.Node {
+	n := &corev1.Node{}
+	must(t, h.c.Get(context.Background(), client.ObjectKey{Name: name}, n))
+	return n
+}
+
+// waitBatchCPU waits until the node publishes batch-cpu = want ("" = absent).
+func (h *harness) waitBatchCPU(t *testing.T, name, want string) *corev1.Node {
+	t.Helper()
+	var n *corev1.Node
+	testenv.Eventually(t, "node "+name+" publishes batch-cpu "+want, func() error {
+		n = h.node(t, name)
+		got, ok := n.Status.Allocatable[slov1alpha1.BatchCPU]
+		switch {
+		case want == "" && !ok:
+			return nil
+		case want == "" && ok:
+			return fmt.Errorf("batch-cpu still %s", got.String())
+		case !ok:
+			return fmt.Errorf("no batch-cpu yet")
+		case got.Cmp(resource.MustParse(want)) != 0:
+			return fmt.Errorf("batch-cpu = %s, want %s", got.String(), want)
+		}
+		return nil
+	})
+	return n
+}
+
+func explanation(t *testing.T, n *corev1.Node) slov1alpha1.NodeResourceExplanation {
+	var exp slov1alpha1.NodeResourceExplanation
+	if err := json.Unmarshal([]byte(n.Annotations[slov1alpha1.AnnotationResourceExplanation]), &exp); err != nil {
+		t.Fatalf("explanation annotation: %v", err)
+	}
+	return exp
+}
+
+func derivation(exp slov1alpha1.NodeResourceExplanation, r corev1.ResourceName) *slov1alpha1.ResourceDerivation {
+	for i := range exp.Resources {
+		if exp.Resources[i].Resource == r {
+			return &exp.Resources[i]
+		}
+	}
+	return nil
+}
+
+func TestPublishesBatchResources(t *testing.T) {
+	h := start(t)
+	h.makeNode(t, "publish", nil)
+	n := h.waitBatchCPU(t, "publish", "3000")
+
+	// memory: 16Gi - 35% margin - max(1Gi system, 0 reserved) - 3Gi prod usage.
+	wantMem := int64(16<<30) - int64(16<<30)*35/100 - (1 << 30) - (3 << 30)
+	if got := n.Status.Allocatable[slov1alpha1.BatchMemory]; got.Value() != wantMem {
+		t.Errorf("batch-memory = %d, want %d", got.Value(), wantMem)
+	}
+	for _, r := range []corev1.ResourceName{slov1alpha1.BatchCPU, slov1alpha1.BatchMemory, slov1alpha1.MidCPU, slov1alpha1.MidMemory} {
+		c, a := n.Status.Capacity[r], n.Status.Allocatable[r]
+		if c.Cmp(a) != 0 {
+			t.Errorf("%s: capacity %s != allocatable %s", r, c.String(), a.String())
+		}
+	}
+	// mid-cpu = min(min(500m reclaimable, 8 - 2 used), 100% cap) = 500.
+	if got := n.Status.Allocatable[slov1alpha1.MidCPU]; got.Value() != 500 {
+		t.Errorf("mid-cpu = %s, want 500", got.String())
+	}
+
+	exp := explanation(t, n)
+	d := derivation(exp, slov1alpha1.BatchCPU)
+	if d == nil || d.Value == nil || d.Value.Cmp(n.Status.Allocatable[slov1alpha1.BatchCPU]) != 0 {
+		t.Fatalf("explanation does not match the published batch-cpu: %+v", d)
+	}
+	terms := map[string]int64{}
+	for _, tm := range d.Terms {
+		terms[tm.Name] = tm.Value.MilliValue()
+	}
+	if got := terms["capacity"] - terms["safetyMargin"] - terms["systemUsed"] - terms["hpUsed"]; got != terms["calculated"] || got != 3000 {
+		t.Errorf("terms do not add up: %v", terms)
+	}
+	if d.MetricTime == nil || !d.MetricTime.Time.Equal(h.clock.Now()) {
+		t.Errorf("metric time = %v, want %v", d.MetricTime, h.clock.Now())
+	}
+	if v := gauge(t, "gleaner_noderesource_value", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
+		t.Errorf("value gauge = %v, want 3000", v)
+	}
+
+	// kubectl glean explain shows the numbers that are on the node.
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(cli.Streams{Out: &out, ErrOut: &errOut}, h.clock)
+	cmd.SetArgs([]string{"--kubeconfig", env.Start(t).Kubeconfig, "explain", "publish"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("kubectl glean explain: %v (%s)", err, errOut.String())
+	}
+	for r, q := range map[corev1.ResourceName]resource.Quantity{
+		slov1alpha1.BatchCPU: n.Status.Allocatable[slov1alpha1.BatchCPU], slov1alpha1.BatchMemory: n.Status.Allocatable[slov1alpha1.BatchMemory],
+		slov1alpha1.MidCPU: n.Status.Allocatable[slov1alpha1.MidCPU],
+	} {
+		if want := fmt.Sprintf("%s = %d ", r, q.Value()); !strings.Contains(out.String(), want) {
+			t.Errorf("explain does not show %q, the node's value:\n%s", want, out.String())
+		}
+	}
+	for _, want := range []string{"capacity", "safetyMargin", "systemUsed", "hpUsed", "calculated"} {
+		if !strings.Contains(out.String(), "    "+want+" ") {
+			t.Errorf("explain lacks the %s term:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestNewHighPriorityPodLowersBatch(t *testing.T) {
+	h := start(t)
+	h.makeNode(t, "newpod", nil)
+	h.waitBatchCPU(t, "newpod", "3000")
+	// No metric for the new pod yet: it counts at its 1-core request.
+	must(t, h.c.Create(context.Background(), tu.Pod("newpod-ls").Node("newpod").Requests("cpu", "1", "memory", "1Gi").Obj()))
+	n := h.waitBatchCPU(t, "newpod", "2000")
+	d := derivation(explanation(t, n), slov1alpha1.BatchCPU)
+	found := false
+	for _, tm := range d.Terms {
+		if tm.Name == "hpUsed" {
+			found = tm.Detail == "usage of 2 high-priority pods, 1 without metric at request"
+		}
+	}
+	if !found {
+		t.Errorf("explanation does not say one pod counted at request: %+v", d.Terms)
+	}
+}
+
+func TestDiffThreshold(t *testing.T) {
+	h := start(t)
+	prod := h.makeNode(t, "diff", nil)
+	rv := h.waitBatchCPU(t, "diff", "3000").ResourceVersion
+	labels := map[string]string{"node": "diff", "resource": string(slov1alpha1.BatchCPU)}
+
+	// 900m of system usage: 2900 is 3.3% below 3000, under the 10% threshold. The controller calculates it (the
+	// gauge shows it) and does not write.
+	h.writeMetric(t, "diff", prod, "900m")
+	testenv.Eventually(t, "the controller calculates 2900", func() error {
+		if v := gauge(t, "gleaner_noderesource_value", labels); v != 2900 {
+			return fmt.Errorf("gauge = %v, want 2900", v)
+		}
+		return nil
+	})
+	testenv.Consistently(t, time.Second, func() error {
+		if n := h.node(t, "diff"); n.ResourceVersion != rv {
+			return fmt.Errorf("node written for a change below the threshold: %s", n.Status.Allocatable.Name(slov1alpha1.BatchCPU, resource.DecimalSI))
+		}
+		return nil
+	})
+
+	// 1500m: 2300 is 23% below, above the threshold.
+	h.writeMetric(t, "diff", prod, "1500m")
+	h.waitBatchCPU(t, "diff", "2300")
+}
+
+func TestStaleMetricDegradesOnTheClock(t *testing.T) {
+	h := start(t)
+	h.makeNode(t, "stale", nil)
+	h.waitBatchCPU(t, "stale", "3000")
+	// Nothing happens in the cluster; only time passes beyond degradeTimeMinutes (15).
+	h.clock.Step(16 * time.Minute)
+	n := h.waitBatchCPU(t, "stale", "")
+	if _, ok := n.Status.Allocatable[slov1alpha1.MidCPU]; ok {
+		t.Error("mid-cpu survived a stale NodeMetric")
+	}
+	d := derivation(explanation(t, n), slov1alpha1.BatchCPU)
+	if d == nil || d.Value != nil || d.Reason != "degraded: NodeMetric stale was last updated 16m0s ago, more than degradeTimeMinutes (15m0s)" {
+		t.Errorf("explanation of the degrade = %+v", d)
+	}
+}
+
+func TestDisablingColocationResetsOnlyThatNode(t *testing.T) {
+	h := start(t)
+	h.makeNode(t, "keep", map[string]string{"colocation": "on"})
+	h.makeNode(t, "drop", map[string]string{"colocation": "gray"})
+	keepRV := h.waitBatchCPU(t, "keep", "3000").ResourceVersion
+	if s := explanation(t, h.waitBatchCPU(t, "drop", "3000")).Strategy; s != "nodeConfigs gray" {
+		t.Errorf("strategy of node drop = %q, want the gray node config", s)
+	}
+
+	cm := &corev1.ConfigMap{}
+	must(t, h.c.Get(context.Background(), configMap, cm))
+	cm.Data[sloconfig.ColocationConfigKey] = colocationConfig(false)
+	must(t, h.c.Update(context.Background(), cm))
+
+	n := h.waitBatchCPU(t, "drop", "")
+	if d := derivation(explanation(t, n), slov1alpha1.BatchCPU); d.Reason != "colocation is disabled for node drop" {
+		t.Errorf("reason = %q", d.Reason)
+	}
+	testenv.Consistently(t, time.Second, func() error {
+		if got := h.node(t, "keep"); got.ResourceVersion != keepRV {
+			return fmt.Errorf("node keep was written although its strategy did not change")
+		}
+		return nil
+	})
+}
+
+func TestZonesWrittenToNodeResourceTopology(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	zone := func(name string) map[string]any {
+		return map[string]any{"name": name, "type": "Node", "resources": []any{
+			map[string]any{"name": "cpu", "capacity": "4", "allocatable": "4", "available": "4"},
+			map[string]any{"name": "memory", "capacity": "8Gi", "allocatable": "8Gi", "available": "8Gi"},
+		}}
+	}
+	nrt := framework.NewTopologyObject()
+	nrt.SetName("zoned")
+	nrt.Object["zones"] = []any{zone("node-0"), zone("node-1")}
+	must(t, h.c.Create(ctx, nrt))
+	h.makeNode(t, "zoned", nil)
+	h.waitBatchCPU(t, "zoned", "3000")
+
+	// Each zone has half the node: 4000 - 1600 margin - (800 system + 1000 prod) / 2 = 1500.
+	testenv.Eventually(t, "zone values in the NodeResourceTopology", func() error {
+		got := framework.NewTopologyObject()
+		if err := h.c.Get(ctx, client.ObjectKey{Name: "zoned"}, got); err != nil {
+			return err
+		}
+		topo, err := framework.TopologyFrom(got)
+		if err != nil {
+			return err
+		}
+		for _, z := range topo.Zones {
+			q, ok := z.Allocatable[slov1alpha1.BatchCPU]
+			if !ok || q.Value() != 1500 {
+				return fmt.Errorf("zone %s batch-cpu = %v (present %v), want 1500", z.Name, q.String(), ok)
+			}
+			if c := z.Allocatable[corev1.ResourceCPU]; c.Value() != 4 {
+				return fmt.Errorf("zone %s lost its cpu entry: %v", z.Name, z.Allocatable)
+			}
+		}
+		return nil
+	})
+}
+
+func gauge(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

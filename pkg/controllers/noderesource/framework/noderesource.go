@@ -1,0 +1,128 @@
+package framework
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+// NodeResource is the merged result of every CalculatePlugin for one node: what the Prepare stage writes.
+type NodeResource struct {
+	// Resources maps a resource to its value; nil means the resource is to be removed.
+	Resources map[corev1.ResourceName]*resource.Quantity
+	// ZoneResources maps a NUMA zone to its resources.
+	ZoneResources map[string]corev1.ResourceList
+	// Labels and Annotations are what plugins want set on the node.
+	Labels, Annotations map[string]string
+	// Messages say, per resource, how its value came about or why it was removed.
+	Messages map[corev1.ResourceName]string
+	// Derivations explain each resource, in the order the items were set.
+	Derivations []slov1alpha1.ResourceDerivation
+}
+
+// NewNodeResource returns a NodeResource holding items.
+func NewNodeResource(items ...ResourceItem) *NodeResource {
+	nr := &NodeResource{
+		Resources:     map[corev1.ResourceName]*resource.Quantity{},
+		ZoneResources: map[string]corev1.ResourceList{},
+		Labels:        map[string]string{},
+		Annotations:   map[string]string{},
+		Messages:      map[corev1.ResourceName]string{},
+	}
+	nr.Set(items...)
+	return nr
+}
+
+// Set merges items into nr; an item for a resource already present replaces it.
+func (nr *NodeResource) Set(items ...ResourceItem) {
+	for _, it := range items {
+		if it.Reset || it.Quantity == nil {
+			nr.Resources[it.Name] = nil
+		} else {
+			q := it.Quantity.DeepCopy()
+			nr.Resources[it.Name] = &q
+		}
+		for zone, q := range it.ZoneQuantity {
+			if nr.ZoneResources[zone] == nil {
+				nr.ZoneResources[zone] = corev1.ResourceList{}
+			}
+			nr.ZoneResources[zone][it.Name] = q.DeepCopy()
+		}
+		maps.Copy(nr.Labels, it.Labels)
+		maps.Copy(nr.Annotations, it.Annotations)
+		nr.Messages[it.Name] = it.Message
+		if it.Derivation != nil {
+			nr.Derivations = slices.DeleteFunc(nr.Derivations, func(d slov1alpha1.ResourceDerivation) bool {
+				return d.Resource == it.Name
+			})
+			nr.Derivations = append(nr.Derivations, *it.Derivation.DeepCopy())
+		}
+	}
+}
+
+// Get returns the value of a resource and whether nr has it; a resource to be removed is (nil, true).
+func (nr *NodeResource) Get(name corev1.ResourceName) (*resource.Quantity, bool) {
+	q, ok := nr.Resources[name]
+	return q, ok
+}
+
+// PrepareResources writes the named resources of nr into node's capacity and allocatable: a value is set in both
+// (an extended resource must be in capacity for the scheduler and kubelet to accept it), a nil value removes it
+// from both. Resources nr does not mention are left alone.
+func PrepareResources(node *corev1.Node, nr *NodeResource, names ...corev1.ResourceName) {
+	for _, name := range names {
+		q, ok := nr.Resources[name]
+		if !ok {
+			continue
+		}
+		if q == nil {
+			delete(node.Status.Capacity, name)
+			delete(node.Status.Allocatable, name)
+			continue
+		}
+		if node.Status.Capacity == nil {
+			node.Status.Capacity = corev1.ResourceList{}
+		}
+		if node.Status.Allocatable == nil {
+			node.Status.Allocatable = corev1.ResourceList{}
+		}
+		node.Status.Capacity[name] = q.DeepCopy()
+		node.Status.Allocatable[name] = q.DeepCopy()
+	}
+}
+
+// ResourcesDiffer reports whether any named resource differs enough between oldNode's and newNode's allocatable to
+// be written: it appears, disappears, or changes by more than threshold relative to the old value.
+func ResourcesDiffer(oldNode, newNode *corev1.Node, threshold float64, names ...corev1.ResourceName) (bool, string) {
+	for _, name := range names {
+		o, hadOld := oldNode.Status.Allocatable[name]
+		n, hasNew := newNode.Status.Allocatable[name]
+		switch {
+		case hadOld && !hasNew:
+			return true, string(name) + " removed"
+		case !hadOld && hasNew:
+			return true, string(name) + " added"
+		case !hadOld:
+			continue
+		}
+		ov, nv := float64(o.Value()), float64(n.Value())
+		if ov == nv {
+			continue
+		}
+		if ov == 0 || abs(nv-ov)/ov > threshold {
+			return true, string(name) + " changed from " + o.String() + " to " + n.String()
+		}
+	}
+	return false, ""
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}

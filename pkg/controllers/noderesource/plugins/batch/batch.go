@@ -1,0 +1,288 @@
+// Package batch is the node-resource plugin that publishes kubernetes.io/batch-cpu and kubernetes.io/batch-memory:
+// the part of a node that high-priority pods and the system reserve but do not use, minus a safety margin.
+//
+// For each of CPU and memory:
+//
+//	batch = capacity - safetyMargin - systemUsed - hpUsed, at least 0, at most cap, and never below batchHeld
+//
+//	safetyMargin = capacity x (100 - reclaimThresholdPercent)%
+//	systemUsed   = max(system usage + host applications outside batch/free, reserved = capacity - allocatable)
+//	               (reserved only, under the request policy: it must not move with measured usage)
+//	hpUsed       = over the high-priority pods (every Pending or Running pod outside the batch and free bands):
+//	               usage policy            their measured usage; a pod without a metric at its request
+//	               request policy          their requests (memory only)
+//	               maxUsageRequest policy  max(usage, request) per pod; a pod without a metric at its request
+//	               A pod's request includes its kubernetes.io/mid-* request.
+//	cap          = capacity x batch{CPU,Memory}ThresholdPercent%
+//	batchHeld    = what the active batch pods on the node already request
+//
+// batchHeld is a floor because publishing less than running batch pods hold helps nobody: it cannot stop them, and
+// a kubelet that restarts would reject them as not fitting. Protecting services from batch pods under pressure is
+// the agent's job (suppression and eviction); the floor only stops new batch pods from being placed.
+//
+// When the node has a NodeResourceTopology, the same calculation runs per NUMA zone, with the zone's own capacity
+// and the node's system and high-priority usage attributed to zones in proportion to their capacity; the zone
+// values are written into the NodeResourceTopology in PreUpdate.
+//
+// Without a usable NodeMetric (missing, never reported, older than degradeTimeMinutes) the plugin degrades: it
+// removes both resources and says why.
+package batch
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+)
+
+// Name is the plugin's name.
+const Name = "batch"
+
+// Resources are the resources this plugin publishes, in order.
+var resources = []corev1.ResourceName{slov1alpha1.BatchCPU, slov1alpha1.BatchMemory}
+
+var (
+	_ framework.SetupPlugin     = &Plugin{}
+	_ framework.CalculatePlugin = &Plugin{}
+	_ framework.PreUpdatePlugin = &Plugin{}
+	_ framework.PreparePlugin   = &Plugin{}
+	_ framework.NeedSyncPlugin  = &Plugin{}
+)
+
+// Plugin calculates batch resources.
+type Plugin struct {
+	client client.Client
+}
+
+// New returns the batch plugin.
+func New() *Plugin { return &Plugin{} }
+
+// Name implements framework.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// Setup keeps the client that writes zone resources into NodeResourceTopology objects.
+func (p *Plugin) Setup(opts *framework.SetupOptions) error {
+	p.client = opts.Client
+	return nil
+}
+
+// Reset removes batch-cpu and batch-memory with message as the reason.
+func (p *Plugin) Reset(_ *corev1.Node, message string) []framework.ResourceItem {
+	items := make([]framework.ResourceItem, 0, len(resources))
+	for _, r := range resources {
+		items = append(items, framework.ResourceItem{
+			Name: r, Reset: true, Message: message,
+			Derivation: &slov1alpha1.ResourceDerivation{Resource: r, Plugin: Name, Reason: message},
+		})
+	}
+	return items
+}
+
+// Calculate derives batch-cpu and batch-memory for in.Node, or degrades when the NodeMetric cannot be used.
+func (p *Plugin) Calculate(in *framework.Input) ([]framework.ResourceItem, error) {
+	if problem := in.MetricProblem(); problem != "" {
+		return p.Reset(in.Node, "degraded: "+problem), nil
+	}
+	s := in.Strategy
+	cpu, err := calculate(in, corev1.ResourceCPU, policyOf(s.CPUCalculatePolicy),
+		ptr.Deref(s.CPUReclaimThresholdPercent, 0), ptr.Deref(s.BatchCPUThresholdPercent, 100))
+	if err != nil {
+		return nil, err
+	}
+	mem, err := calculate(in, corev1.ResourceMemory, policyOf(s.MemoryCalculatePolicy),
+		ptr.Deref(s.MemoryReclaimThresholdPercent, 0), ptr.Deref(s.BatchMemoryThresholdPercent, 100))
+	if err != nil {
+		return nil, err
+	}
+	return []framework.ResourceItem{cpu, mem}, nil
+}
+
+func policyOf(p *sloconfig.CalculatePolicy) sloconfig.CalculatePolicy {
+	if p == nil {
+		return sloconfig.CalculateByUsage
+	}
+	return *p
+}
+
+// PreUpdate writes the zone values into the node's NodeResourceTopology, when it has one.
+func (p *Plugin) PreUpdate(ctx context.Context, in *framework.Input, nr *framework.NodeResource) error {
+	if in.Topology == nil || in.Topology.Object == nil || p.client == nil {
+		return nil
+	}
+	return framework.UpdateTopologyZones(ctx, p.client, in.Topology.Object, nr.ZoneResources, resources...)
+}
+
+// Prepare sets batch-cpu and batch-memory in the node's capacity and allocatable.
+func (p *Plugin) Prepare(_ *framework.Input, node *corev1.Node, nr *framework.NodeResource) error {
+	framework.PrepareResources(node, nr, resources...)
+	return nil
+}
+
+// NeedSync asks for a write when a batch resource appears, disappears, or moves by more than resourceDiffThreshold.
+func (p *Plugin) NeedSync(strategy *sloconfig.ColocationStrategy, oldNode, newNode *corev1.Node) (bool, string) {
+	return framework.ResourcesDiffer(oldNode, newNode, ptr.Deref(strategy.ResourceDiffThreshold, 0), resources...)
+}
+
+// batchResource maps cpu and memory to the batch resource published for them.
+func batchResource(r corev1.ResourceName) corev1.ResourceName {
+	if r == corev1.ResourceCPU {
+		return slov1alpha1.BatchCPU
+	}
+	return slov1alpha1.BatchMemory
+}
+
+// hpUsage is the high-priority pods' share of a resource under a policy.
+type hpUsage struct {
+	used, requests      int64
+	pods, withoutMetric int
+}
+
+func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.CalculatePolicy) hpUsage {
+	var h hpUsage
+	for _, pod := range in.Pods {
+		if !framework.Active(pod) || !highPriority(pod) {
+			continue
+		}
+		h.pods++
+		req := in.PodRequest(pod, r)
+		h.requests += req
+		usage, ok := in.PodUsage(pod)
+		if !ok {
+			h.withoutMetric++
+		}
+		switch {
+		case policy == sloconfig.CalculateByRequest:
+			h.used += req
+		case !ok:
+			h.used += req
+		case policy == sloconfig.CalculateByMaxUsageRequest:
+			h.used += max(framework.Amount(usage[r], r), req)
+		default:
+			h.used += framework.Amount(usage[r], r)
+		}
+	}
+	return h
+}
+
+// highPriority reports whether a pod is outside the batch and free bands: those pods' usage is what batch work
+// must leave room for.
+func highPriority(pod *corev1.Pod) bool {
+	switch slov1alpha1.PriorityClassOf(pod.Spec.Priority) {
+	case slov1alpha1.PriorityBatch, slov1alpha1.PriorityFree:
+		return false
+	default:
+		return true
+	}
+}
+
+// batchHeld sums what the active batch pods request of the batch resource.
+func batchHeld(in *framework.Input, br corev1.ResourceName) int64 {
+	var held int64
+	for _, pod := range in.Pods {
+		if !framework.Active(pod) {
+			continue
+		}
+		reqs := in.PodRequests(pod)
+		held += reqs.Name(br, resource.DecimalSI).Value()
+	}
+	return held
+}
+
+func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.CalculatePolicy, reclaimPercent, capPercent int64) (framework.ResourceItem, error) {
+	br := batchResource(r)
+	switch policy {
+	case sloconfig.CalculateByUsage, sloconfig.CalculateByMaxUsageRequest:
+	case sloconfig.CalculateByRequest:
+		if r == corev1.ResourceCPU {
+			return framework.ResourceItem{}, fmt.Errorf("calculate policy %q is not supported for cpu", policy)
+		}
+	default:
+		return framework.ResourceItem{}, fmt.Errorf("unknown calculate policy %q for %s", policy, r)
+	}
+
+	capacity := in.NodeCapacity(r)
+	margin := capacity * (100 - reclaimPercent) / 100
+	var terms []slov1alpha1.DerivationTerm
+	terms = append(terms,
+		framework.Term("capacity", capacity, r, "node status.capacity"),
+		framework.Term("safetyMargin", margin, r, fmt.Sprintf("(100 - reclaimThresholdPercent %d)%% of capacity", reclaimPercent)))
+
+	var systemUsed int64
+	if policy == sloconfig.CalculateByRequest {
+		systemUsed = in.NodeReserved(r)
+		terms = append(terms, framework.Term("systemUsed", systemUsed, r, "reserved = capacity - allocatable (request policy)"))
+	} else {
+		var sysTerms []slov1alpha1.DerivationTerm
+		systemUsed, sysTerms = in.SystemUsed(r)
+		terms = append(terms, sysTerms...)
+	}
+
+	hp := sumHP(in, r, policy)
+	terms = append(terms,
+		framework.Term("hpRequests", hp.requests, r, fmt.Sprintf("requests of %d high-priority pods", hp.pods)),
+		framework.Term("hpUsed", hp.used, r, hpDetail(policy, hp)))
+
+	calculated := capacity - margin - systemUsed - hp.used
+	terms = append(terms, framework.Term("calculated", calculated, r, "capacity - safetyMargin - systemUsed - hpUsed"))
+	limit := capacity * capPercent / 100
+	terms = append(terms, framework.Term("cap", limit, r, fmt.Sprintf("batch threshold %d%% of capacity", capPercent)))
+	held := batchHeld(in, br)
+	terms = append(terms, framework.Term("batchHeld", held, r, "requested by active batch pods"))
+
+	result := max(min(max(calculated, 0), limit), held)
+	value := framework.ExtendedQuantity(result, r)
+	item := framework.ResourceItem{
+		Name:     br,
+		Quantity: &value,
+		Message:  fmt.Sprintf("%s = %s by policy %s", br, value.String(), policy),
+		Derivation: &slov1alpha1.ResourceDerivation{
+			Resource: br, Plugin: Name, Value: &value,
+			Formula:    "min(max(capacity - safetyMargin - systemUsed - hpUsed, 0), cap), at least batchHeld; policy " + string(policy),
+			Terms:      terms,
+			MetricTime: in.Metric.Status.UpdateTime.DeepCopy(),
+		},
+	}
+	if in.Topology != nil {
+		item.ZoneQuantity = zoneValues(in, r, reclaimPercent, capPercent, systemUsed+hp.used, capacity)
+		item.Derivation.Zones = item.ZoneQuantity
+	}
+	return item, nil
+}
+
+func hpDetail(policy sloconfig.CalculatePolicy, hp hpUsage) string {
+	switch policy {
+	case sloconfig.CalculateByRequest:
+		return fmt.Sprintf("requests of %d high-priority pods (request policy)", hp.pods)
+	case sloconfig.CalculateByMaxUsageRequest:
+		return fmt.Sprintf("max(usage, request) of %d high-priority pods, %d without metric at request", hp.pods, hp.withoutMetric)
+	default:
+		return fmt.Sprintf("usage of %d high-priority pods, %d without metric at request", hp.pods, hp.withoutMetric)
+	}
+}
+
+// zoneValues runs the calculation per NUMA zone, attributing node-level usage to zones by capacity share.
+func zoneValues(in *framework.Input, r corev1.ResourceName, reclaimPercent, capPercent, nodeUsed, nodeCapacity int64) map[string]resource.Quantity {
+	zones := map[string]resource.Quantity{}
+	for _, z := range in.Topology.Zones {
+		q, ok := z.Capacity[r]
+		if !ok {
+			continue
+		}
+		zc := framework.Amount(q, r)
+		used := int64(0)
+		if nodeCapacity > 0 {
+			used = int64(float64(nodeUsed) * float64(zc) / float64(nodeCapacity))
+		}
+		v := zc - zc*(100-reclaimPercent)/100 - used
+		v = min(max(v, 0), zc*capPercent/100)
+		zones[z.Name] = framework.ExtendedQuantity(v, r)
+	}
+	return zones
+}

@@ -1,0 +1,279 @@
+package batch
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// The node: 10 cores and 20Gi, of which the kubelet reserves 1 core and 1Gi.
+func node() *corev1.Node {
+	return testutil.Node("n1").Capacity("cpu", "10", "memory", "20Gi").Allocatable("cpu", "9", "memory", "19Gi").Obj()
+}
+
+// The pods: every kind the classification must tell apart.
+var (
+	prod      = testutil.Pod("prod").Node("n1").Priority(9500).Requests("cpu", "2", "memory", "4Gi").Obj()
+	noPrio    = testutil.Pod("noprio").Node("n1").Requests("cpu", "1", "memory", "2Gi").Obj()
+	midPod    = testutil.Pod("mid").Node("n1").Priority(7500).Requests(string(slov1alpha1.MidCPU), "1000", string(slov1alpha1.MidMemory), "1Gi").Obj()
+	noMetric  = testutil.Pod("nometric").Node("n1").Priority(9000).Requests("cpu", "500m", "memory", "512Mi").Obj()
+	pending   = testutil.Pod("pending").Node("n1").Priority(9000).Phase(corev1.PodPending).Requests("cpu", "250m", "memory", "256Mi").Obj()
+	batchPod  = testutil.Pod("batch").Node("n1").Priority(5500).Requests(string(slov1alpha1.BatchCPU), "2000", string(slov1alpha1.BatchMemory), "2Gi").Obj()
+	freePod   = testutil.Pod("free").Node("n1").Priority(3500).Requests("cpu", "1").Obj()
+	succeeded = testutil.Pod("done").Node("n1").Priority(9500).Phase(corev1.PodSucceeded).Requests("cpu", "4", "memory", "8Gi").Obj()
+)
+
+func pods() []*corev1.Pod {
+	return []*corev1.Pod{prod, noPrio, midPod, noMetric, pending, batchPod, freePod, succeeded}
+}
+
+// metric: system 500m/1Gi, an LS host app 300m/512Mi and a batch host app that must not count.
+func metric() *testutil.NodeMetricBuilder {
+	return testutil.NodeMetric("n1").Updated(now.Add(-time.Minute)).
+		NodeUsage("cpu", "5", "memory", "10Gi").SystemUsage("cpu", "500m", "memory", "1Gi").
+		HostApp("nginx", slov1alpha1.PriorityProd, "cpu", "300m", "memory", "512Mi").
+		HostApp("spark-history", slov1alpha1.PriorityBatch, "cpu", "1", "memory", "4Gi").
+		Pod(prod, "cpu", "500m", "memory", "3Gi").
+		Pod(noPrio, "cpu", "200m", "memory", "1Gi").
+		Pod(midPod, "cpu", "300m", "memory", "768Mi").
+		Pod(pending, "cpu", "0", "memory", "0").
+		Pod(batchPod, "cpu", "1500m", "memory", "2Gi").
+		Pod(freePod, "cpu", "900m", "memory", "1Gi")
+}
+
+func strategy(mutate func(*sloconfig.ColocationStrategy)) *sloconfig.ColocationStrategy {
+	s := sloconfig.DefaultColocationStrategy()
+	s.Enable = ptr.To(true)
+	if mutate != nil {
+		mutate(&s)
+	}
+	return &s
+}
+
+func TestCalculate(t *testing.T) {
+	tests := []struct {
+		name     string
+		strategy *sloconfig.ColocationStrategy
+		pods     []*corev1.Pod
+		metric   *slov1alpha1.NodeMetric
+		topology *framework.Topology
+		wantCPU  string // batch-cpu, millicores
+		wantMem  string // batch-memory
+		wantZone map[string]string
+		// wantTerms checks some derivation terms of batch-cpu.
+		wantTerms map[string]string
+	}{
+		{
+			// cpu: 10000 - 4000 margin - 1000 systemUsed (reserved 1000 > 500 + 300) - hpUsed
+			//      hpUsed = 500 prod + 200 noprio + 300 mid + 500 nometric (request) + 0 pending = 1500 -> 3500
+			// mem: 20Gi - 7Gi margin (35%) - 1.5Gi systemUsed (1Gi + 512Mi > 1Gi reserved)
+			//      - (3Gi + 1Gi + 768Mi + 512Mi + 0) = 20480 - 7168 - 1536 - 5376 = 6400Mi
+			name: "usage policy", strategy: strategy(nil), pods: pods(), metric: metric().Obj(),
+			wantCPU: "3500", wantMem: "6400Mi",
+			wantTerms: map[string]string{"capacity": "10", "safetyMargin": "4", "systemUsage": "500m", "hostApplications": "300m",
+				"reserved": "1", "systemUsed": "1", "hpUsed": "1500m", "hpRequests": "4750m", "calculated": "3500m", "batchHeld": "2"},
+		},
+		{
+			// cpu hpUsed = max(500,2000) + max(200,1000) + max(300,1000 mid-cpu) + 500 + max(0,250) = 4750 -> 250
+			// mem hpUsed = 4Gi + 2Gi + 1Gi + 512Mi + 256Mi = 7936Mi -> 20480 - 7168 - 1536 - 7936 = 3840Mi
+			name: "maxUsageRequest policy",
+			strategy: strategy(func(s *sloconfig.ColocationStrategy) {
+				s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+				s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+			}),
+			pods: pods(), metric: metric().Obj(),
+			// batch pods hold 2000: the floor lifts 250 to 2000.
+			wantCPU: "2000", wantMem: "3840Mi",
+			wantTerms: map[string]string{"hpUsed": "4750m", "calculated": "250m"},
+		},
+		{
+			// mem: requests only, systemUsed = reserved 1Gi: 20480 - 7168 - 1024 - 7936 = 4352Mi
+			name:     "request policy for memory",
+			strategy: strategy(func(s *sloconfig.ColocationStrategy) { s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByRequest) }),
+			pods:     pods(), metric: metric().Obj(),
+			wantCPU: "3500", wantMem: "4352Mi",
+		},
+		{
+			name:     "cap by batch threshold",
+			strategy: strategy(func(s *sloconfig.ColocationStrategy) { s.BatchCPUThresholdPercent = ptr.To[int64](25) }),
+			pods:     pods(), metric: metric().Obj(),
+			wantCPU: "2500", wantMem: "6400Mi",
+			wantTerms: map[string]string{"cap": "2500m"},
+		},
+		{
+			name:     "clamped at zero when services use everything",
+			strategy: strategy(nil),
+			pods:     []*corev1.Pod{prod},
+			metric:   testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "3", "memory", "8Gi").Pod(prod, "cpu", "9", "memory", "16Gi").Obj(),
+			wantCPU:  "0", wantMem: "0",
+			wantTerms: map[string]string{"calculated": "-6"},
+		},
+		{
+			name:     "never below what batch pods hold",
+			strategy: strategy(nil),
+			pods:     []*corev1.Pod{prod, batchPod},
+			metric:   testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "3", "memory", "8Gi").Pod(prod, "cpu", "9", "memory", "16Gi").Obj(),
+			wantCPU:  "2000", wantMem: "2Gi",
+		},
+		{
+			// system usage above reserved: systemUsed = 2500 + 300 = 2800 -> 10000 - 4000 - 2800 - 1500 = 1700
+			name:     "system usage larger than reserved",
+			strategy: strategy(nil), pods: pods(), metric: metric().SystemUsage("cpu", "2500m").Obj(),
+			wantCPU: "2000", wantMem: "6400Mi", // 1700 lifted to the 2000 batch pods hold
+			wantTerms: map[string]string{"systemUsed": "2800m", "calculated": "1700m"},
+		},
+		{
+			// Two zones of 5 cores: 5000 - 2000 margin - (1000 + 1500) / 2 = 1750 each.
+			name: "zones split in proportion to capacity", strategy: strategy(nil), pods: pods(), metric: metric().Obj(),
+			topology: &framework.Topology{Zones: []framework.Zone{
+				{Name: "node-0", Capacity: corev1.ResourceList{"cpu": resource.MustParse("5"), "memory": resource.MustParse("10Gi")}},
+				{Name: "node-1", Capacity: corev1.ResourceList{"cpu": resource.MustParse("5"), "memory": resource.MustParse("10Gi")}},
+			}},
+			wantCPU: "3500", wantMem: "6400Mi",
+			wantZone: map[string]string{"node-0": "1750", "node-1": "1750"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &framework.Input{Node: node(), Pods: tt.pods, Metric: tt.metric, Topology: tt.topology, Strategy: tt.strategy, Now: now}
+			items, err := New().Calculate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[corev1.ResourceName]*framework.ResourceItem{}
+			for i := range items {
+				got[items[i].Name] = &items[i]
+			}
+			cpu, mem := got[slov1alpha1.BatchCPU], got[slov1alpha1.BatchMemory]
+			if cpu == nil || mem == nil || cpu.Reset || mem.Reset {
+				t.Fatalf("want both resources calculated, got %+v", items)
+			}
+			if want := resource.MustParse(tt.wantCPU); cpu.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-cpu = %s, want %s (%s)", cpu.Quantity, tt.wantCPU, terms(cpu))
+			}
+			if want := resource.MustParse(tt.wantMem); mem.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-memory = %s, want %s (%s)", mem.Quantity, tt.wantMem, terms(mem))
+			}
+			for name, want := range tt.wantTerms {
+				if got := term(cpu, name); got.Cmp(resource.MustParse(want)) != 0 {
+					t.Errorf("batch-cpu term %s = %s, want %s", name, got.String(), want)
+				}
+			}
+			if tt.wantZone != nil {
+				gotZone := map[string]string{}
+				for z, q := range cpu.ZoneQuantity {
+					gotZone[z] = q.String()
+				}
+				if diff := cmp.Diff(tt.wantZone, gotZone); diff != "" {
+					t.Errorf("zones (-want +got):\n%s", diff)
+				}
+			}
+			if cpu.Derivation == nil || cpu.Derivation.Value.Cmp(*cpu.Quantity) != 0 || cpu.Derivation.MetricTime == nil {
+				t.Errorf("derivation does not carry the published value and metric time: %+v", cpu.Derivation)
+			}
+		})
+	}
+}
+
+func TestCPURequestPolicyIsAnError(t *testing.T) {
+	s := strategy(func(s *sloconfig.ColocationStrategy) { s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByRequest) })
+	in := &framework.Input{Node: node(), Pods: pods(), Metric: metric().Obj(), Strategy: s, Now: now}
+	if _, err := New().Calculate(in); err == nil || !strings.Contains(err.Error(), "not supported for cpu") {
+		t.Fatalf("want an error for the request policy on cpu, got %v", err)
+	}
+}
+
+func TestDegrade(t *testing.T) {
+	tests := []struct {
+		name   string
+		metric *slov1alpha1.NodeMetric
+		reason string
+	}{
+		{"missing", nil, "degraded: NodeMetric n1 does not exist"},
+		{"never reported", testutil.NodeMetric("n1").Obj(), "degraded: NodeMetric n1 has no usage reported yet"},
+		{"stale", metric().Updated(now.Add(-16 * time.Minute)).Obj(),
+			"degraded: NodeMetric n1 was last updated 16m0s ago, more than degradeTimeMinutes (15m0s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &framework.Input{Node: node(), Pods: pods(), Metric: tt.metric, Strategy: strategy(nil), Now: now}
+			items, err := New().Calculate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(items) != 2 {
+				t.Fatalf("want 2 items, got %d", len(items))
+			}
+			for _, it := range items {
+				if !it.Reset || it.Quantity != nil || it.Message != tt.reason || it.Derivation.Reason != tt.reason {
+					t.Errorf("%s: want reset with reason %q, got %+v", it.Name, tt.reason, it)
+				}
+			}
+		})
+	}
+	// Fifteen minutes exactly is still fresh.
+	in := &framework.Input{Node: node(), Pods: pods(), Metric: metric().Updated(now.Add(-15 * time.Minute)).Obj(), Strategy: strategy(nil), Now: now}
+	items, _ := New().Calculate(in)
+	if items[0].Reset {
+		t.Errorf("a metric exactly degradeTimeMinutes old must still be used: %s", items[0].Message)
+	}
+}
+
+func TestNeedSync(t *testing.T) {
+	s := strategy(nil) // resourceDiffThreshold 0.1
+	withBatch := func(cpu string) *corev1.Node {
+		n := node()
+		if cpu != "" {
+			n.Status.Allocatable[slov1alpha1.BatchCPU] = resource.MustParse(cpu)
+		}
+		return n
+	}
+	tests := []struct {
+		name     string
+		old, new string
+		want     bool
+	}{
+		{"unchanged", "1000", "1000", false},
+		{"small change", "1000", "1090", false},
+		{"change above threshold", "1000", "1200", true},
+		{"drop above threshold", "1000", "800", true},
+		{"appears", "", "1000", true},
+		{"disappears", "1000", "", true},
+		{"from zero", "0", "1", true},
+	}
+	for _, tt := range tests {
+		got, why := New().NeedSync(s, withBatch(tt.old), withBatch(tt.new))
+		if got != tt.want {
+			t.Errorf("%s: NeedSync = %v (%s), want %v", tt.name, got, why, tt.want)
+		}
+	}
+}
+
+func term(it *framework.ResourceItem, name string) resource.Quantity {
+	for _, t := range it.Derivation.Terms {
+		if t.Name == name {
+			return t.Value
+		}
+	}
+	return resource.MustParse("-999999")
+}
+
+func terms(it *framework.ResourceItem) string {
+	var b strings.Builder
+	for _, t := range it.Derivation.Terms {
+		b.WriteString(t.Name + "=" + t.Value.String() + " ")
+	}
+	return b.String()
+}

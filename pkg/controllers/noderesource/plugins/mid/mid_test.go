@@ -1,0 +1,120 @@
+package mid
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func input(mutate func(*sloconfig.ColocationStrategy), m *slov1alpha1.NodeMetric) *framework.Input {
+	s := sloconfig.DefaultColocationStrategy()
+	s.Enable = ptr.To(true)
+	if mutate != nil {
+		mutate(&s)
+	}
+	prod := testutil.Pod("prod").Node("n1").Priority(9500).Requests("cpu", "2", "memory", "4Gi").Obj()
+	prod2 := testutil.Pod("prod2").Node("n1").Priority(9000).Phase(corev1.PodPending).Requests("cpu", "750m", "memory", "768Mi").Obj()
+	ls := testutil.Pod("ls").Node("n1").Requests("cpu", "1", "memory", "1Gi").Obj() // no priority: not prod
+	done := testutil.Pod("done").Node("n1").Priority(9500).Phase(corev1.PodFailed).Requests("cpu", "4").Obj()
+	return &framework.Input{
+		Node:     testutil.Node("n1").Capacity("cpu", "10", "memory", "20Gi").Allocatable("cpu", "9", "memory", "19Gi").Obj(),
+		Pods:     []*corev1.Pod{prod, prod2, ls, done},
+		Metric:   m,
+		Strategy: &s,
+		Now:      now,
+	}
+}
+
+func metric() *testutil.NodeMetricBuilder {
+	return testutil.NodeMetric("n1").Updated(now.Add(-time.Minute)).
+		NodeUsage("cpu", "5", "memory", "10Gi").SystemUsage("cpu", "500m", "memory", "1536Mi").
+		ProdReclaimable("cpu", "3", "memory", "6Gi")
+}
+
+func TestCalculate(t *testing.T) {
+	// cpu: unallocated = 10000 - max(1000 reserved, 500 system) - (2000 + 750 prod requests) = 6250
+	// mem: unallocated = 20480Mi - max(1024, 1536) - (4096 + 768) = 14080Mi
+	tests := []struct {
+		name             string
+		mutate           func(*sloconfig.ColocationStrategy)
+		metric           *slov1alpha1.NodeMetric
+		wantCPU, wantMem string
+	}{
+		{name: "reclaimable only", metric: metric().Obj(), wantCPU: "3000", wantMem: "6Gi"},
+		{
+			name:   "plus a share of unallocated",
+			mutate: func(s *sloconfig.ColocationStrategy) { s.MidUnallocatedPercent = ptr.To[int64](50) },
+			metric: metric().Obj(), wantCPU: "6125", wantMem: "13184Mi", // 3000 + 3125; 6144Mi + 7040Mi
+		},
+		{
+			name: "capped by mid threshold",
+			mutate: func(s *sloconfig.ColocationStrategy) {
+				s.MidUnallocatedPercent = ptr.To[int64](50)
+				s.MidCPUThresholdPercent = ptr.To[int64](50)
+				s.MidMemoryThresholdPercent = ptr.To[int64](10)
+			},
+			metric: metric().Obj(), wantCPU: "5000", wantMem: "2048Mi",
+		},
+		{
+			name:   "reclaimable above what is free",
+			metric: metric().NodeUsage("cpu", "9", "memory", "18Gi").Obj(), wantCPU: "1000", wantMem: "2Gi",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items, err := New().Calculate(input(tt.mutate, tt.metric))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[corev1.ResourceName]string{slov1alpha1.MidCPU: tt.wantCPU, slov1alpha1.MidMemory: tt.wantMem}
+			if len(items) != 2 {
+				t.Fatalf("want 2 items, got %+v", items)
+			}
+			for _, it := range items {
+				if it.Reset {
+					t.Fatalf("%s reset: %s", it.Name, it.Message)
+				}
+				if it.Quantity.Cmp(resource.MustParse(want[it.Name])) != 0 {
+					t.Errorf("%s = %s, want %s", it.Name, it.Quantity, want[it.Name])
+				}
+				if it.Derivation.Value.Cmp(*it.Quantity) != 0 {
+					t.Errorf("%s derivation value %s differs from the item", it.Name, it.Derivation.Value)
+				}
+			}
+		})
+	}
+}
+
+func TestResetWhenInputsMissing(t *testing.T) {
+	tests := []struct {
+		name   string
+		metric *slov1alpha1.NodeMetric
+		reason string
+	}{
+		{"no NodeMetric", nil, "does not exist"},
+		{"stale NodeMetric", metric().Updated(now.Add(-20 * time.Minute)).Obj(), "more than degradeTimeMinutes"},
+		{"no prod reclaimable", testutil.NodeMetric("n1").Updated(now).NodeUsage("cpu", "1").Obj(), "reports no prod reclaimable"},
+	}
+	for _, tt := range tests {
+		items, err := New().Calculate(input(nil, tt.metric))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if !it.Reset || !strings.Contains(it.Message, tt.reason) {
+				t.Errorf("%s: %s: want reset with %q, got %+v", tt.name, it.Name, tt.reason, it)
+			}
+		}
+	}
+}

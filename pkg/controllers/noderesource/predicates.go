@@ -1,0 +1,96 @@
+package noderesource
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+)
+
+// published are the resources the plugins write; a node update that changes only these is the controller's own.
+var published = map[corev1.ResourceName]bool{
+	slov1alpha1.BatchCPU: true, slov1alpha1.BatchMemory: true, slov1alpha1.MidCPU: true, slov1alpha1.MidMemory: true,
+}
+
+// nodeChanged passes node events that can change a calculation: creation, deletion (to forget the node), label
+// changes (node selectors) and capacity or allocatable changes of any resource the controller does not publish
+// itself. Heartbeats, condition updates and the controller's own writes are dropped.
+type nodeChanged struct{ predicate.Funcs }
+
+func (nodeChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Node)
+	n, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !maps.Equal(o.Labels, n.Labels) ||
+		!sameExceptPublished(o.Status.Capacity, n.Status.Capacity) ||
+		!sameExceptPublished(o.Status.Allocatable, n.Status.Allocatable)
+}
+
+func sameExceptPublished(a, b corev1.ResourceList) bool {
+	for name, q := range a {
+		if published[name] {
+			continue
+		}
+		if other, ok := b[name]; !ok || other.Cmp(q) != 0 {
+			return false
+		}
+	}
+	for name := range b {
+		if _, ok := a[name]; !ok && !published[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// podChanged passes pod events that can change a node's high-priority usage or requests: a bound pod created or
+// deleted, and updates that change its node, whether it is active, its priority, or its requests. Status-only
+// updates (probes, conditions) are dropped.
+type podChanged struct{ predicate.Funcs }
+
+func (podChanged) Create(e event.CreateEvent) bool { return bound(e.Object) }
+func (podChanged) Delete(e event.DeleteEvent) bool { return bound(e.Object) }
+
+func (podChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Pod)
+	n, ok2 := e.ObjectNew.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if n.Spec.NodeName == "" && o.Spec.NodeName == "" {
+		return false
+	}
+	if o.Spec.NodeName != n.Spec.NodeName || framework.Active(o) != framework.Active(n) ||
+		!equality.Semantic.DeepEqual(o.Spec.Priority, n.Spec.Priority) {
+		return true
+	}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
+	return !equality.Semantic.DeepEqual(resourcehelper.PodRequests(o, opts), resourcehelper.PodRequests(n, opts))
+}
+
+func bound(o client.Object) bool {
+	p, ok := o.(*corev1.Pod)
+	return !ok || p.Spec.NodeName != ""
+}
+
+// metricChanged passes NodeMetric creations, deletions and status changes; spec-only updates (the manager's own)
+// are dropped.
+type metricChanged struct{ predicate.Funcs }
+
+func (metricChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*slov1alpha1.NodeMetric)
+	n, ok2 := e.ObjectNew.(*slov1alpha1.NodeMetric)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(o.Status, n.Status)
+}

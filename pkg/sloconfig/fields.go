@@ -1,0 +1,214 @@
+package sloconfig
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Field names are matched the way encoding/json matches them, which is how the system the seeds describe reads the
+// same ConfigMap: exactly, or else ignoring case ("cpuQoS" sets cpuQOS, "CPUEvictTimeWindowSeconds" sets
+// cpuEvictTimeWindowSeconds). Unknown fields are ignored and a field given twice keeps its last value. A config
+// written for that system therefore works unchanged; lintFields reports each of these cases as a Finding, so that a
+// typo is visible (admission warnings, a Warning event) instead of silently doing nothing.
+
+// Finding is a note about a key that does not stop it from applying.
+type Finding struct {
+	// Path is where in the key's JSON the finding is, such as "clusterStrategy.lsrClass.cpuQoS".
+	Path string
+	// Message says what was found and what Gleaner did with it.
+	Message string
+}
+
+func (f Finding) String() string { return f.Path + ": " + f.Message }
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// lintFields walks data, which encoding/json has already decoded into a value of type t without error, and
+// reports unknown fields, fields matched only ignoring case, and fields given more than once.
+func lintFields(data []byte, t reflect.Type) []Finding {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var out []Finding
+	// data decoded cleanly, so the only error walk can meet is a programmer's error in walk; the findings so far
+	// are still right.
+	_ = walkValue(dec, t, "", &out)
+	return out
+}
+
+// walkValue consumes one JSON value from dec, which should decode into t.
+func walkValue(dec *json.Decoder, t reflect.Type, path string, out *[]Finding) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) ||
+		t.Kind() == reflect.Interface {
+		return skipValue(dec)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		switch t.Kind() {
+		case reflect.Struct:
+			return walkObject(dec, jsonFields(t), path, out)
+		case reflect.Map:
+			return walkMap(dec, t.Elem(), path, out)
+		default:
+			return skipRest(dec)
+		}
+	case json.Delim('['):
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return skipRest(dec)
+		}
+		for i := 0; dec.More(); i++ {
+			if err := walkValue(dec, t.Elem(), fmt.Sprintf("%s[%d]", path, i), out); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // ]
+		return err
+	}
+	return nil
+}
+
+func walkObject(dec *json.Decoder, fields map[string]reflect.Type, path string, out *[]Finding) error {
+	seen := map[string]string{} // canonical field name (or lower-cased unknown key) -> first spelling
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		p := joinPath(path, key)
+		name, ft, exact := lookupField(fields, key)
+		seenAs := name
+		if ft == nil {
+			seenAs = strings.ToLower(key)
+		}
+		if first, dup := seen[seenAs]; dup {
+			*out = append(*out, Finding{Path: p, Message: fmt.Sprintf("given again (first as %q); the last value wins", first)})
+		} else {
+			seen[seenAs] = key
+		}
+		switch {
+		case ft == nil:
+			*out = append(*out, Finding{Path: p, Message: "unknown field, ignored"})
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+			continue
+		case !exact:
+			*out = append(*out, Finding{Path: p, Message: fmt.Sprintf("matched field %q ignoring case; write %q", name, name)})
+		}
+		if err := walkValue(dec, ft, p, out); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // }
+	return err
+}
+
+func walkMap(dec *json.Decoder, elem reflect.Type, path string, out *[]Finding) error {
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := walkValue(dec, elem, joinPath(path, key), out); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // }
+	return err
+}
+
+// lookupField finds key among fields exactly, else ignoring case as encoding/json does.
+func lookupField(fields map[string]reflect.Type, key string) (name string, t reflect.Type, exact bool) {
+	if t, ok := fields[key]; ok {
+		return key, t, true
+	}
+	for n, t := range fields {
+		if strings.EqualFold(n, key) {
+			return n, t, false
+		}
+	}
+	return "", nil, false
+}
+
+// jsonFields returns the JSON names of t's fields and their types, with the fields of embedded structs promoted
+// the way encoding/json promotes them (a shallower field wins).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	var embedded []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				embedded = append(embedded, ft)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	for _, et := range embedded {
+		for n, ft := range jsonFields(et) {
+			if _, ok := fields[n]; !ok {
+				fields[n] = ft
+			}
+		}
+	}
+	return fields
+}
+
+func skipValue(dec *json.Decoder) error {
+	var raw json.RawMessage
+	return dec.Decode(&raw)
+}
+
+// skipRest consumes the rest of an object or array whose opening delimiter was just read.
+func skipRest(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

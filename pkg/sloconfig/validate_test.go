@@ -1,0 +1,255 @@
+package sloconfig
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+const sel = `"nodeSelector": {"matchLabels": {"pool": "a"}}`
+
+// TestValidation feeds each key malformed and invalid values; every one must be rejected with a message that names
+// the field and says what is wrong.
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		name, key, value string
+		wantErr          []string // substrings of the error; empty means valid
+	}{
+		{"empty value", ColocationConfigKey, "  \n", []string{"the value is empty"}},
+		{"not JSON", ColocationConfigKey, "enable: true", []string{"malformed JSON at line 1, column 1"}},
+		{"trailing comma", SystemConfigKey, "{\"clusterStrategy\": {\"minFreeKbytesFactor\": 1,}}", []string{"line 1, column 47"}},
+		{"wrong type", ResourceThresholdConfigKey, "{\n\"clusterStrategy\": {\"cpuSuppressThresholdPercent\": \"65\"}}",
+			[]string{"clusterStrategy.cpuSuppressThresholdPercent at line 2, column", "a JSON string cannot be a int64"}},
+		{"bad duration", ColocationConfigKey, `{"metricAggregatePolicy": {"durations": ["5x"]}}`, []string{`invalid value: time: unknown unit "x"`}},
+		{"JSON null is the defaults", CPUBurstConfigKey, "null", nil},
+		{"percent above 100", ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuSuppressThresholdPercent": 120}}`,
+			[]string{"clusterStrategy.cpuSuppressThresholdPercent: Invalid value: 120: should be less than or equal to 100"}},
+		{"negative percent in a node strategy", ResourceThresholdConfigKey,
+			`{"nodeStrategies": [{"name": "a", ` + sel + `, "memoryEvictThresholdPercent": -1}]}`,
+			[]string{"nodeStrategies[0].memoryEvictThresholdPercent: Invalid value: -1: should be greater than or equal to 0"}},
+		{"unknown suppress policy", ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuSuppressPolicy": "cpus"}}`,
+			[]string{`clusterStrategy.cpuSuppressPolicy: Invalid value: "cpus": should be one of [cpuset cfsQuota]`}},
+		{"memory lower above threshold", ResourceThresholdConfigKey, `{"clusterStrategy": {"memoryEvictLowerPercent": 75}}`,
+			[]string{"clusterStrategy.memoryEvictLowerPercent: Invalid value: 75: must not exceed memoryEvictThresholdPercent (70)"}},
+		{"memory lower above a node's threshold", ResourceThresholdConfigKey,
+			`{"clusterStrategy": {"memoryEvictLowerPercent": 60}, "nodeStrategies": [{"name": "a", ` + sel + `, "memoryEvictThresholdPercent": 50}]}`,
+			[]string{"nodeStrategies[0].memoryEvictLowerPercent: Invalid value: 60: must not exceed memoryEvictThresholdPercent (50)"}},
+		{"derived memory lower is clamped at 0", ResourceThresholdConfigKey, `{"clusterStrategy": {"memoryEvictThresholdPercent": 1}}`, nil},
+		{"satisfaction lower without upper", ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuEvictBESatisfactionLowerPercent": 60}}`,
+			[]string{"clusterStrategy.cpuEvictBESatisfactionUpperPercent: Required value"}},
+		{"satisfaction upper without lower", ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuEvictBESatisfactionUpperPercent": 60}}`,
+			[]string{"clusterStrategy.cpuEvictBESatisfactionLowerPercent: Required value"}},
+		{"satisfaction lower above upper", ResourceThresholdConfigKey,
+			`{"clusterStrategy": {"cpuEvictBESatisfactionLowerPercent": 90, "cpuEvictBESatisfactionUpperPercent": 80}}`,
+			[]string{"must not exceed cpuEvictBESatisfactionUpperPercent (80)"}},
+		{"time window zero", ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuEvictTimeWindowSeconds": 0}}`,
+			[]string{"clusterStrategy.cpuEvictTimeWindowSeconds: Invalid value: 0: should be greater than or equal to 1"}},
+		{"override without a name", SystemConfigKey, `{"nodeStrategies": [{` + sel + `}]}`,
+			[]string{"nodeStrategies[0].name: Required value"}},
+		{"duplicate override names", SystemConfigKey, `{"nodeStrategies": [{"name": "a", ` + sel + `}, {"name": "a", ` + sel + `}]}`,
+			[]string{`nodeStrategies[1].name: Duplicate value: "a"`}},
+		{"override without a selector", CPUBurstConfigKey, `{"nodeStrategies": [{"name": "a"}]}`,
+			[]string{"nodeStrategies[0].nodeSelector: Required value"}},
+		{"empty selector matches every node", CPUBurstConfigKey, `{"nodeStrategies": [{"name": "a", "nodeSelector": {}}]}`, nil},
+		{"bad selector operator", CPUBurstConfigKey,
+			`{"nodeStrategies": [{"name": "a", "nodeSelector": {"matchExpressions": [{"key": "k", "operator": "Is", "values": ["v"]}]}}]}`,
+			[]string{`nodeStrategies[0].nodeSelector.matchExpressions[0].operator: Invalid value: "Is"`}},
+		{"bad label key", CPUBurstConfigKey, `{"nodeStrategies": [{"name": "a", "nodeSelector": {"matchLabels": {"-bad": "v"}}}]}`,
+			[]string{"nodeStrategies[0].nodeSelector.matchLabels: Invalid value: \"-bad\""}},
+		{"cfs quota burst below 100", CPUBurstConfigKey, `{"clusterStrategy": {"cfsQuotaBurstPercent": 50}}`,
+			[]string{"clusterStrategy.cfsQuotaBurstPercent: Invalid value: 50: should be greater than or equal to 100"}},
+		{"unknown burst policy", CPUBurstConfigKey, `{"clusterStrategy": {"policy": "always"}}`, []string{"should be one of [none cpuBurstOnly cfsQuotaBurstOnly auto]"}},
+		{"watermark scale factor too low", SystemConfigKey, `{"clusterStrategy": {"watermarkScaleFactor": 5}}`, []string{"should be greater than or equal to 10"}},
+		{"group identity out of range", ResourceQOSConfigKey, `{"clusterStrategy": {"beClass": {"cpuQOS": {"groupIdentity": -2}}}}`,
+			[]string{"clusterStrategy.beClass.cpuQOS.groupIdentity: Invalid value: -2"}},
+		{"inverted cache range", ResourceQOSConfigKey, `{"clusterStrategy": {"beClass": {"resctrlQOS": {"catRangeStartPercent": 50}}}}`,
+			[]string{"clusterStrategy.beClass.resctrlQOS.catRangeStartPercent: Invalid value: 50: must not exceed catRangeEndPercent (30)"}},
+		{"block without type", ResourceQOSConfigKey, `{"clusterStrategy": {"beClass": {"blkioQOS": {"blocks": [{"name": "/dev/vda", "ioCfg": {}}]}}}}`,
+			[]string{"clusterStrategy.beClass.blkioQOS.blocks[0].type"}},
+		{"colocation percent", ColocationConfigKey, `{"cpuReclaimThresholdPercent": 101, "nodeConfigs": [{"name": "a", ` + sel + `, "memoryReclaimThresholdPercent": -5}]}`,
+			[]string{"cpuReclaimThresholdPercent: Invalid value: 101: must be a percentage, 0 to 100",
+				"nodeConfigs[0].memoryReclaimThresholdPercent: Invalid value: -5"}},
+		{"colocation policy", ColocationConfigKey, `{"cpuCalculatePolicy": "request", "memoryCalculatePolicy": "peak"}`,
+			[]string{`cpuCalculatePolicy: Unsupported value: "request"`, `memoryCalculatePolicy: Unsupported value: "peak"`}},
+		{"colocation intervals", ColocationConfigKey, `{"metricReportIntervalSeconds": 0, "degradeTimeMinutes": -1, "updateTimeThresholdSeconds": 0, "metricAggregateDurationSeconds": 0}`,
+			[]string{"metricReportIntervalSeconds: Invalid value: 0: must be at least 1", "degradeTimeMinutes", "updateTimeThresholdSeconds", "metricAggregateDurationSeconds"}},
+		{"colocation window", ColocationConfigKey, `{"metricAggregatePolicy": {"durations": ["5m", "-1m"]}}`,
+			[]string{`metricAggregatePolicy.durations[1]: Invalid value: "-1m0s": must be positive`}},
+		{"diff threshold", ColocationConfigKey, `{"resourceDiffThreshold": 1.5}`, []string{"resourceDiffThreshold: Invalid value: 1.5: must be a fraction, 0 to 1"}},
+		{"host application without name", HostApplicationConfigKey, `{"applications": [{"qos": "LS"}]}`,
+			[]string{"applications[0].name: Invalid value: \"\": should be at least 1 chars long"}},
+		{"host application duplicate", HostApplicationConfigKey, `{"applications": [{"name": "a"}, {"name": "a"}]}`,
+			[]string{`applications[1].name: Duplicate value: "a"`}},
+		{"host application bad qos", HostApplicationConfigKey,
+			`{"nodeConfigs": [{"name": "n", ` + sel + `, "applications": [{"name": "a", "qos": "GOLD"}]}]}`,
+			[]string{`nodeConfigs[0].applications[0].qos: Invalid value: "GOLD"`}},
+		{"host application bad cgroup base", HostApplicationConfigKey, `{"applications": [{"name": "a", "cgroupPath": {"base": "/sys"}}]}`,
+			[]string{`applications[0].cgroupPath.base: Invalid value: "/sys"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseKey(tt.key, strings.NewReader(tt.value))
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
+			}
+			if !strings.HasPrefix(err.Error(), tt.key+": ") {
+				t.Errorf("error %q does not start with the key", err)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n  %s\ndoes not mention\n  %s", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestFindings(t *testing.T) {
+	tests := []struct {
+		name, key, value string
+		want             []string
+	}{
+		{"clean", ResourceThresholdConfigKey, `{"clusterStrategy": {"enable": true}}`, nil},
+		{"typo", ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuSupressThresholdPercent": 50}}`,
+			[]string{"clusterStrategy.cpuSupressThresholdPercent: unknown field, ignored"}},
+		{"case", ResourceThresholdConfigKey, `{"ClusterStrategy": {"Enable": true}}`, []string{
+			`ClusterStrategy: matched field "clusterStrategy" ignoring case; write "clusterStrategy"`,
+			`ClusterStrategy.Enable: matched field "enable" ignoring case; write "enable"`,
+		}},
+		{"given twice, once ignoring case", ResourceQOSConfigKey, `{"clusterStrategy": {"beClass": {"cpuQOS": {}, "cpuQoS": {}}}}`, []string{
+			`clusterStrategy.beClass.cpuQoS: given again (first as "cpuQOS"); the last value wins`,
+			`clusterStrategy.beClass.cpuQoS: matched field "cpuQOS" ignoring case; write "cpuQOS"`,
+		}},
+		{"unknown key twice", SystemConfigKey, `{"foo": 1, "Foo": {"x": [1]}}`, []string{
+			"foo: unknown field, ignored", `Foo: given again (first as "foo"); the last value wins`, "Foo: unknown field, ignored",
+		}},
+		{"inside lists and selectors", ColocationConfigKey,
+			`{"nodeConfigs": [{"name": "a", "nodeSelector": {"matchLabel": {"k": "v"}}, "enabled": true}]}`, []string{
+				"nodeConfigs[0].nodeSelector.matchLabel: unknown field, ignored",
+				"nodeConfigs[0].enabled: unknown field, ignored",
+			}},
+		{"map keys are free", HostApplicationConfigKey, `{"applications": [{"name": "a", "cgroupPath": {"relativePath": "x"}}]}`, nil},
+		{"fields of embedded strategies", CPUBurstConfigKey,
+			`{"nodeStrategies": [{"name": "a", "nodeSelector": {}, "cpuBurstPercent": 10, "sharePoolThresholdPercent": 5, "Policy": "auto"}]}`,
+			[]string{`nodeStrategies[0].Policy: matched field "policy" ignoring case; write "policy"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			findings, err := ParseKey(tt.key, strings.NewReader(tt.value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			expectDiff(t, "findings", tt.want, findingStrings(findings))
+		})
+	}
+}
+
+// TestLayering checks defaults < cluster < first matching override, for sparse (NodeSLO) and effective values.
+func TestLayering(t *testing.T) {
+	s := snapshotOf(t, map[string]string{
+		ColocationConfigKey: `{"enable": true, "cpuReclaimThresholdPercent": 50, "nodeConfigs": [
+			{"name": "off", "nodeSelector": {"matchLabels": {"colocation": "off"}}, "enable": false},
+			{"name": "gpu", "nodeSelector": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}, "cpuReclaimThresholdPercent": 30},
+			{"name": "gpu-off", "nodeSelector": {"matchLabels": {"gpu": "a100", "colocation": "off"}}, "cpuReclaimThresholdPercent": 10}]}`,
+		ResourceThresholdConfigKey: `{"clusterStrategy": {"enable": true, "memoryEvictThresholdPercent": 80},
+			"nodeStrategies": [{"name": "small", "nodeSelector": {"matchLabels": {"size": "small"}}, "memoryEvictThresholdPercent": 60}]}`,
+		HostApplicationConfigKey: `{"applications": [{"name": "nginx"}], "nodeConfigs": [
+			{"name": "bare", "nodeSelector": {"matchLabels": {"size": "small"}}},
+			{"name": "db", "nodeSelector": {"matchLabels": {"role": "db"}}, "applications": [{"name": "mysql", "qos": "LSR"}]}]}`,
+	})
+	colocation := []struct {
+		labels      map[string]string
+		wantEnable  bool
+		wantPercent int64
+	}{
+		{nil, true, 50},
+		{map[string]string{"colocation": "off"}, false, 50},
+		{map[string]string{"gpu": "t4"}, true, 30},
+		// Only the first match counts, even when a later override is more specific.
+		{map[string]string{"gpu": "a100", "colocation": "off"}, false, 50},
+	}
+	for _, c := range colocation {
+		got := s.Colocation(c.labels)
+		if *got.Enable != c.wantEnable || *got.CPUReclaimThresholdPercent != c.wantPercent {
+			t.Errorf("labels %v: enable %v, cpuReclaimThresholdPercent %d; want %v, %d", c.labels, *got.Enable,
+				*got.CPUReclaimThresholdPercent, c.wantEnable, c.wantPercent)
+		}
+		if *got.MemoryReclaimThresholdPercent != 65 {
+			t.Errorf("labels %v: defaults are not inherited: memoryReclaimThresholdPercent %d", c.labels, *got.MemoryReclaimThresholdPercent)
+		}
+	}
+
+	for _, c := range []struct {
+		key    string
+		labels map[string]string
+		want   string
+	}{
+		{ColocationConfigKey, map[string]string{"gpu": "a100", "colocation": "off"}, "off"},
+		{ColocationConfigKey, map[string]string{"gpu": "t4"}, "gpu"},
+		{ColocationConfigKey, nil, ""},
+		{HostApplicationConfigKey, map[string]string{"role": "db"}, "db"},
+		{CPUBurstConfigKey, map[string]string{"role": "db"}, ""},
+		{"no-such-key", nil, ""},
+	} {
+		if got := s.Override(c.key, c.labels); got != c.want {
+			t.Errorf("Override(%s, %v) = %q, want %q", c.key, c.labels, got, c.want)
+		}
+	}
+
+	small := map[string]string{"size": "small"}
+	wantSmall := &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](60)}
+	expectDiff(t, "NodeSLO of a small node shows cluster + override, no defaults", wantSmall, s.NodeSLOSpec(small).ResourceUsedThresholdWithBE)
+	if got := *WithDefaults(s.NodeSLOSpec(small)).ResourceUsedThresholdWithBE.MemoryEvictLowerPercent; got != 58 {
+		t.Errorf("memoryEvictLowerPercent follows the node's own threshold: got %d, want 58", got)
+	}
+	if got := *WithDefaults(s.NodeSLOSpec(nil)).ResourceUsedThresholdWithBE.MemoryEvictLowerPercent; got != 78 {
+		t.Errorf("memoryEvictLowerPercent of the cluster: got %d, want 78", got)
+	}
+
+	apps := func(l map[string]string) []string {
+		var names []string
+		for _, a := range s.NodeSLOSpec(l).HostApplications {
+			names = append(names, a.Name)
+		}
+		return names
+	}
+	expectDiff(t, "cluster applications", []string{"nginx"}, apps(nil))
+	if got := apps(small); len(got) != 0 {
+		t.Errorf("a node config without applications replaces the list with none, got %v", got)
+	}
+	expectDiff(t, "db applications", []string{"mysql"}, apps(map[string]string{"role": "db"}))
+
+	// The caller owns what it gets.
+	c := s.Colocation(nil)
+	*c.Enable = false
+	c.MetricAggregatePolicy.Durations[0].Duration = 0
+	spec := s.NodeSLOSpec(nil)
+	*spec.ResourceUsedThresholdWithBE.Enable = false
+	if !*s.Colocation(nil).Enable || s.Colocation(nil).MetricAggregatePolicy.Durations[0].Duration == 0 ||
+		!*s.NodeSLOSpec(nil).ResourceUsedThresholdWithBE.Enable {
+		t.Error("modifying a returned strategy changed the snapshot")
+	}
+}
+
+func TestNodeMetricSpec(t *testing.T) {
+	s := snapshotOf(t, map[string]string{ColocationConfigKey: `{"metricReportIntervalSeconds": 30,
+		"nodeConfigs": [{"name": "a", ` + sel + `, "metricAggregateDurationSeconds": 120, "metricAggregatePolicy": {"durations": ["1m"]}}]}`})
+	got := s.NodeMetricSpec(map[string]string{"pool": "a"}).CollectPolicy
+	if *got.AggregateDurationSeconds != 120 || *got.ReportIntervalSeconds != 30 || len(got.NodeAggregatePolicy.Durations) != 1 ||
+		got.NodeAggregatePolicy.Durations[0].Minutes() != 1 {
+		t.Errorf("pool a: got %+v", got)
+	}
+	got = s.NodeMetricSpec(nil).CollectPolicy
+	if *got.AggregateDurationSeconds != 300 || *got.ReportIntervalSeconds != 30 || len(got.NodeAggregatePolicy.Durations) != 3 {
+		t.Errorf("cluster: got %+v", got)
+	}
+}

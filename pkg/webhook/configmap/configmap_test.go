@@ -1,0 +1,196 @@
+package configmap_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gleaner-sh/gleaner/pkg/manager"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+	"github.com/gleaner-sh/gleaner/test/testenv"
+)
+
+// The API server gets config/webhook/manifests.yaml as shipped, rewritten by envtest only to call the local server
+// with envtest's certificate instead of the Service.
+var env = testenv.New(testenv.WithWebhookManifests(filepath.Join("..", "..", "..", "config", "webhook", "manifests.yaml")))
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+const namespace = "gleaner-system"
+
+// startManager runs gleaner-manager (every controller and the webhook) with the certificate envtest made, and waits
+// until it is ready.
+func startManager(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	wh := e.Webhook()
+	o := manager.NewOptions()
+	o.Kubeconfig = e.Kubeconfig
+	o.LeaderElect = false
+	o.MetricsAddr = "0"
+	o.HealthAddr = testenv.FreeAddr(t)
+	o.Webhook.Host, o.Webhook.Port, o.Webhook.CertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
+	o.Webhook.CertSecret = "" // envtest provides the certificate
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- manager.Run(ctx, o) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	testenv.Eventually(t, "manager ready", func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("manager exited: %v", err)
+		default:
+		}
+		resp, err := http.Get("http://" + o.HealthAddr + "/readyz?verbose")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: %s: %s", resp.Status, body)
+		}
+		return nil
+	})
+}
+
+// kubectl runs kubectl against the test API server and returns its combined output.
+func kubectl(t *testing.T, e *testenv.Env, stdin []byte, args ...string) (string, error) {
+	t.Helper()
+	cmd := e.Kubectl(args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !asExit(err, &exit) {
+		t.Fatalf("running kubectl: %v", err)
+	}
+	return string(out), err
+}
+
+func asExit(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError) //nolint:errorlint // exec returns it unwrapped
+	*target = e
+	return ok
+}
+
+// configMapYAML renders the SLO ConfigMap with these data, as a user would write it.
+func configMapYAML(t *testing.T, name string, data map[string]string) []byte {
+	t.Helper()
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: data}
+	b, err := yaml.Marshal(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// seedTemplate is the data of seed 002's ConfigMap template, every key exactly as printed.
+func seedTemplate(t *testing.T) map[string]string {
+	t.Helper()
+	data := map[string]string{}
+	for _, k := range sloconfig.Keys() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "sloconfig", "testdata", "seed002", "template", k+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[k] = string(b)
+	}
+	return data
+}
+
+func TestWebhookRejectsMalformedApply(t *testing.T) {
+	e := env.Start(t)
+	startManager(t, e)
+	ctx := context.Background()
+
+	// A valid ConfigMap applies; its field warnings are printed by kubectl.
+	good := map[string]string{
+		sloconfig.ResourceThresholdConfigKey: `{"clusterStrategy": {"enable": true, "CPUEvictTimeWindowSeconds": 60, "cpuSupressThresholdPercent": 50}}`,
+		sloconfig.CPUBurstConfigKey:          `{"clusterStrategy": {"policy": "auto"}}`,
+	}
+	out, err := kubectl(t, e, configMapYAML(t, "slo-controller-config", good), "apply", "-f", "-")
+	if err != nil {
+		t.Fatalf("applying a valid ConfigMap failed: %s", out)
+	}
+	for _, w := range []string{
+		`Warning: resource-threshold-config: clusterStrategy.CPUEvictTimeWindowSeconds: matched field "cpuEvictTimeWindowSeconds" ignoring case`,
+		"Warning: resource-threshold-config: clusterStrategy.cpuSupressThresholdPercent: unknown field, ignored",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("kubectl output does not show %q:\n%s", w, out)
+		}
+	}
+
+	// Seed 002's template as printed: rejected at once, with the same message the manager's events would give.
+	bad := seedTemplate(t)
+	out, err = kubectl(t, e, configMapYAML(t, "slo-controller-config", bad), "apply", "-f", "-")
+	if err == nil {
+		t.Fatalf("applying seed 002's malformed template succeeded:\n%s", out)
+	}
+	wantMsg := sloconfig.ParseConfigMap(bad).Err().Error()
+	for _, line := range strings.Split(wantMsg, "\n") {
+		if !strings.Contains(out, line) {
+			t.Errorf("kubectl output does not carry %q:\n%s", line, out)
+		}
+	}
+	for _, k := range []string{"colocation-config: malformed JSON at line 33", "resource-threshold-config: malformed JSON at line 24",
+		"resource-qos-config: malformed JSON at line 8", "system-config: malformed JSON at line 7"} {
+		if !strings.Contains(out, k) {
+			t.Errorf("denial does not name %q:\n%s", k, out)
+		}
+	}
+	if strings.Contains(out, "cpu-burst-config:") || strings.Contains(out, "host-application-config:") {
+		t.Errorf("the valid keys of the template are reported as errors:\n%s", out)
+	}
+	if !strings.Contains(out, `admission webhook "slo-controller-config.slo.gleaner.sh" denied the request`) {
+		t.Errorf("not denied by Gleaner's webhook:\n%s", out)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "slo-controller-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data[sloconfig.CPUBurstConfigKey] != good[sloconfig.CPUBurstConfigKey] {
+		t.Errorf("the rejected apply changed the ConfigMap: %v", cm.Data)
+	}
+
+	// Invalid values are rejected too.
+	out, err = kubectl(t, e, configMapYAML(t, "slo-controller-config", map[string]string{
+		sloconfig.ResourceThresholdConfigKey: `{"clusterStrategy": {"memoryEvictThresholdPercent": 50, "memoryEvictLowerPercent": 60}}`,
+	}), "apply", "-f", "-")
+	if err == nil || !strings.Contains(out, "resource-threshold-config: clusterStrategy.memoryEvictLowerPercent: Invalid value: 60: must not exceed memoryEvictThresholdPercent (50)") {
+		t.Errorf("an inconsistent threshold was not rejected with its reason:\n%s", out)
+	}
+
+	// Other ConfigMaps of the namespace never reach the webhook.
+	out, err = kubectl(t, e, configMapYAML(t, "other", map[string]string{sloconfig.ColocationConfigKey: "{,"}), "apply", "-f", "-")
+	if err != nil {
+		t.Errorf("an unrelated ConfigMap was refused:\n%s", out)
+	}
+
+	// Deleting is allowed, with a warning about what it means.
+	out, err = kubectl(t, e, nil, "delete", "configmap", "-n", namespace, "slo-controller-config")
+	if err != nil || !strings.Contains(out, "Warning: deleting gleaner-system/slo-controller-config returns every key to its defaults") {
+		t.Errorf("delete: err %v, output:\n%s", err, out)
+	}
+}

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MachineSnapshot is what a local cluster could leave on the machine, read without the cluster's own code so that
+// the teardown test checks the teardown independently.
+type MachineSnapshot struct {
+	// Processes are the processes whose command line names the state directory, or that run in a kubepods cgroup.
+	Processes []string
+	// Mounts are the mount points under the state directory or a host path the cluster uses.
+	Mounts []string
+	// Cgroups are the kubepods cgroup directories.
+	Cgroups []string
+	// Interfaces are the network interfaces the CNI bridge plugin makes (the bridge, veth pairs).
+	Interfaces []string
+	// HostPaths are the host paths a kubelet, containerd or CNI plugin creates by default that exist.
+	HostPaths []string
+	// IPForward is net.ipv4.ip_forward.
+	IPForward string
+	// StateDir lists the entries left in the state directory.
+	StateDir []string
+}
+
+// hostPaths are the default paths of the kubelet, containerd, CNI, NRI and kubectl's cache.
+func hostPaths() []string {
+	home, _ := os.UserHomeDir()
+	return []string{"/var/lib/kubelet", "/var/log/containers", "/var/log/pods", "/var/run/nri", "/run/nri",
+		"/var/run/netns", "/run/netns", "/var/lib/cni", "/etc/cni", "/opt/cni", "/run/containerd", "/var/lib/containerd",
+		"/opt/containerd", "/etc/containerd", "/usr/libexec/kubernetes", "/var/run/kubernetes", "/etc/kubernetes",
+		filepath.Join(home, ".kube", "cache", "discovery", "127.0.0.1_6443")}
+}
+
+// TakeSnapshot reads the machine.
+func TakeSnapshot(stateDir string) MachineSnapshot {
+	s := MachineSnapshot{IPForward: readTrimmed("/proc/sys/net/ipv4/ip_forward")}
+	s.Cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	s.Processes = clusterProcesses(stateDir, s.Cgroups)
+	roots := []string{stateDir}
+	for _, p := range hostPaths() {
+		if _, err := os.Lstat(p); err == nil {
+			s.HostPaths = append(s.HostPaths, p)
+		}
+		roots = append(roots, p)
+	}
+	s.Mounts = mountsUnder(roots)
+	ifaces, _ := net.Interfaces()
+	for _, i := range ifaces {
+		if strings.HasPrefix(i.Name, "gleaner") || strings.HasPrefix(i.Name, "veth") || strings.HasPrefix(i.Name, "cni") {
+			s.Interfaces = append(s.Interfaces, i.Name)
+		}
+	}
+	entries, _ := os.ReadDir(stateDir)
+	for _, e := range entries {
+		s.StateDir = append(s.StateDir, e.Name())
+	}
+	slices.Sort(s.StateDir)
+	return s
+}
+
+// clusterProcesses lists the processes in the cgroups (recursively) and those whose command line names stateDir.
+func clusterProcesses(stateDir string, cgroups []string) []string {
+	inCgroups := map[string]bool{}
+	for _, dir := range cgroups {
+		_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+			if err == nil && info.Name() == "cgroup.procs" {
+				for _, pid := range strings.Fields(readTrimmed(path)) {
+					inCgroups[pid] = true
+				}
+			}
+			return nil
+		})
+	}
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil || p.Name() == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmd := strings.ReplaceAll(readTrimmed(filepath.Join("/proc", p.Name(), "cmdline")), "\x00", " ")
+		if inCgroups[p.Name()] || strings.Contains(cmd, stateDir+"/") {
+			out = append(out, p.Name()+" "+cmd)
+		}
+	}
+	return out
+}
+
+// mountsUnder lists the mount points (/proc/self/mountinfo) at or under one of roots.
+func mountsUnder(roots []string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer func() { _ = f.Close() }()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw: the fifth field is the mount point.
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		for _, r := range roots {
+			if fields[4] == r || strings.HasPrefix(fields[4], r+"/") {
+				out = append(out, fields[4])
+				break
+			}
+		}
+	}
+	return out
+}
+
+func readTrimmed(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+// String lists the snapshot for failure messages.
+func (s MachineSnapshot) String() string {
+	return fmt.Sprintf("processes %q\nmounts %q\ncgroups %q\ninterfaces %q\nhost paths %q\nip_forward %s\nstate dir %q",
+		s.Processes, s.Mounts, s.Cgroups, s.Interfaces, s.HostPaths, s.IPForward, s.StateDir)
+}

@@ -1,0 +1,276 @@
+// Package e2e is Gleaner's end-to-end suite: a real single-node cluster (internal/localcluster) with Gleaner
+// deployed from config/local, and tests that check what really happens on the node.
+//
+// One cluster serves the whole package: TestMain starts it, every test uses it, and TestMain tears it down. A
+// feature adds one file here with its tests, each starting with
+//
+//	e := suite.Env(t)
+//
+// which gives the cluster, a client with Gleaner's API types, kubectl and wait helpers.
+//
+// The tests run only when GLEANER_E2E=1 (`make e2e` sets it), so plain `go test ./...` never starts a cluster. With
+// GLEANER_E2E=1 on a machine where the cluster cannot run (not root, no writable cgroup v1) they skip and say why,
+// loudly under CI=true.
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
+	"github.com/gleaner-sh/gleaner/pkg/manager"
+)
+
+// EnableVar must be 1 for the suite to start a cluster.
+const EnableVar = "GLEANER_E2E"
+
+// DefaultStateDir is the suite's state directory: not the one of `make run`, so its logs survive a test run.
+const DefaultStateDir = "/var/lib/gleaner-e2e"
+
+// GleanerNamespace is where config/local deploys Gleaner.
+const GleanerNamespace = "gleaner-system"
+
+// Suite is the cluster shared by a package's tests.
+type Suite struct {
+	// StateDir is the cluster's state directory ($GLEANER_E2E_STATE or DefaultStateDir).
+	StateDir string
+	// RepoRoot is Gleaner's source tree.
+	RepoRoot string
+	// Before is the machine as it was before the suite's first Up, for the teardown test.
+	Before MachineSnapshot
+
+	skip    string
+	cluster *localcluster.Cluster
+	started bool
+}
+
+// NewSuite returns a suite that Run starts.
+func NewSuite() *Suite { return &Suite{} }
+
+// Run is the package's TestMain: it starts the cluster and deploys Gleaner, runs the tests, and tears the cluster
+// down (also on SIGINT or SIGTERM). Pass its result to os.Exit.
+func (s *Suite) Run(m *testing.M) int {
+	if err := s.setUp(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		_ = s.tearDown() // it reports its own error
+		return 1
+	}
+	if s.skip != "" {
+		fmt.Fprintf(os.Stderr, "e2e: %s\n", s.skip)
+		if os.Getenv("CI") == "true" && os.Getenv(EnableVar) == "1" {
+			fmt.Fprintf(os.Stderr, "\n%s\n!!! E2E TESTS DID NOT RUN ON THIS CI MACHINE: %s\n%s\n\n", banner, s.skip, banner)
+		}
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		fmt.Fprintln(os.Stderr, "e2e: interrupted; tearing the cluster down")
+		_ = s.tearDown() // it reports its own error
+		os.Exit(1)
+	}()
+	code := m.Run()
+	signal.Stop(sig)
+	if err := s.tearDown(); err != nil && code == 0 {
+		code = 1
+	}
+	return code
+}
+
+const banner = "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+
+func (s *Suite) setUp() error {
+	if os.Getenv(EnableVar) != "1" {
+		s.skip = EnableVar + " is not 1; run `make e2e` to run the end-to-end tests on a real local cluster"
+		return nil
+	}
+	if err := localcluster.Preflight(); err != nil {
+		s.skip = err.Error()
+		return nil
+	}
+	s.StateDir = os.Getenv("GLEANER_E2E_STATE")
+	if s.StateDir == "" {
+		s.StateDir = DefaultStateDir
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	s.RepoRoot = root
+	s.Before = TakeSnapshot(s.StateDir)
+	s.cluster, err = localcluster.New(localcluster.Config{StateDir: s.StateDir, RepoRoot: root})
+	if err != nil {
+		return err
+	}
+	return s.StartCluster(context.Background())
+}
+
+// StartCluster brings the cluster up and deploys Gleaner from config/local. A cluster left running in the suite's
+// own state directory (by a test binary that was killed) is torn down first.
+func (s *Suite) StartCluster(ctx context.Context) error {
+	err := s.cluster.Up(ctx)
+	if errors.Is(err, localcluster.ErrAlreadyRunning) {
+		fmt.Fprintf(os.Stderr, "e2e: a cluster from an earlier run is still up in %s; restarting it\n", s.StateDir)
+		if err := s.cluster.Down(ctx); err != nil {
+			return err
+		}
+		err = s.cluster.Up(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	s.started = true
+	if err := s.cluster.Apply(ctx, filepath.Join(s.RepoRoot, "config", "local")); err != nil {
+		return err
+	}
+	return s.cluster.WaitWorkloadsReady(ctx, GleanerNamespace, 3*time.Minute)
+}
+
+// StopCluster tears the cluster down.
+func (s *Suite) StopCluster(ctx context.Context) error {
+	s.started = false
+	return s.cluster.Down(ctx)
+}
+
+func (s *Suite) tearDown() error {
+	if s.cluster == nil || !s.started {
+		return nil
+	}
+	if err := s.StopCluster(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return err
+	}
+	return nil
+}
+
+// repoRoot is two directories above this file's package: test/e2e.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(wd, "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "hack", "kube-build.sh")); err != nil {
+		return "", fmt.Errorf("the e2e tests run from test/e2e in Gleaner's tree: %w", err)
+	}
+	return filepath.Abs(root)
+}
+
+// Env is what a test gets: the running cluster and clients for it.
+type Env struct {
+	// Cluster is the local cluster.
+	Cluster *localcluster.Cluster
+	// Suite is the suite, for the tests that stop and start the cluster.
+	Suite *Suite
+	// Clientset is a typed client for the built-in kinds.
+	Clientset kubernetes.Interface
+	// Client is a controller-runtime client that knows Gleaner's kinds too.
+	Client client.Client
+	// Ctx ends with the test.
+	Ctx context.Context
+	t   testing.TB
+}
+
+// Env returns the cluster for t, skipping t when the suite does not run.
+func (s *Suite) Env(t testing.TB) *Env {
+	t.Helper()
+	if s.skip != "" {
+		t.Skip("e2e: " + s.skip)
+	}
+	if !s.started {
+		t.Fatal("e2e: the cluster is not running (an earlier test failed to restart it)")
+	}
+	cs, err := s.cluster.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.cluster.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := manager.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Cluster: s.cluster, Suite: s, Clientset: cs, Client: c, Ctx: t.Context(), t: t}
+}
+
+// Kubectl runs kubectl against the cluster and fails the test when it fails.
+func (e *Env) Kubectl(args ...string) string {
+	e.t.Helper()
+	out, err := e.Cluster.Kubectl(e.Ctx, args...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// Eventually polls cond every interval until it returns true, failing the test with the last message cond gave
+// when timeout passes.
+func (e *Env) Eventually(timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
+	e.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(e.Ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, msg := cond(ctx)
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		e.t.Fatalf("not true after %s: %s", timeout, last)
+	}
+}
+
+// RunPod creates the pod in a namespace of its own (deleted with the test) and waits until it runs.
+func (e *Env) RunPod(pod *corev1.Pod) *corev1.Pod {
+	e.t.Helper()
+	ns := e.Namespace()
+	pod.Namespace = ns
+	created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating pod %s: %v", pod.Name, err)
+	}
+	var got *corev1.Pod
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		got, err = e.Clientset.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s is %s: %+v", got.Name, got.Status.Phase, got.Status.ContainerStatuses)
+	})
+	return got
+}
+
+// Namespace creates a namespace named after the test and deletes it when the test ends.
+func (e *Env) Namespace() string {
+	e.t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	created, err := e.Clientset.CoreV1().Namespaces().Create(e.Ctx, ns, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating a namespace: %v", err)
+	}
+	e.t.Cleanup(func() {
+		_ = e.Clientset.CoreV1().Namespaces().Delete(context.Background(), created.Name, metav1.DeleteOptions{})
+	})
+	return created.Name
+}
+
+// PauseImage is the image of a container that only waits (test/workloads/pause).
+const PauseImage = "gleaner.local/pause:dev"

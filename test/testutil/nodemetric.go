@@ -1,0 +1,74 @@
+package testutil
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+// NodeMetricBuilder builds a NodeMetric with the status an agent would report.
+type NodeMetricBuilder struct{ m *slov1alpha1.NodeMetric }
+
+// NodeMetric starts a NodeMetric for a node with empty node usage, updated at the zero time.
+func NodeMetric(node string) *NodeMetricBuilder {
+	return &NodeMetricBuilder{m: &slov1alpha1.NodeMetric{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Status: slov1alpha1.NodeMetricStatus{NodeMetric: &slov1alpha1.NodeMetricInfo{
+			NodeUsage: corev1.ResourceList{}, SystemUsage: corev1.ResourceList{},
+		}},
+	}}
+}
+
+// Updated sets status.updateTime.
+func (b *NodeMetricBuilder) Updated(t time.Time) *NodeMetricBuilder {
+	mt := metav1.NewTime(t)
+	b.m.Status.UpdateTime = &mt
+	return b
+}
+
+// NodeUsage sets status.nodeMetric.nodeUsage from name/quantity pairs.
+func (b *NodeMetricBuilder) NodeUsage(pairs ...string) *NodeMetricBuilder {
+	setPairs(b.m.Status.NodeMetric.NodeUsage, pairs)
+	return b
+}
+
+// SystemUsage sets status.nodeMetric.systemUsage from name/quantity pairs.
+func (b *NodeMetricBuilder) SystemUsage(pairs ...string) *NodeMetricBuilder {
+	setPairs(b.m.Status.NodeMetric.SystemUsage, pairs)
+	return b
+}
+
+// Pod adds a pod's usage, with the pod's identity, priority band and QoS class.
+func (b *NodeMetricBuilder) Pod(pod *corev1.Pod, pairs ...string) *NodeMetricBuilder {
+	usage := corev1.ResourceList{}
+	setPairs(usage, pairs)
+	b.m.Status.PodsMetric = append(b.m.Status.PodsMetric, slov1alpha1.PodMetricInfo{
+		Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID),
+		Priority: slov1alpha1.PriorityClassOf(pod.Spec.Priority), QoS: slov1alpha1.QoSClassOf(pod), Usage: usage,
+	})
+	return b
+}
+
+// HostApp adds a host application's usage.
+func (b *NodeMetricBuilder) HostApp(name string, priority slov1alpha1.PriorityClass, pairs ...string) *NodeMetricBuilder {
+	usage := corev1.ResourceList{}
+	setPairs(usage, pairs)
+	b.m.Status.HostApplicationMetric = append(b.m.Status.HostApplicationMetric, slov1alpha1.HostApplicationMetricInfo{
+		Name: name, Priority: priority, Usage: usage,
+	})
+	return b
+}
+
+// ProdReclaimable sets status.prodReclaimableMetric from name/quantity pairs.
+func (b *NodeMetricBuilder) ProdReclaimable(pairs ...string) *NodeMetricBuilder {
+	r := corev1.ResourceList{}
+	setPairs(r, pairs)
+	b.m.Status.ProdReclaimableMetric = &slov1alpha1.ReclaimableMetric{Resource: r}
+	return b
+}
+
+// Obj returns the NodeMetric.
+func (b *NodeMetricBuilder) Obj() *slov1alpha1.NodeMetric { return b.m }

@@ -1,0 +1,137 @@
+// Command lsservice is a latency-sensitive service for the local cluster's demo and tests. It serves GET / with a
+// little CPU work per request (--work), drives itself with a steady request rate (--qps) and measures the latency
+// of those requests end to end, which is what batch work next to it would hurt. GET /stats returns the latency
+// percentiles of the last --window requests as JSON; every --report it logs them. With the defaults it uses about
+// a tenth of a core.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	listen string
+	work   time.Duration
+	qps    float64
+	window int
+	report time.Duration
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("lsservice", flag.ExitOnError)
+	fs.StringVar(&o.listen, "listen", ":8080", "address to serve on")
+	fs.DurationVar(&o.work, "work", 2*time.Millisecond, "CPU time spent on each request")
+	fs.Float64Var(&o.qps, "qps", 50, "requests per second the service sends itself; 0 turns the load off")
+	fs.IntVar(&o.window, "window", 1000, "how many of the latest requests /stats summarises")
+	fs.DurationVar(&o.report, "report", 10*time.Second, "how often to log the latency; 0 turns it off")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "lsservice: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	if o.window <= 0 || o.qps < 0 || o.work < 0 {
+		return fmt.Errorf("--window must be positive and --qps, --work not negative")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.listen, err)
+	}
+	rec := newRecorder(o.window)
+	srv := &http.Server{Handler: newHandler(o.work, rec), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	target := "http://" + ln.Addr().String() + "/"
+	if o.qps > 0 {
+		go drive(ctx, target, o.qps, rec)
+	}
+	if o.report > 0 {
+		go report(ctx, o.report, rec)
+	}
+	fmt.Printf("lsservice: serving on %s, %s of work per request, %.0f requests/s to itself\n", ln.Addr(), o.work, o.qps)
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	return nil
+}
+
+// newHandler serves / (spin for work, answer "ok"), /stats (the recorder's Stats as JSON) and /healthz.
+func newHandler(work time.Duration, rec *recorder) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		spin(work)
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(rec.Stats())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return mux
+}
+
+// spin uses the CPU for d.
+func spin(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}
+
+// drive sends GET target at qps and records each request's latency; failed requests are not recorded.
+func drive(ctx context.Context, target string, qps float64, rec *recorder) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	t := time.NewTicker(time.Duration(float64(time.Second) / qps))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			continue
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			continue
+		}
+		_ = resp.Body.Close()
+		rec.Add(time.Since(start))
+	}
+}
+
+func report(ctx context.Context, every time.Duration, rec *recorder) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s := rec.Stats()
+			fmt.Printf("lsservice: latency over the last %d requests: p50 %.2fms p90 %.2fms p99 %.2fms max %.2fms\n",
+				s.Count, s.P50, s.P90, s.P99, s.Max)
+		}
+	}
+}
