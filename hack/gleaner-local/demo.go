@@ -41,6 +41,7 @@ func (d demo) run(ctx context.Context, watch time.Duration) (err error) {
 	if err := d.deployDemo(ctx); err != nil {
 		return err
 	}
+	d.waitForBatchResources(ctx, 3*time.Minute)
 	d.report(ctx)
 	d.printAccess()
 	fmt.Println("Ctrl-C stops the cluster and removes everything it created.")
@@ -73,8 +74,8 @@ func (d demo) deployGleaner(ctx context.Context) error {
 	return nil
 }
 
-// deployDemo applies config/demo and waits for its service; the batch pods are not waited for (they stay Pending
-// until Gleaner publishes batch resources).
+// deployDemo applies config/demo and waits for its service; the batch pods are not waited for (they are Pending
+// until Gleaner publishes batch resources, and may stay so when the node has too little to spare).
 func (d demo) deployDemo(ctx context.Context) error {
 	if err := d.cluster.Apply(ctx, filepath.Join(d.repoRoot, "config", "demo")); err != nil {
 		return err
@@ -86,6 +87,28 @@ func (d demo) deployDemo(ctx context.Context) error {
 	return nil
 }
 
+// waitForBatchResources waits, at most timeout, until the node carries kubernetes.io/batch-cpu: the agent reports
+// its first NodeMetric once its samples cover half of metricAggregateDurationSeconds (60 s in config/samples), and
+// the manager publishes from that. Waiting longer is no error: the report shows what there is.
+func (d demo) waitForBatchResources(ctx context.Context, timeout time.Duration) {
+	t := time.Now()
+	fmt.Fprintln(os.Stderr, "local-cluster: waiting for the agent's first NodeMetric report and the batch resources it leads to")
+	jsonpath := `-o=jsonpath={.status.allocatable.kubernetes\.io/batch-cpu}`
+	for time.Since(t) < timeout {
+		out, err := d.cluster.Kubectl(ctx, "get", "node", localcluster.NodeName, jsonpath)
+		if err == nil && strings.TrimSpace(out) != "" {
+			fmt.Fprintf(os.Stderr, "local-cluster: kubernetes.io/batch-cpu %s published after %s\n", strings.TrimSpace(out), time.Since(t).Round(time.Second))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+	fmt.Fprintf(os.Stderr, "local-cluster: no batch resources after %s; `kubectl glean explain %s` says why\n", timeout, localcluster.NodeName)
+}
+
 // reportCommands are the kubectl commands whose output `make run` prints, in order: what a user wants to see.
 // Showing one more thing is one more line here; kubectl plugins built from cmd/ (kubectl-glean) are on the PATH.
 func reportCommands() [][]string {
@@ -95,7 +118,10 @@ func reportCommands() [][]string {
 			"MEMORY:.status.allocatable.memory,BATCH-CPU:.status.allocatable.kubernetes\\.io/batch-cpu," +
 			"BATCH-MEMORY:.status.allocatable.kubernetes\\.io/batch-memory"},
 		{"get", "pods", "--all-namespaces", "-o", "wide"},
-		// Why batch pods wait: the scheduler's message on each pending pod.
+		// What Gleaner allocated and published, and how it derived the batch and mid resources.
+		{"glean", "nodes"},
+		{"glean", "explain", localcluster.NodeName},
+		// Why batch pods wait, if any do: the scheduler's message on each pending pod.
 		{"get", "pods", "--all-namespaces", "--field-selector=status.phase=Pending", "-o",
 			"custom-columns=POD:.metadata.name,WHY:.status.conditions[?(@.type=='PodScheduled')].message"},
 		{"get", "nodeallocations,nodeslos,nodemetrics"},

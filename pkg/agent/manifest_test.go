@@ -18,7 +18,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// manifests is the agent's DaemonSet; rbacManifests are its service account, binding and generated ClusterRole.
 const manifests = "../../config/agent"
+
+var rbacManifests = []string{
+	"../../config/rbac/agent_service_account.yaml", "../../config/rbac/agent_role_binding.yaml", "../../config/rbac/agent/role.yaml",
+}
 
 // TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
 // agent's flags, the node name comes from the downward API, the probes hit the configured ports, and the only host
@@ -102,7 +107,7 @@ func daemonSetEnv(tb testing.TB) []string {
 	return env
 }
 
-// TestAgentRunsWithItsRBAC installs config/agent into the API server and runs the whole agent as its service
+// TestAgentRunsWithItsRBAC installs the agent's RBAC manifests into the API server and runs the whole agent as its service
 // account: with only the generated ClusterRole it must sync and write its NodeMetric status.
 func TestAgentRunsWithItsRBAC(t *testing.T) {
 	e := env.Start(t)
@@ -111,10 +116,14 @@ func TestAgentRunsWithItsRBAC(t *testing.T) {
 	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if out, err := e.Kubectl("apply", "-k", manifests).CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply -k %s: %v\n%s", manifests, err, out)
+	files := []string{}
+	for _, f := range rbacManifests {
+		files = append(files, "-f", f)
 	}
-	t.Cleanup(func() { _ = e.Kubectl("delete", "-k", manifests, "--wait=false").Run() })
+	if out, err := e.Kubectl(append([]string{"apply"}, files...)...).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply %v: %v\n%s", rbacManifests, err, out)
+	}
+	t.Cleanup(func() { _ = e.Kubectl(append([]string{"delete", "--wait=false"}, files...)...).Run() })
 	cfg, err := e.UserConfig("system:serviceaccount:gleaner-system:gleaner-agent", "system:serviceaccounts", "system:authenticated")
 	if err != nil {
 		t.Fatal(err)

@@ -5,20 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
 )
 
 // The demo of `make run` (config/demo): the latency-sensitive service runs and measures its own latency; the
-// batch pods reach the real scheduler, which places them by kubernetes.io/batch-cpu and batch-memory.
-//
-// Until Gleaner publishes batch resources on the node (the batch plugin of the node-resource controller) the
-// scheduler finds none and the batch pods stay Pending for exactly that reason; when it lands, this test changes
-// to expect them Running.
+// batch pods reach the real scheduler, which places them by the kubernetes.io/batch-cpu and batch-memory that
+// gleaner-manager publishes from gleaner-agent's measurements.
 func TestDemoWorkload(t *testing.T) {
 	e := suite.Env(t)
 	demo := filepath.Join(e.Suite.RepoRoot, "config", "demo")
@@ -48,25 +49,51 @@ func TestDemoWorkload(t *testing.T) {
 		return s.Count >= 50 && s.P50 > 0, "stats " + body
 	})
 
-	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
-		events, err := e.Clientset.CoreV1().Events("gleaner-demo").List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+	expectBatchPodsFollowBatchCPU(e)
+}
+
+// The scheduler places the batch pods (500 millicores of batch-cpu each) by the batch-cpu Gleaner publishes from
+// the agent's measurements. On a busy 2-core machine that may be less than a pod asks for, so the test asserts
+// the scheduler's agreement with the node: once batch-cpu is published, every batch pod that fits runs, and a
+// pod still Pending is one that does not fit in what is left.
+func expectBatchPodsFollowBatchCPU(e *Env) {
+	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {
+		node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, ev := range events.Items {
-			if strings.HasPrefix(ev.InvolvedObject.Name, "batch-burner-") && strings.Contains(ev.Message, "Insufficient kubernetes.io/batch-cpu") {
-				return true, ""
+		alloc, published := node.Status.Allocatable[slov1alpha1.BatchCPU]
+		if !published {
+			return false, "no kubernetes.io/batch-cpu on the node yet"
+		}
+		onNode, err := e.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + localcluster.NodeName})
+		if err != nil {
+			return false, err.Error()
+		}
+		var used int64
+		for _, p := range onNode.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				r := resourcehelper.PodRequests(&p, resourcehelper.PodResourcesOptions{})
+				used += r.Name(slov1alpha1.BatchCPU, resource.DecimalSI).Value()
 			}
 		}
-		return false, fmt.Sprintf("no FailedScheduling event for batch-cpu among %d", len(events.Items))
-	})
-	batch, err := e.Clientset.CoreV1().Pods("gleaner-demo").List(e.Ctx, metav1.ListOptions{LabelSelector: "app=batch-burner"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range batch.Items {
-		if p.Status.Phase != corev1.PodPending || p.Spec.NodeName != "" {
-			t.Errorf("batch pod %s is %s on %q; with no batch resources on the node it must stay Pending", p.Name, p.Status.Phase, p.Spec.NodeName)
+		batch, err := e.Clientset.CoreV1().Pods("gleaner-demo").List(ctx, metav1.ListOptions{LabelSelector: "app=batch-burner"})
+		if err != nil {
+			return false, err.Error()
 		}
-	}
+		var running, pending int
+		for _, p := range batch.Items {
+			switch {
+			case p.Status.Phase == corev1.PodRunning:
+				running++
+			case p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "":
+				pending++
+			}
+		}
+		msg := fmt.Sprintf("batch-cpu %d published, %d requested on the node; demo batch pods: %d running, %d pending", alloc.Value(), used, running, pending)
+		if used > alloc.Value() {
+			return false, msg + " (more requested than published)"
+		}
+		return running+pending == 2 && (pending == 0 || alloc.Value()-used < 500), msg
+	})
 }

@@ -274,3 +274,6 @@ func (e *Env) Namespace() string {
 
 // PauseImage is the image of a container that only waits (test/workloads/pause).
 const PauseImage = "gleaner.local/pause:dev"
+
+// BurnerImage is the image of a container that burns the CPU its --load flag asks for (test/workloads/burner).
+const BurnerImage = "gleaner.local/burner:dev"

@@ -66,6 +66,15 @@ func (b *PodBuilder) Label(k, v string) *PodBuilder {
 	return b
 }
 
+// Annotation adds an annotation.
+func (b *PodBuilder) Annotation(k, v string) *PodBuilder {
+	if b.pod.Annotations == nil {
+		b.pod.Annotations = map[string]string{}
+	}
+	b.pod.Annotations[k] = v
+	return b
+}
+
 // Terminating sets a deletion timestamp.
 func (b *PodBuilder) Terminating() *PodBuilder {
 	now := metav1.Now()
@@ -247,11 +256,12 @@ func setPairs(list corev1.ResourceList, pairs []string) {
 	}
 }
 
-// PriorityClasses returns one PriorityClass per colocation band, for tests against a real API server: gleaner-prod
-// (9500), gleaner-mid (7500), gleaner-batch (5500), gleaner-free (3500).
+// PriorityClasses returns one PriorityClass per colocation band, for tests against a real API server, with the
+// names and values config/priorityclasses installs: gleaner-prod (9000), gleaner-mid (7000), gleaner-batch (5000),
+// gleaner-free (3000). A pod built with PriorityClass is then accepted by the local cluster too.
 func PriorityClasses() []*schedulingv1.PriorityClass {
 	pc := func(name string, v int32) *schedulingv1.PriorityClass {
 		return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: v}
 	}
-	return []*schedulingv1.PriorityClass{pc("gleaner-prod", 9500), pc("gleaner-mid", 7500), pc("gleaner-batch", 5500), pc("gleaner-free", 3500)}
+	return []*schedulingv1.PriorityClass{pc("gleaner-prod", 9000), pc("gleaner-mid", 7000), pc("gleaner-batch", 5000), pc("gleaner-free", 3000)}
 }

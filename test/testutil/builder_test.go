@@ -1,10 +1,43 @@
 package testutil
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
+
+// TestPriorityClassesMatchTheManifests: the test classes are the ones config/priorityclasses installs.
+func TestPriorityClassesMatchTheManifests(t *testing.T) {
+	b, err := os.ReadFile("../../config/priorityclasses/priorityclasses.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int32{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		pc := &schedulingv1.PriorityClass{}
+		if err := dec.Decode(pc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		want[pc.Name] = pc.Value
+	}
+	got := map[string]int32{}
+	for _, pc := range PriorityClasses() {
+		got[pc.Name] = pc.Value
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("PriorityClasses() against config/priorityclasses (-manifests +test):\n%s", d)
+	}
+}
 
 func TestPodBuilder(t *testing.T) {
 	pod := Pod("p").Node("n").Priority(5500).

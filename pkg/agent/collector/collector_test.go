@@ -202,6 +202,39 @@ func TestOneBadPodDoesNotDropTheOthers(t *testing.T) {
 	}
 }
 
+// TestSystemUsageNeverTakesInAPod: a running pod the pod collector cannot measure is not charged to the system.
+// Never measured, it holds the system sample back (with an error naming it); measured once and then failing, its
+// last known usage stands in.
+func TestSystemUsageNeverTakesInAPod(t *testing.T) {
+	r := newRig(t, hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs}, NodeResourceName, PodResourceName, SystemResourceName)
+	r.host.SetSystemUsage(hostsim.Usage{CPU: 0.2, Memory: 500 * mi})
+	r.addPod(t, tu.Pod("good").Container("c").Running("containerd://g").Obj(), hostsim.Usage{CPU: 1, Memory: 100 * mi})
+	late := tu.Pod("late").Phase(corev1.PodRunning).Container("c").Running("containerd://l").Obj()
+	r.store.SetPod(late) // running, but its cgroup is not there yet
+	err := r.cycles(t, 4)
+	if err == nil || !strings.Contains(err.Error(), "never measured (default/late)") {
+		t.Errorf("want an error naming the unmeasured pod, got %v", err)
+	}
+	if v := r.last(metriccache.NodeKey(metriccache.SystemCPUUsage)); !math.IsNaN(v) {
+		t.Errorf("system cpu = %v with a running pod never measured, want no sample", v)
+	}
+
+	if err := r.host.AddPod(late, hostsim.Usage{CPU: 0.5, Memory: 200 * mi}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cycles(t, 3); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "system cpu, every pod measured", r.last(metriccache.NodeKey(metriccache.SystemCPUUsage)), 0.2, 0.02)
+
+	if err := r.host.WriteFile("cgroup/memory/"+r.host.Layout().PodDir(late)+"/memory.stat", "total_rss lots\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.cycles(t, 6) // the pod's reads fail: its samples age out of the 3-second window
+	near(t, "system cpu, one pod failing", r.last(metriccache.NodeKey(metriccache.SystemCPUUsage)), 0.2, 0.02)
+	near(t, "system memory, one pod failing", r.last(metriccache.NodeKey(metriccache.SystemMemoryUsage)), 500*mi, mi)
+}
+
 // TestEndedPodsAreDroppedAtOnce: when a pod ends, its series leave the cache and its gauges leave /metrics, and
 // its missing cgroup is no error.
 func TestEndedPodsAreDroppedAtOnce(t *testing.T) {

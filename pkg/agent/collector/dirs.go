@@ -26,7 +26,7 @@ func (d *podDirs) pod(m *statesinformer.PodMeta) string {
 	d.seen[m.Pod.UID] = true
 	dir, ok := d.pods[m.Pod.UID]
 	if !ok {
-		dir = d.layout.PodDirOf(m.KubeQoS, m.Pod.UID)
+		dir = d.layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		d.pods[m.Pod.UID] = dir
 	}
 	return dir

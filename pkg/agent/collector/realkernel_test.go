@@ -53,8 +53,11 @@ func TestRealKernelPodUsage(t *testing.T) {
 	if q, err := fs.CPUQuota(layout.PodDir(busy)); err != nil || q.Cores() != 0.5 {
 		t.Fatalf("the quota read back as %v, %v", q, err)
 	}
-	box.Start(layout.PodDir(busy), "/bin/sh", "-c", "while :; do :; done")
-	box.Start(layout.PodDir(idle), "sleep", "600")
+	// Each holds 4 MB in a shell variable: the kernel batches small memory-statistics updates per CPU, and a
+	// process with only a few pages of its own can read as 0 for seconds.
+	const hold = `x=$(head -c 4000000 /dev/zero | tr '\0' a); `
+	box.Start(layout.PodDir(busy), "/bin/sh", "-c", hold+"while :; do :; done")
+	box.Start(layout.PodDir(idle), "/bin/sh", "-c", hold+"while :; do sleep 1; done")
 
 	store := statesinformer.NewStore()
 	store.SetPod(busy)

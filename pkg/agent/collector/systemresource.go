@@ -3,7 +3,10 @@ package collector
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 )
@@ -53,14 +56,32 @@ func (s *systemResource) Collect(ctx context.Context) error {
 		}
 		cpu, mem = cpu-c, mem-b
 	}
+	// A running pod without a recent sample (its reads fail, or its first read is still to come) would be charged
+	// to the system in full, and the manager would take it off the batch capacity. Its last known usage, of any
+	// age the cache keeps, stands in; a running pod never measured makes this round skip the system sample.
+	var unmeasured []string
 	for _, m := range s.d.States.GetAllPods() {
 		uid := string(m.Pod.UID)
-		subtract(metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid))
+		cpuKey, memKey := metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid)
+		if _, recent := last(memKey); recent || m.Pod.Status.Phase != corev1.PodRunning {
+			subtract(cpuKey, memKey)
+			continue
+		}
+		c, okC := s.lastKnown(cpuKey, now)
+		b, okB := s.lastKnown(memKey, now)
+		if !okC || !okB {
+			unmeasured = append(unmeasured, m.Key())
+			continue
+		}
+		cpu, mem = cpu-c, mem-b
 	}
 	if slo := s.d.States.GetNodeSLO(); slo != nil {
 		for _, app := range slo.Spec.HostApplications {
 			subtract(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name), metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name))
 		}
+	}
+	if len(unmeasured) > 0 {
+		return fmt.Errorf("no system usage this round: %d running pods never measured (%s)", len(unmeasured), strings.Join(unmeasured, ", "))
 	}
 	// The node's CPU needs two rounds for a rate; until then only memory has a value.
 	var samples []metriccache.Sample
@@ -73,3 +94,15 @@ func (s *systemResource) Collect(ctx context.Context) error {
 	s.d.Cache.Append(now, samples...)
 	return nil
 }
+
+// lastKnown is the latest value of k the cache still holds, however old.
+func (s *systemResource) lastKnown(k metriccache.Key, now time.Time) (float64, bool) {
+	r, ok := s.d.Cache.Query(k, now.Add(-lastKnownWindow), now)
+	if !ok {
+		return 0, false
+	}
+	return r.Value(metriccache.Last), true
+}
+
+// lastKnownWindow reaches back over the coarse ring of the default cache (120 slots of 30s).
+const lastKnownWindow = time.Hour

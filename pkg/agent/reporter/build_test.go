@@ -152,6 +152,30 @@ func TestBuildColdStart(t *testing.T) {
 	}
 }
 
+// TestBuildSkipsStoppedSeries: a node series that covers the window but stopped long ago (its collector stopped or
+// fails) is not reported under a fresh updateTime; one that stopped a moment ago still is.
+func TestBuildSkipsStoppedSeries(t *testing.T) {
+	store := statesinformer.NewStore()
+	for _, tt := range []struct {
+		stoppedSecondsAgo int
+		want              bool
+	}{{stoppedSecondsAgo: 5, want: true}, {stoppedSecondsAgo: 160, want: false}} {
+		c, err := metriccache.New(metriccache.DefaultConfig(), clocktesting.NewFakeClock(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 300; i >= tt.stoppedSecondsAgo; i-- {
+			at := now.Add(-time.Duration(i) * time.Second)
+			c.Append(at, metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodeCPUUsage), Value: 1},
+				metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodeMemoryUsage), Value: gi})
+		}
+		r := New(nil, store, c, clocktesting.NewFakeClock(now), metrics.New(), "n", DefaultOptions())
+		if got := r.Build(now, PolicyOf(nil)); (got != nil) != tt.want {
+			t.Errorf("node series stopped %ds ago: status %v, want one: %v", tt.stoppedSecondsAgo, got != nil, tt.want)
+		}
+	}
+}
+
 func TestBuildBoundsPods(t *testing.T) {
 	store := statesinformer.NewStore()
 	var all []series

@@ -264,9 +264,16 @@ func (r *Reporter) usage(cpu, mem metriccache.Key, start, end time.Time, agg met
 	return resources(c.Value(agg), m.Value(agg))
 }
 
+// query is the series k over (start, end] when it is covered enough and current: its samples reach back at least
+// MinCoverage of the window (cold start), and its last sample is no older than the rest of the window allows. A
+// collector that stopped would otherwise have its old average reported under a fresh updateTime.
 func (r *Reporter) query(k metriccache.Key, start, end time.Time) (*metriccache.Result, bool) {
 	res, ok := r.cache.Query(k, start, end)
 	if !ok || res.Coverage < r.opts.MinCoverage {
+		return nil, false
+	}
+	maxAge := max(time.Duration(float64(end.Sub(start))*(1-r.opts.MinCoverage)), 2*res.Resolution)
+	if end.Sub(res.Last) > maxAge {
 		return nil, false
 	}
 	return &res, true

@@ -148,6 +148,25 @@ func (s *Store) DeletePod(uid types.UID) {
 	}
 }
 
+// sameKubeletPod says whether two copies of a pod from the kubelet's list are the same. The kubelet serves its own,
+// newer status under the API server's resourceVersion (and a static pod has none), so the phase and the containers'
+// IDs are compared too: a started or restarted container has a new ID, and a new cgroup directory.
+func sameKubeletPod(a, b *corev1.Pod) bool {
+	if a.ResourceVersion == "" || a.ResourceVersion != b.ResourceVersion || a.Status.Phase != b.Status.Phase {
+		return false
+	}
+	ids := func(p *corev1.Pod) []string {
+		var out []string
+		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, c := range list {
+				out = append(out, c.ContainerID)
+			}
+		}
+		return out
+	}
+	return slices.Equal(ids(a), ids(b))
+}
+
 // ReplacePods replaces every pod with pods (those that ended left out), as a full list from the kubelet does.
 func (s *Store) ReplacePods(pods []*corev1.Pod) {
 	next := make(map[types.UID]*PodMeta, len(pods))
@@ -159,7 +178,7 @@ func (s *Store) ReplacePods(pods []*corev1.Pod) {
 	s.mu.Lock()
 	changed := len(next) != len(s.pods)
 	for uid, m := range next {
-		if old, ok := s.pods[uid]; !ok || old.Pod.ResourceVersion != m.Pod.ResourceVersion {
+		if old, ok := s.pods[uid]; !ok || !sameKubeletPod(old.Pod, m.Pod) {
 			changed = true
 		} else {
 			next[uid] = old

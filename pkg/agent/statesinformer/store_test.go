@@ -63,6 +63,12 @@ func TestStorePods(t *testing.T) {
 	if s.GetPod("uid-a") != nil {
 		t.Error("a replaced pod is still there")
 	}
+
+	// The kubelet serves its newer status under the same resourceVersion: a container that started is taken.
+	s.ReplacePods([]*corev1.Pod{withRV(testutil.Pod("x").Container("c").Running("containerd://new").Obj(), "1")})
+	if m := s.GetPod("uid-x"); m == nil || len(m.Pod.Status.ContainerStatuses) != 1 {
+		t.Errorf("a started container in the kubelet's list, same resourceVersion, was not taken: %+v", m)
+	}
 }
 
 // recorder records callback calls.

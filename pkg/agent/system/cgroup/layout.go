@@ -78,7 +78,20 @@ func (l Layout) QoSDir(c corev1.PodQOSClass) string {
 
 // PodDir is the directory of a pod, from its Kubernetes QoS class (status.qosClass, else computed from its
 // resources) and UID.
-func (l Layout) PodDir(pod *corev1.Pod) string { return l.PodDirOf(qos.GetPodQOS(pod), pod.UID) }
+func (l Layout) PodDir(pod *corev1.Pod) string { return l.PodDirOf(qos.GetPodQOS(pod), PodUID(pod)) }
+
+// mirrorAnnotation is where the API server's copy of a static pod (a mirror pod, with a UID of its own) carries the
+// UID the kubelet gave the pod, and named its cgroup after.
+const mirrorAnnotation = "kubernetes.io/config.mirror"
+
+// PodUID is the UID the kubelet names pod's cgroup after: the pod's own, or for the mirror of a static pod the
+// one in its kubernetes.io/config.mirror annotation.
+func PodUID(pod *corev1.Pod) types.UID {
+	if uid := pod.Annotations[mirrorAnnotation]; uid != "" {
+		return types.UID(uid)
+	}
+	return pod.UID
+}
 
 // PodDirOf is the directory of the pod with QoS class c and UID uid.
 func (l Layout) PodDirOf(c corev1.PodQOSClass, uid types.UID) string {

@@ -120,6 +120,14 @@ func TestLayout(t *testing.T) {
 			},
 		},
 		{
+			// The API server's mirror of a static pod has a UID of its own; the kubelet named the cgroup after the
+			// static pod's, which the mirror carries in an annotation.
+			name: "cgroupfs mirror pod of a static pod", layout: Layout{Driver: Cgroupfs},
+			pod:   testutil.Pod("etcd").UID("mirror-uid").Annotation("kubernetes.io/config.mirror", uid).Container("c").Obj(),
+			ctrID: "containerd://abc",
+			want:  []string{"kubepods", "kubepods/besteffort/pod" + uid, "kubepods/besteffort/pod" + uid + "/abc"},
+		},
+		{
 			name: "systemd guaranteed docker", layout: Layout{Driver: Systemd}, pod: testutil.Pod("g").UID(uid).Container("c").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Obj(), ctrID: "docker://abc",
 			want: []string{"kubepods.slice", "kubepods.slice/kubepods-pod" + sysUID + ".slice", "kubepods.slice/kubepods-pod" + sysUID + ".slice/docker-abc.scope"},
 		},

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// burnerLoad is what the burner pod of these tests burns, in cores.
+const burnerLoad = 0.3
+
+// gleaner-agent, deployed from the manifests as a DaemonSet on the real node, measures it from /proc and the real
+// cgroups: its NodeMetric reports a pod burning 0.3 cores at about that (the node's usage above it), and from that
+// report gleaner-manager publishes batch resources on the node, which a batch pod then runs on.
+func TestAgentMeasuresTheRealNode(t *testing.T) {
+	e := suite.Env(t)
+	burner := e.RunPod(testutil.Pod("burner").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+		Image(BurnerImage, fmt.Sprintf("--load=%.1f", burnerLoad)).Requests("cpu", "500m", "memory", "32Mi").Obj())
+
+	// The sample config averages over 60 s and reports every 20 s: the pod's average nears its load once the
+	// window holds mostly its burning (a pod younger than half the window is not reported at all).
+	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {
+		nm := &slov1alpha1.NodeMetric{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, nm); err != nil {
+			return false, err.Error()
+		}
+		if nm.Status.NodeMetric == nil || nm.Status.UpdateTime == nil {
+			return false, "the NodeMetric has no status yet"
+		}
+		var pod *slov1alpha1.PodMetricInfo
+		for i := range nm.Status.PodsMetric {
+			if nm.Status.PodsMetric[i].UID == string(burner.UID) {
+				pod = &nm.Status.PodsMetric[i]
+			}
+		}
+		if pod == nil {
+			return false, fmt.Sprintf("the NodeMetric of %s lists %d pods, not the burner yet", nm.Status.UpdateTime, len(nm.Status.PodsMetric))
+		}
+		cpu := pod.Usage.Cpu().AsApproximateFloat64()
+		node := nm.Status.NodeMetric.NodeUsage.Cpu().AsApproximateFloat64()
+		msg := fmt.Sprintf("burner %.3f cores (priority %s, QoS %s), node %.3f, system %v", cpu, pod.Priority, pod.QoS, node, nm.Status.NodeMetric.SystemUsage)
+		// Within 15% of the load: the burner's own duty cycle and a busy 2-core machine both cost some accuracy.
+		ok := cpu > burnerLoad*0.85 && cpu < burnerLoad*1.15 && node >= cpu &&
+			pod.Priority == slov1alpha1.PriorityProd && pod.QoS == slov1alpha1.QoSLS &&
+			pod.Usage.Memory().Value() > 0 && nm.Status.NodeMetric.SystemUsage.Cpu().Sign() > 0
+		return ok, msg
+	})
+
+	// The manager's batch plugin turns the report into batch-cpu and batch-memory on the node; a batch pod that
+	// asks for a share of them is admitted by the scheduler and the kubelet.
+	var batchCPU int64
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c, okC := node.Status.Allocatable[slov1alpha1.BatchCPU]
+		m, okM := node.Status.Allocatable[slov1alpha1.BatchMemory]
+		batchCPU = c.Value()
+		return okC && okM && batchCPU > 0 && m.Value() > 0 && node.Annotations[slov1alpha1.AnnotationResourceExplanation] != "",
+			fmt.Sprintf("allocatable batch-cpu %s, batch-memory %s", c.String(), m.String())
+	})
+	ask := resource.NewQuantity(min(batchCPU, 100), resource.DecimalSI)
+	batch := testutil.Pod("batch").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").Image(PauseImage).Obj()
+	batch.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{slov1alpha1.BatchCPU: *ask, slov1alpha1.BatchMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{slov1alpha1.BatchCPU: *ask, slov1alpha1.BatchMemory: resource.MustParse("64Mi")},
+	}
+	e.RunPod(batch)
+}
