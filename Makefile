@@ -79,6 +79,7 @@ FUZZTIME ?= 3000x
 FUZZ += ./pkg/sloconfig:FuzzColocationConfig ./pkg/sloconfig:FuzzResourceThresholdConfig
 FUZZ += ./pkg/sloconfig:FuzzResourceQOSConfig ./pkg/sloconfig:FuzzCPUBurstConfig
 FUZZ += ./pkg/sloconfig:FuzzSystemConfig ./pkg/sloconfig:FuzzHostApplicationConfig
+FUZZ += ./pkg/agent/system/cgroup:FuzzParsers ./pkg/agent/system/topology:FuzzParseNodeMeminfo
 
 .PHONY: fuzz
 fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing input is saved under the package's testdata/fuzz.
