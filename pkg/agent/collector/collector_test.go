@@ -211,9 +211,15 @@ func TestSystemUsageNeverTakesInAPod(t *testing.T) {
 	r.addPod(t, tu.Pod("good").Container("c").Running("containerd://g").Obj(), hostsim.Usage{CPU: 1, Memory: 100 * mi})
 	late := tu.Pod("late").Phase(corev1.PodRunning).Container("c").Running("containerd://l").Obj()
 	r.store.SetPod(late) // running, but its cgroup is not there yet
-	err := r.cycles(t, 4)
-	if err == nil || !strings.Contains(err.Error(), "never measured (default/late)") {
-		t.Errorf("want an error naming the unmeasured pod, got %v", err)
+	if err := r.cycles(t, 4); err != nil {
+		t.Errorf("a pod started a moment ago failed the round: %v", err)
+	}
+	if v := r.last(metriccache.NodeKey(metriccache.SystemCPUUsage)); !math.IsNaN(v) {
+		t.Errorf("system cpu = %v with a running pod never measured, want no sample", v)
+	}
+	err := r.cycles(t, int(unmeasuredGrace/time.Second))
+	if err == nil || !strings.Contains(err.Error(), "not measured for 30s (default/late)") {
+		t.Errorf("want an error naming the pod unmeasured for the grace period, got %v", err)
 	}
 	if v := r.last(metriccache.NodeKey(metriccache.SystemCPUUsage)); !math.IsNaN(v) {
 		t.Errorf("system cpu = %v with a running pod never measured, want no sample", v)
@@ -270,6 +276,31 @@ func TestEndedPodsAreDroppedAtOnce(t *testing.T) {
 		t.Errorf("pod cpu gauges = %d, want 1 (only the pod that stays)", n)
 	}
 	near(t, "remaining pod", r.last(metriccache.PodKey(metriccache.PodCPUUsage, "uid-stay")), 1, 1e-6)
+}
+
+// TestRecreatedPodKeepsItsGauges: a pod recreated under the same name with a new UID (a StatefulSet's) keeps its
+// gauges when its predecessor's are dropped.
+func TestRecreatedPodKeepsItsGauges(t *testing.T) {
+	r := newRig(t, hostsim.Config{Version: cgroup.V2, Driver: cgroup.Systemd}, PodResourceName)
+	old := tu.Pod("web-0").UID("uid-old").Container("c").Obj()
+	r.addPod(t, old, hostsim.Usage{CPU: 1})
+	if err := r.cycles(t, 2); err != nil {
+		t.Fatal(err)
+	}
+	r.store.DeletePod(old.UID)
+	r.addPod(t, tu.Pod("web-0").UID("uid-new").Container("c").Obj(), hostsim.Usage{CPU: 0.5, Memory: 64 * mi})
+	// The round that drops the old UID is the new pod's first: its memory gauge is set in it and must stay.
+	if err := r.cycles(t, 1); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "web-0 memory gauge after the first round", testutil.ToFloat64(r.metrics.PodMemoryUsage.WithLabelValues("default", "web-0")), 64*mi, 0)
+	if err := r.cycles(t, 1); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "web-0 cpu gauge", testutil.ToFloat64(r.metrics.PodCPUUsage.WithLabelValues("default", "web-0")), 0.5, 1e-6)
+	if n := testutil.CollectAndCount(r.metrics.PodCPUUsage); n != 1 {
+		t.Errorf("pod cpu gauges = %d, want 1", n)
+	}
 }
 
 // TestKernelWithoutPSI: the psi collector steps aside on a kernel without /proc/pressure; the others carry on.

@@ -71,9 +71,17 @@ func (p *podResource) Collect(ctx context.Context) error {
 	p.pods.retain()
 	p.ctrs.retain()
 	p.dirs.retain()
+	// Gauges are labelled by namespace and name: a pod recreated under the same name (a StatefulSet's) owns the
+	// gauges of its predecessor, which must not be deleted with it.
+	liveNames := make(map[[2]string]bool, len(pods))
+	for _, m := range pods {
+		liveNames[[2]string{m.Pod.Namespace, m.Pod.Name}] = true
+	}
 	for uid, n := range p.names {
 		if !alive[uid] {
-			p.d.Metrics.DeletePod(n[0], n[1])
+			if !liveNames[n] {
+				p.d.Metrics.DeletePod(n[0], n[1])
+			}
 			delete(p.names, uid)
 		}
 	}

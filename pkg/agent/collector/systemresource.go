@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -21,10 +22,18 @@ type systemResource struct {
 	d Deps
 	// started is set once node usage was there: until then its absence is the agent starting, not a failure.
 	started bool
+	// unmeasuredSince is when each running pod without any sample was first seen so; within unmeasuredGrace that
+	// is a pod (or the agent) just started, after it a pod the pod collector cannot measure.
+	unmeasuredSince map[string]time.Time
 }
 
+// unmeasuredGrace is how long a running pod may go without its first sample before the round reports it.
+const unmeasuredGrace = 30 * time.Second
+
 // NewSystemResource returns the system resource collector.
-func NewSystemResource(d Deps) Collector { return &systemResource{d: d} }
+func NewSystemResource(d Deps) Collector {
+	return &systemResource{d: d, unmeasuredSince: map[string]time.Time{}}
+}
 
 func (s *systemResource) Collect(ctx context.Context) error {
 	now := s.d.Clock.Now()
@@ -58,30 +67,50 @@ func (s *systemResource) Collect(ctx context.Context) error {
 	}
 	// A running pod without a recent sample (its reads fail, or its first read is still to come) would be charged
 	// to the system in full, and the manager would take it off the batch capacity. Its last known usage, of any
-	// age the cache keeps, stands in; a running pod never measured makes this round skip the system sample.
+	// age the cache keeps, stands in; a running pod never measured makes this round skip the system sample, and
+	// after unmeasuredGrace the round fails naming it.
 	var unmeasured []string
+	var seen map[string]bool
 	for _, m := range s.d.States.GetAllPods() {
 		uid := string(m.Pod.UID)
 		cpuKey, memKey := metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid)
-		if _, recent := last(memKey); recent || m.Pod.Status.Phase != corev1.PodRunning {
-			subtract(cpuKey, memKey)
+		c, okC := last(cpuKey)
+		b, okB := last(memKey)
+		if okB || m.Pod.Status.Phase != corev1.PodRunning {
+			if okB && !okC {
+				okCPU = false
+			}
+			cpu, mem = cpu-c, mem-b
 			continue
 		}
-		c, okC := s.lastKnown(cpuKey, now)
-		b, okB := s.lastKnown(memKey, now)
-		if !okC || !okB {
+		c, okC = s.lastKnown(cpuKey, now)
+		b, okB = s.lastKnown(memKey, now)
+		if okC && okB {
+			cpu, mem = cpu-c, mem-b
+			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[uid] = true
+		if _, ok := s.unmeasuredSince[uid]; !ok {
+			s.unmeasuredSince[uid] = now
+		}
+		if now.Sub(s.unmeasuredSince[uid]) >= unmeasuredGrace {
 			unmeasured = append(unmeasured, m.Key())
-			continue
 		}
-		cpu, mem = cpu-c, mem-b
+	}
+	maps.DeleteFunc(s.unmeasuredSince, func(uid string, _ time.Time) bool { return !seen[uid] })
+	if len(seen) > 0 {
+		if len(unmeasured) == 0 {
+			return nil // pods just started: their first samples are a round or two away
+		}
+		return fmt.Errorf("no system usage this round: %d running pods not measured for %s (%s)", len(unmeasured), unmeasuredGrace, firstNames(unmeasured, 5))
 	}
 	if slo := s.d.States.GetNodeSLO(); slo != nil {
 		for _, app := range slo.Spec.HostApplications {
 			subtract(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name), metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name))
 		}
-	}
-	if len(unmeasured) > 0 {
-		return fmt.Errorf("no system usage this round: %d running pods never measured (%s)", len(unmeasured), strings.Join(unmeasured, ", "))
 	}
 	// The node's CPU needs two rounds for a rate; until then only memory has a value.
 	var samples []metriccache.Sample
@@ -106,3 +135,11 @@ func (s *systemResource) lastKnown(k metriccache.Key, now time.Time) (float64, b
 
 // lastKnownWindow reaches back over the coarse ring of the default cache (120 slots of 30s).
 const lastKnownWindow = time.Hour
+
+// firstNames lists at most n of names, and how many more there are.
+func firstNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
