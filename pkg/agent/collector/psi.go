@@ -23,13 +23,27 @@ const PSIName = "psi"
 type psi struct {
 	d         Deps
 	dirs      *podDirs
-	stall     *rates[string]
+	stall     *rates[stallKey]
 	v1Noticed bool
 }
 
+// stallKey names one stall total: a pod's ("" for the node) resource and line ("cpu/some").
+type stallKey struct {
+	pod, name string
+}
+
+// stallNames are the series names of each resource's some and full lines, built once instead of per reading.
+var stallNames = func() map[system.PSIResource][2]string {
+	m := map[system.PSIResource][2]string{}
+	for _, r := range system.PSIResources() {
+		m[r] = [2]string{string(r) + "/some", string(r) + "/full"}
+	}
+	return m
+}()
+
 // NewPSI returns the pressure collector.
 func NewPSI(d Deps) Collector {
-	return &psi{d: d, dirs: newPodDirs(d.Layout), stall: newRates[string]()}
+	return &psi{d: d, dirs: newPodDirs(d.Layout), stall: newRates[stallKey]()}
 }
 
 func (p *psi) Collect(ctx context.Context) error {
@@ -71,22 +85,18 @@ func (p *psi) Collect(ctx context.Context) error {
 
 // add appends the stall shares of one pressure reading ("" pod = the node).
 func (p *psi) add(samples []metriccache.Sample, pod string, r system.PSIResource, s procfs.PSIStats, now time.Time) []metriccache.Sample {
-	lines := []struct {
-		kind string
-		line *procfs.PSILine
-	}{{"some", s.Some}, {"full", s.Full}}
-	for _, l := range lines {
-		if l.line == nil {
+	names := stallNames[r]
+	for i, line := range [2]*procfs.PSILine{s.Some, s.Full} {
+		if line == nil {
 			continue
 		}
-		name := string(r) + "/" + l.kind
-		share, ok := p.stall.rate(pod+"/"+name, time.Duration(l.line.Total)*time.Microsecond, now)
+		share, ok := p.stall.rate(stallKey{pod: pod, name: names[i]}, time.Duration(line.Total)*time.Microsecond, now)
 		if !ok {
 			continue
 		}
-		key := metriccache.NamedKey(metriccache.NodePressure, name)
+		key := metriccache.NamedKey(metriccache.NodePressure, names[i])
 		if pod != "" {
-			key = metriccache.PodNamedKey(metriccache.PodPressure, pod, name)
+			key = metriccache.PodNamedKey(metriccache.PodPressure, pod, names[i])
 		}
 		samples = append(samples, metriccache.Sample{Key: key, Value: min(share, 1)})
 	}

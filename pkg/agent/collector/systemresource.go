@@ -55,8 +55,8 @@ func (s *systemResource) Collect(ctx context.Context) error {
 		return fmt.Errorf("deriving system usage: no node usage since %s (is the %s collector running?)", start.Format(time.RFC3339), NodeResourceName)
 	}
 	s.started = true
-	// A pod or application measured once has memory but no CPU rate yet (that takes two reads): subtracting
-	// nothing for it would charge its CPU to the system, so the system's CPU waits a round instead.
+	// An application measured once has memory but no CPU rate yet (that takes two reads): subtracting nothing for
+	// it would charge its CPU to the system, so the system's CPU waits a round instead (pods: podUsage).
 	subtract := func(cpuKey, memKey metriccache.Key) {
 		c, okC := last(cpuKey)
 		b, okB := last(memKey)
@@ -65,48 +65,11 @@ func (s *systemResource) Collect(ctx context.Context) error {
 		}
 		cpu, mem = cpu-c, mem-b
 	}
-	// A running pod without a recent sample (its reads fail, or its first read is still to come) would be charged
-	// to the system in full, and the manager would take it off the batch capacity. Its last known usage, of any
-	// age the cache keeps, stands in; a running pod never measured makes this round skip the system sample, and
-	// after unmeasuredGrace the round fails naming it.
-	var unmeasured []string
-	var seen map[string]bool
-	for _, m := range s.d.States.GetAllPods() {
-		uid := string(m.Pod.UID)
-		cpuKey, memKey := metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid)
-		c, okC := last(cpuKey)
-		b, okB := last(memKey)
-		if okB || m.Pod.Status.Phase != corev1.PodRunning {
-			if okB && !okC {
-				okCPU = false
-			}
-			cpu, mem = cpu-c, mem-b
-			continue
-		}
-		c, okC = s.lastKnown(cpuKey, now)
-		b, okB = s.lastKnown(memKey, now)
-		if okC && okB {
-			cpu, mem = cpu-c, mem-b
-			continue
-		}
-		if seen == nil {
-			seen = map[string]bool{}
-		}
-		seen[uid] = true
-		if _, ok := s.unmeasuredSince[uid]; !ok {
-			s.unmeasuredSince[uid] = now
-		}
-		if now.Sub(s.unmeasuredSince[uid]) >= unmeasuredGrace {
-			unmeasured = append(unmeasured, m.Key())
-		}
+	podCPU, podMem, podCPUComplete, held, err := s.podUsage(now, last)
+	if held || err != nil {
+		return err
 	}
-	maps.DeleteFunc(s.unmeasuredSince, func(uid string, _ time.Time) bool { return !seen[uid] })
-	if len(seen) > 0 {
-		if len(unmeasured) == 0 {
-			return nil // pods just started: their first samples are a round or two away
-		}
-		return fmt.Errorf("no system usage this round: %d running pods not measured for %s (%s)", len(unmeasured), unmeasuredGrace, firstNames(unmeasured, 5))
-	}
+	cpu, mem, okCPU = cpu-podCPU, mem-podMem, okCPU && podCPUComplete
 	if slo := s.d.States.GetNodeSLO(); slo != nil {
 		for _, app := range slo.Spec.HostApplications {
 			subtract(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name), metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name))
@@ -122,6 +85,51 @@ func (s *systemResource) Collect(ctx context.Context) error {
 	}
 	s.d.Cache.Append(now, samples...)
 	return nil
+}
+
+// podUsage sums the usage of the node's pods for the system usage to leave out. A pod measured once has memory
+// but no CPU rate yet (that takes two reads): cpuComplete is then false and the system's CPU waits a round.
+//
+// A running pod without a recent sample (its reads fail, or its first read is still to come) would be charged to
+// the system in full, and the manager would take it off the batch capacity. Its last known usage, of any age the
+// cache keeps, stands in; a running pod never measured holds the round's system sample back (held), and after
+// unmeasuredGrace the round fails naming it.
+func (s *systemResource) podUsage(now time.Time, last func(metriccache.Key) (float64, bool)) (cpu, mem float64, cpuComplete, held bool, err error) {
+	cpuComplete = true
+	var unmeasured []string
+	var seen map[string]bool
+	for _, m := range s.d.States.GetAllPods() {
+		uid := string(m.Pod.UID)
+		cpuKey, memKey := metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid)
+		c, okC := last(cpuKey)
+		b, okB := last(memKey)
+		if okB || m.Pod.Status.Phase != corev1.PodRunning {
+			cpuComplete = cpuComplete && (okC || !okB)
+			cpu, mem = cpu+c, mem+b
+			continue
+		}
+		c, okC = s.lastKnown(cpuKey, now)
+		b, okB = s.lastKnown(memKey, now)
+		if okC && okB {
+			cpu, mem = cpu+c, mem+b
+			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[uid] = true
+		if _, ok := s.unmeasuredSince[uid]; !ok {
+			s.unmeasuredSince[uid] = now
+		}
+		if now.Sub(s.unmeasuredSince[uid]) >= unmeasuredGrace {
+			unmeasured = append(unmeasured, m.Key())
+		}
+	}
+	maps.DeleteFunc(s.unmeasuredSince, func(uid string, _ time.Time) bool { return !seen[uid] })
+	if len(unmeasured) > 0 {
+		err = fmt.Errorf("no system usage this round: %d running pods not measured for %s (%s)", len(unmeasured), unmeasuredGrace, firstNames(unmeasured, 5))
+	}
+	return cpu, mem, cpuComplete, len(seen) > 0, err
 }
 
 // lastKnown is the latest value of k the cache still holds, however old.

@@ -78,6 +78,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/procfs"
 )
@@ -299,25 +300,54 @@ func parsePressure(b []byte) (procfs.PSIStats, error) {
 	return s, nil
 }
 
-// parsePressureLine parses "<kind> avg10=<f> avg60=<f> avg300=<f> total=<n>".
+// parsePressureLine parses "<kind> avg10=<f> avg60=<f> avg300=<f> total=<n>" without allocating for the fields
+// (a node with 200 pods reads 1,200 such lines per round on cgroup v2).
 func parsePressureLine(line []byte) (*procfs.PSILine, error) {
-	f := bytes.Fields(line)
-	if len(f) != 5 {
-		return nil, errors.New("want 5 fields")
-	}
 	var l procfs.PSILine
-	for i, dst := range []*float64{&l.Avg10, &l.Avg60, &l.Avg300} {
-		_, v, ok := bytes.Cut(f[i+1], []byte{'='})
-		n, err := strconv.ParseFloat(string(v), 64)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("field %q", f[i+1])
+	rest := line
+	next := func() []byte {
+		rest = bytes.TrimLeft(rest, " \t")
+		i := bytes.IndexAny(rest, " \t")
+		if i < 0 {
+			i = len(rest)
 		}
-		*dst = n
+		f := rest[:i]
+		rest = rest[i:]
+		return f
 	}
-	_, v, ok := bytes.Cut(f[4], []byte{'='})
-	n, err := strconv.ParseUint(string(v), 10, 64)
-	if !ok || err != nil {
-		return nil, fmt.Errorf("field %q", f[4])
+	next() // the kind
+	value := func(want string) ([]byte, error) {
+		f := next()
+		k, v, ok := bytes.Cut(f, []byte{'='})
+		if !ok || string(k) != want || len(v) == 0 {
+			return nil, fmt.Errorf("field %q, want %s=<value>", f, want)
+		}
+		return v, nil
+	}
+	for _, d := range []struct {
+		name string
+		dst  *float64
+	}{{"avg10", &l.Avg10}, {"avg60", &l.Avg60}, {"avg300", &l.Avg300}} {
+		v, err := value(d.name)
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseFloat(unsafe.String(&v[0], len(v)), 64)
+		if err != nil {
+			return nil, fmt.Errorf("field %s=%q: %w", d.name, v, err)
+		}
+		*d.dst = n
+	}
+	v, err := value("total")
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.ParseUint(unsafe.String(&v[0], len(v)), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("field total=%q: %w", v, err)
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, fmt.Errorf("unexpected %q after total", bytes.TrimSpace(rest))
 	}
 	l.Total = n
 	return &l, nil
