@@ -96,40 +96,22 @@ func (t *Topology) CPUSet() cpuset.CPUSet {
 }
 
 // Read reads the topology under sysRoot (normally "/sys").
-func Read(sysRoot string) (*Topology, error) {
+func Read(sysRoot string) (*Topology, error) { return Refresh(sysRoot, nil) }
+
+// Refresh reads the topology under sysRoot again after prev (nil: from scratch). The CPUs' cores and sockets,
+// four files per CPU, are read again only when the set of online CPUs changed; the NUMA nodes' memory always is.
+// prev is not modified.
+func Refresh(sysRoot string, prev *Topology) (*Topology, error) {
 	online, err := readCPUList(filepath.Join(sysRoot, "devices/system/cpu/online"))
 	if err != nil {
 		return nil, fmt.Errorf("reading the online CPUs: %w", err)
 	}
-	s, err := sysfs.NewFS(sysRoot)
-	if err != nil {
-		return nil, fmt.Errorf("opening sysfs at %s: %w", sysRoot, err)
-	}
-	cpus, err := s.CPUs()
-	if err != nil {
-		return nil, fmt.Errorf("listing CPUs under %s: %w", sysRoot, err)
-	}
 	t := &Topology{}
-	for _, c := range cpus {
-		id, err := strconv.Atoi(c.Number())
-		if err != nil || !online.Contains(id) {
-			continue
-		}
-		topo, err := c.Topology()
-		if err != nil {
-			return nil, fmt.Errorf("reading the topology of CPU %d: %w", id, err)
-		}
-		core, err1 := strconv.Atoi(topo.CoreID)
-		socket, err2 := strconv.Atoi(topo.PhysicalPackageID)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("reading the topology of CPU %d: %w", id, err)
-		}
-		t.CPUs = append(t.CPUs, CPU{ID: id, Core: core, Socket: socket})
+	if prev != nil && prev.CPUSet().Equals(online) {
+		t.CPUs = slices.Clone(prev.CPUs)
+	} else if t.CPUs, err = readCPUs(sysRoot, online); err != nil {
+		return nil, err
 	}
-	if len(t.CPUs) == 0 {
-		return nil, fmt.Errorf("no online CPU with topology under %s", sysRoot)
-	}
-	slices.SortFunc(t.CPUs, func(a, b CPU) int { return a.ID - b.ID })
 	if t.Nodes, err = readNodes(sysRoot, online); err != nil {
 		return nil, err
 	}
@@ -144,6 +126,40 @@ func Read(sysRoot string) (*Topology, error) {
 		}
 	}
 	return t, nil
+}
+
+// readCPUs reads the core and socket of each online CPU, sorted by ID.
+func readCPUs(sysRoot string, online cpuset.CPUSet) ([]CPU, error) {
+	s, err := sysfs.NewFS(sysRoot)
+	if err != nil {
+		return nil, fmt.Errorf("opening sysfs at %s: %w", sysRoot, err)
+	}
+	cpus, err := s.CPUs()
+	if err != nil {
+		return nil, fmt.Errorf("listing CPUs under %s: %w", sysRoot, err)
+	}
+	var out []CPU
+	for _, c := range cpus {
+		id, err := strconv.Atoi(c.Number())
+		if err != nil || !online.Contains(id) {
+			continue
+		}
+		topo, err := c.Topology()
+		if err != nil {
+			return nil, fmt.Errorf("reading the topology of CPU %d: %w", id, err)
+		}
+		core, err1 := strconv.Atoi(topo.CoreID)
+		socket, err2 := strconv.Atoi(topo.PhysicalPackageID)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("reading the topology of CPU %d: %w", id, err)
+		}
+		out = append(out, CPU{ID: id, Core: core, Socket: socket})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no online CPU with topology under %s", sysRoot)
+	}
+	slices.SortFunc(out, func(a, b CPU) int { return a.ID - b.ID })
+	return out, nil
 }
 
 // readNodes reads every devices/system/node/nodeN; none (a kernel without NUMA) is not an error.

@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,6 +65,44 @@ func TestRead(t *testing.T) {
 				t.Errorf("cpus/cores/sockets = %d/%d/%d, want %d/%d/%d", got.NumCPUs(), got.NumCores(), got.NumSockets(), tt.cpus, tt.cores, tt.sockets)
 			}
 		})
+	}
+}
+
+// TestRefresh: with the same online CPUs a refresh keeps the cores and sockets it had (their files are not read:
+// here they are gone) and reads the NUMA nodes' memory again; when the online CPUs change it reads everything.
+func TestRefresh(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/numa")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if err := os.RemoveAll(filepath.Join(root, "devices/system/cpu", fmt.Sprintf("cpu%d", i), "topology")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meminfo := filepath.Join(root, "devices/system/node/node0/meminfo")
+	if err := os.WriteFile(meminfo, []byte("Node 0 MemTotal:       8388608 kB\nNode 0 MemFree:        1048576 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Refresh(root, first)
+	if err != nil {
+		t.Fatalf("refresh with unchanged online CPUs read the CPUs' topology again: %v", err)
+	}
+	if diff := cmp.Diff(first.CPUs, again.CPUs); diff != "" {
+		t.Errorf("CPUs after refresh (-before +after):\n%s", diff)
+	}
+	if again.Nodes[0].MemFree != 1<<30 || first.Nodes[0].MemFree != 4<<30 {
+		t.Errorf("node 0 MemFree: %d after the refresh (want 1 GiB), %d in the first reading (want it untouched)", again.Nodes[0].MemFree, first.Nodes[0].MemFree)
+	}
+	if err := os.WriteFile(filepath.Join(root, "devices/system/cpu/online"), []byte("0-5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Refresh(root, first); err == nil || !strings.Contains(err.Error(), "topology of CPU") {
+		t.Errorf("refresh after the online CPUs changed: want it to read the CPUs' topology again (and fail), got %v", err)
 	}
 }
 
