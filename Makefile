@@ -92,7 +92,7 @@ fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing inpu
 test: verify-generated vet lint fuzz unit e2e ## Everything CI checks.
 
 .PHONY: bench-noderesource
-bench-noderesource: build ## Node-resource benchmark: 2,000 nodes with 30 pods and a NodeMetric each (not in `make test`; ~6 min).
+bench-noderesource: build ## Node-resource benchmark: 2,000 nodes with 30 pods and a NodeMetric each (not in `make test`; ~4 min).
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/noderesource $(BENCH_FLAGS)
 
 .PHONY: bench-nodeallocation

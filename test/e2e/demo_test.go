@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,10 @@ func expectBatchPodsFollowBatchCPU(e *Env) {
 			case p.Status.Phase == corev1.PodRunning:
 				running++
 			case p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "":
+				// Pending for the right reason: the scheduler found too little batch-cpu.
+				if why := scheduledMessage(&p); !strings.Contains(why, "Insufficient "+string(slov1alpha1.BatchCPU)) {
+					return false, fmt.Sprintf("batch pod %s pending: %q", p.Name, why)
+				}
 				pending++
 			}
 		}
@@ -96,4 +101,14 @@ func expectBatchPodsFollowBatchCPU(e *Env) {
 		}
 		return running+pending == 2 && (pending == 0 || alloc.Value()-used < 500), msg
 	})
+}
+
+// scheduledMessage is the message of the pod's PodScheduled condition: why the scheduler has not placed it.
+func scheduledMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 )
@@ -23,7 +24,7 @@ type systemResource struct {
 	// started is set once node usage was there: until then its absence is the agent starting, not a failure.
 	started bool
 	// unmeasuredSince is when each running pod without any sample was first seen so; within unmeasuredGrace that
-	// is a pod (or the agent) just started, after it a pod the pod collector cannot measure.
+	// is a pod (or the agent) just started, after it a pod the pod collector cannot measure, which is reported.
 	unmeasuredSince map[string]time.Time
 }
 
@@ -65,10 +66,7 @@ func (s *systemResource) Collect(ctx context.Context) error {
 		}
 		cpu, mem = cpu-c, mem-b
 	}
-	podCPU, podMem, podCPUComplete, held, err := s.podUsage(now, last)
-	if held || err != nil {
-		return err
-	}
+	podCPU, podMem, podCPUComplete, podErr := s.podUsage(now, last)
 	cpu, mem, okCPU = cpu-podCPU, mem-podMem, okCPU && podCPUComplete
 	if slo := s.d.States.GetNodeSLO(); slo != nil {
 		for _, app := range slo.Spec.HostApplications {
@@ -84,17 +82,18 @@ func (s *systemResource) Collect(ctx context.Context) error {
 		samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.SystemMemoryUsage), Value: max(mem, 0)})
 	}
 	s.d.Cache.Append(now, samples...)
-	return nil
+	return podErr
 }
 
 // podUsage sums the usage of the node's pods for the system usage to leave out. A pod measured once has memory
 // but no CPU rate yet (that takes two reads): cpuComplete is then false and the system's CPU waits a round.
 //
-// A running pod without a recent sample (its reads fail, or its first read is still to come) would be charged to
-// the system in full, and the manager would take it off the batch capacity. Its last known usage, of any age the
-// cache keeps, stands in; a running pod never measured holds the round's system sample back (held), and after
-// unmeasuredGrace the round fails naming it.
-func (s *systemResource) podUsage(now time.Time, last func(metriccache.Key) (float64, bool)) (cpu, mem float64, cpuComplete, held bool, err error) {
+// A running pod without a recent sample (its reads fail, or its first read is still to come) must still be left
+// out, or the system usage takes it in and the manager subtracts it from the batch capacity twice (as system usage
+// and at its request, as a pod without metric). Its last known usage, of any age the cache keeps, stands in; a pod
+// never measured counts at its requests, which keeps the total the manager subtracts (system usage plus pods, the
+// unmeasured one at its request) equal to what the node uses. After unmeasuredGrace, such pods are reported.
+func (s *systemResource) podUsage(now time.Time, last func(metriccache.Key) (float64, bool)) (cpu, mem float64, cpuComplete bool, err error) {
 	cpuComplete = true
 	var unmeasured []string
 	var seen map[string]bool
@@ -114,6 +113,9 @@ func (s *systemResource) podUsage(now time.Time, last func(metriccache.Key) (flo
 			cpu, mem = cpu+c, mem+b
 			continue
 		}
+		req := resourcehelper.PodRequests(m.Pod, resourcehelper.PodResourcesOptions{})
+		cpu += req.Cpu().AsApproximateFloat64()
+		mem += req.Memory().AsApproximateFloat64()
 		if seen == nil {
 			seen = map[string]bool{}
 		}
@@ -127,9 +129,9 @@ func (s *systemResource) podUsage(now time.Time, last func(metriccache.Key) (flo
 	}
 	maps.DeleteFunc(s.unmeasuredSince, func(uid string, _ time.Time) bool { return !seen[uid] })
 	if len(unmeasured) > 0 {
-		err = fmt.Errorf("no system usage this round: %d running pods not measured for %s (%s)", len(unmeasured), unmeasuredGrace, firstNames(unmeasured, 5))
+		err = fmt.Errorf("%d running pods not measured for %s, counted at their requests (%s)", len(unmeasured), unmeasuredGrace, firstNames(unmeasured, 5))
 	}
-	return cpu, mem, cpuComplete, len(seen) > 0, err
+	return cpu, mem, cpuComplete, err
 }
 
 // lastKnown is the latest value of k the cache still holds, however old.

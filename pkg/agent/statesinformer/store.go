@@ -149,10 +149,10 @@ func (s *Store) DeletePod(uid types.UID) {
 }
 
 // sameKubeletPod says whether two copies of a pod from the kubelet's list are the same. The kubelet serves its own,
-// newer status under the API server's resourceVersion (and a static pod has none), so the phase and the containers'
-// IDs are compared too: a started or restarted container has a new ID, and a new cgroup directory.
+// newer status under the API server's resourceVersion (a static pod has none at all), so the phase and the
+// containers' IDs are compared too: a started or restarted container has a new ID, and a new cgroup directory.
 func sameKubeletPod(a, b *corev1.Pod) bool {
-	if a.ResourceVersion == "" || a.ResourceVersion != b.ResourceVersion || a.Status.Phase != b.Status.Phase {
+	if a.ResourceVersion != b.ResourceVersion || a.Status.Phase != b.Status.Phase {
 		return false
 	}
 	ids := func(p *corev1.Pod) []string {

@@ -69,6 +69,14 @@ func TestStorePods(t *testing.T) {
 	if m := s.GetPod("uid-x"); m == nil || len(m.Pod.Status.ContainerStatuses) != 1 {
 		t.Errorf("a started container in the kubelet's list, same resourceVersion, was not taken: %+v", m)
 	}
+	// A static pod has no resourceVersion: an unchanged copy keeps the stored one (no change to report).
+	static := func() *corev1.Pod { return testutil.Pod("etcd").Container("c").Running("containerd://e").Obj() }
+	s.ReplacePods([]*corev1.Pod{static()})
+	first := s.GetPod("uid-etcd")
+	s.ReplacePods([]*corev1.Pod{static()})
+	if first == nil || s.GetPod("uid-etcd") != first {
+		t.Error("an unchanged static pod from the kubelet's list was replaced")
+	}
 }
 
 // recorder records callback calls.

@@ -301,7 +301,8 @@ func parsePressure(b []byte) (procfs.PSIStats, error) {
 }
 
 // parsePressureLine parses "<kind> avg10=<f> avg60=<f> avg300=<f> total=<n>" without allocating for the fields
-// (a node with 200 pods reads 1,200 such lines per round on cgroup v2).
+// (a node with 200 pods reads 1,200 such lines per round on cgroup v2). The numbers are handed to strconv as strings
+// over the read buffer, which is reused: strconv keeps nothing of its input (its errors hold a copy).
 func parsePressureLine(line []byte) (*procfs.PSILine, error) {
 	var l procfs.PSILine
 	rest := line
