@@ -244,6 +244,50 @@ func TestSystemUsageNeverTakesInAPod(t *testing.T) {
 	near(t, "system memory, one pod failing", r.last(metriccache.NodeKey(metriccache.SystemMemoryUsage)), 500*mi, mi)
 }
 
+// blockingCollector writes one sample of pod uid once released, as a round that read the pod list before the pod
+// ended would.
+type blockingCollector struct {
+	d                 Deps
+	uid               string
+	entered, released chan struct{}
+}
+
+func (b *blockingCollector) Collect(context.Context) error {
+	close(b.entered)
+	<-b.released
+	b.d.Cache.Append(b.d.Clock.Now(), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, b.uid), Value: 1})
+	return nil
+}
+
+// TestPruneWaitsForRoundsInFlight: a pod that ends while a round that still knows it is running has no series
+// left once both are done.
+func TestPruneWaitsForRoundsInFlight(t *testing.T) {
+	r := newRig(t, hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs})
+	slow := &blockingCollector{uid: "uid-gone", entered: make(chan struct{}), released: make(chan struct{})}
+	runner, err := NewRunner(Deps{States: r.store, Cache: r.cache, Clock: r.clock, Metrics: r.metrics}, r.clock,
+		[]Factory{{Name: "slow", Interval: time.Second, Default: true, New: func(d Deps) Collector { slow.d = d; return slow }}}, []string{"*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := make(chan error)
+	go func() { round <- runner.CollectOnce(context.Background()) }()
+	<-slow.entered
+	pruned := make(chan struct{})
+	go func() { runner.PruneEndedPods(); close(pruned) }() // the pod is not in the store: it has ended
+	select {
+	case <-pruned: // pruned while the round was in flight: its sample comes after
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(slow.released)
+	if err := <-round; err != nil {
+		t.Fatal(err)
+	}
+	<-pruned
+	if keys := r.cache.Keys(func(k metriccache.Key) bool { return k.Pod == "uid-gone" }); len(keys) != 0 {
+		t.Errorf("series of the ended pod after the prune: %v", keys)
+	}
+}
+
 // TestRecreatedPodKeepsItsGauges: a pod recreated under the same name with a new UID (a StatefulSet's) keeps its
 // gauges when its predecessor's are dropped.
 func TestRecreatedPodKeepsItsGauges(t *testing.T) {

@@ -192,8 +192,14 @@ func (r *Runner) CollectOnce(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// PruneEndedPods deletes the cache series of pods the states informer no longer lists.
+// PruneEndedPods deletes the cache series of pods the states informer no longer lists. It waits for the rounds in
+// flight: one that read the pod list before the pod ended would otherwise write its samples after the deletion and
+// bring its series back. Rounds that start later read the list without the pod.
 func (r *Runner) PruneEndedPods() int {
+	for _, c := range r.running {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
 	alive := map[string]bool{}
 	for _, m := range r.deps.States.GetAllPods() {
 		alive[string(m.Pod.UID)] = true
