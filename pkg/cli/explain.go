@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
@@ -98,20 +97,7 @@ func explanationOf(node *corev1.Node) (Explanation, error) {
 }
 
 func printExplanations(w io.Writer, all []Explanation, format string, clk clock.PassiveClock) error {
-	switch format {
-	case outputJSON:
-		b, err := json.MarshalIndent(all, "", "    ")
-		if err != nil {
-			return fmt.Errorf("encoding as JSON: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case outputYAML:
-		b, err := yaml.Marshal(all)
-		if err != nil {
-			return fmt.Errorf("encoding as YAML: %w", err)
-		}
-		_, err = w.Write(b)
+	if done, err := printEncoded(w, all, format); done {
 		return err
 	}
 	for i, e := range all {

@@ -30,22 +30,30 @@ func validateOutput(o string) error {
 	return fmt.Errorf("-o %q: want wide, json or yaml (or nothing for the table)", o)
 }
 
-// printReport writes r in format to w.
-func printReport(w io.Writer, r Report, format string, clk clock.PassiveClock) error {
+// printEncoded writes v to w as JSON or YAML when format asks for one, and says whether it did.
+func printEncoded(w io.Writer, v any, format string) (bool, error) {
+	var b []byte
+	var err error
 	switch format {
 	case outputJSON:
-		b, err := json.MarshalIndent(r, "", "    ")
-		if err != nil {
-			return fmt.Errorf("encoding the report as JSON: %w", err)
+		if b, err = json.MarshalIndent(v, "", "    "); err == nil {
+			b = append(b, '\n')
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
 	case outputYAML:
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("encoding the report as YAML: %w", err)
-		}
-		_, err = w.Write(b)
+		b, err = yaml.Marshal(v)
+	default:
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("encoding as %s: %w", format, err)
+	}
+	_, err = w.Write(b)
+	return true, err
+}
+
+// printReport writes r in format to w.
+func printReport(w io.Writer, r Report, format string, clk clock.PassiveClock) error {
+	if done, err := printEncoded(w, r, format); done {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
