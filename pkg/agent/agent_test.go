@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -370,7 +371,7 @@ func simulatedHost(t *testing.T, e *testenv.Env, node string) (*hostsim.Host, sl
 		}
 		uids[s.pod.Name] = p.UID
 	}
-	if err := host.AddHostApp(app.Name, host.Layout().HostAppDir(app), hostsim.Usage{CPU: 0.3, Memory: 200 << 20}); err != nil {
+	if err := host.AddHostApp(app.Name, path.Join(host.Layout().Parent, "host-latency-sensitive", app.Name), hostsim.Usage{CPU: 0.3, Memory: 200 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	host.SetSystemUsage(hostsim.Usage{CPU: 0.4, Memory: 700 << 20, PageCache: 300 << 20})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -88,7 +89,7 @@ func benchNode(b *testing.B, e *testenv.Env, pods int) (string, *hostsim.Host) {
 		&slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{app}}},
 		&slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}},
 	)
-	if err := host.AddHostApp(app.Name, host.Layout().HostAppDir(app), hostsim.Usage{CPU: 0.5, Memory: 1 << 30}); err != nil {
+	if err := host.AddHostApp(app.Name, path.Join(host.Layout().Parent, "host-latency-sensitive", app.Name), hostsim.Usage{CPU: 0.5, Memory: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
 	for i := range pods {

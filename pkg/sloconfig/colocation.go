@@ -1,8 +1,6 @@
 package sloconfig
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -100,22 +98,20 @@ type ColocationStrategy struct {
 func DefaultColocationStrategy() ColocationStrategy {
 	return ColocationStrategy{
 		Enable:                         ptr.To(false),
-		MetricAggregateDurationSeconds: ptr.To[int64](300),
-		MetricReportIntervalSeconds:    ptr.To[int64](60),
-		MetricAggregatePolicy: &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{
-			{Duration: 5 * time.Minute}, {Duration: 10 * time.Minute}, {Duration: 15 * time.Minute},
-		}},
-		CPUReclaimThresholdPercent:    ptr.To[int64](60),
-		CPUCalculatePolicy:            ptr.To(CalculateByUsage),
-		MemoryReclaimThresholdPercent: ptr.To[int64](65),
-		MemoryCalculatePolicy:         ptr.To(CalculateByUsage),
-		DegradeTimeMinutes:            ptr.To[int64](15),
-		UpdateTimeThresholdSeconds:    ptr.To[int64](300),
-		ResourceDiffThreshold:         ptr.To(0.1),
-		BatchCPUThresholdPercent:      ptr.To[int64](100),
-		BatchMemoryThresholdPercent:   ptr.To[int64](100),
-		MidCPUThresholdPercent:        ptr.To[int64](100),
-		MidMemoryThresholdPercent:     ptr.To[int64](100),
-		MidUnallocatedPercent:         ptr.To[int64](0),
+		MetricAggregateDurationSeconds: ptr.To(slov1alpha1.DefaultMetricAggregateDurationSeconds),
+		MetricReportIntervalSeconds:    ptr.To(slov1alpha1.DefaultMetricReportIntervalSeconds),
+		MetricAggregatePolicy:          &slov1alpha1.AggregatePolicy{Durations: slov1alpha1.DefaultAggregateDurations()},
+		CPUReclaimThresholdPercent:     ptr.To[int64](60),
+		CPUCalculatePolicy:             ptr.To(CalculateByUsage),
+		MemoryReclaimThresholdPercent:  ptr.To[int64](65),
+		MemoryCalculatePolicy:          ptr.To(CalculateByUsage),
+		DegradeTimeMinutes:             ptr.To[int64](15),
+		UpdateTimeThresholdSeconds:     ptr.To[int64](300),
+		ResourceDiffThreshold:          ptr.To(0.1),
+		BatchCPUThresholdPercent:       ptr.To[int64](100),
+		BatchMemoryThresholdPercent:    ptr.To[int64](100),
+		MidCPUThresholdPercent:         ptr.To[int64](100),
+		MidMemoryThresholdPercent:      ptr.To[int64](100),
+		MidUnallocatedPercent:          ptr.To[int64](0),
 	}
 }

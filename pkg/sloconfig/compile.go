@@ -211,19 +211,19 @@ func colocationKey() strategyKey[ColocationCfg, ColocationStrategy] {
 			}
 			return &c.ColocationStrategy, nodes
 		},
-		merge: mustOverlay[ColocationStrategy],
+		merge: slov1alpha1.MergeStrategy[ColocationStrategy],
 		finish: func(s *ColocationStrategy) *ColocationStrategy {
 			d := DefaultColocationStrategy()
-			return mustOverlay(&d, s)
+			return slov1alpha1.MergeStrategy(&d, s)
 		},
 		validateRaw: validateColocation,
 	}
 }
 
 // nodeSLOKey is a key made of clusterStrategy and nodeStrategies whose strategy becomes the NodeSLO spec property
-// prop: defaults from defaults, ranges from the CRD schema of prop. parts returns the key's cluster strategy and
+// prop: defaults filled in by withDefaults, ranges from the CRD schema of prop. parts returns the key's cluster strategy and
 // overrides; override returns an override's profile and strategy.
-func nodeSLOKey[Cfg, N, S any](prop string, defaults func() *S, parts func(*Cfg) (*S, []N), override func(*N) (NodeCfgProfile, *S)) strategyKey[Cfg, S] {
+func nodeSLOKey[Cfg, N, S any](prop string, withDefaults func(*S) *S, parts func(*Cfg) (*S, []N), override func(*N) (NodeCfgProfile, *S)) strategyKey[Cfg, S] {
 	return strategyKey[Cfg, S]{
 		clusterPath: clusterStrategyPath,
 		nodesPath:   nodeStrategiesPath,
@@ -236,33 +236,28 @@ func nodeSLOKey[Cfg, N, S any](prop string, defaults func() *S, parts func(*Cfg)
 			}
 			return cluster, nodes
 		},
-		merge:       mustOverlay[S],
-		finish:      func(s *S) *S { return mustOverlay(defaults(), s) },
+		merge:       slov1alpha1.MergeStrategy[S],
+		finish:      withDefaults,
 		validateRaw: schemaValidator[S](prop),
 	}
 }
 
 func thresholdKey() strategyKey[ResourceThresholdCfg, slov1alpha1.ResourceThresholdStrategy] {
 	type S = slov1alpha1.ResourceThresholdStrategy
-	k := nodeSLOKey("resourceUsedThresholdWithBE", DefaultResourceThresholdStrategy,
+	k := nodeSLOKey("resourceUsedThresholdWithBE", (*S).WithDefaults,
 		func(c *ResourceThresholdCfg) (*S, []NodeResourceThresholdStrategy) {
 			return c.ClusterStrategy, c.NodeStrategies
 		},
 		func(n *NodeResourceThresholdStrategy) (NodeCfgProfile, *S) {
 			return n.NodeCfgProfile, n.ResourceThresholdStrategy
 		})
-	k.finish = func(s *S) *S {
-		out := mustOverlay(DefaultResourceThresholdStrategy(), s)
-		deriveMemoryEvictLower(out)
-		return out
-	}
 	k.validateEffective = validateThresholdConsistency
 	return k
 }
 
 func qosKey() strategyKey[ResourceQOSCfg, slov1alpha1.ResourceQOSStrategy] {
 	type S = slov1alpha1.ResourceQOSStrategy
-	k := nodeSLOKey("resourceQOSStrategy", DefaultResourceQOSStrategy,
+	k := nodeSLOKey("resourceQOSStrategy", (*S).WithDefaults,
 		func(c *ResourceQOSCfg) (*S, []NodeResourceQOSStrategy) { return c.ClusterStrategy, c.NodeStrategies },
 		func(n *NodeResourceQOSStrategy) (NodeCfgProfile, *S) { return n.NodeCfgProfile, n.ResourceQOSStrategy })
 	k.validateEffective = validateQOSConsistency
@@ -271,14 +266,14 @@ func qosKey() strategyKey[ResourceQOSCfg, slov1alpha1.ResourceQOSStrategy] {
 
 func cpuBurstKey() strategyKey[CPUBurstCfg, slov1alpha1.CPUBurstStrategy] {
 	type S = slov1alpha1.CPUBurstStrategy
-	return nodeSLOKey("cpuBurstStrategy", DefaultCPUBurstStrategy,
+	return nodeSLOKey("cpuBurstStrategy", (*S).WithDefaults,
 		func(c *CPUBurstCfg) (*S, []NodeCPUBurstCfg) { return c.ClusterStrategy, c.NodeStrategies },
 		func(n *NodeCPUBurstCfg) (NodeCfgProfile, *S) { return n.NodeCfgProfile, n.CPUBurstStrategy })
 }
 
 func systemKey() strategyKey[SystemCfg, slov1alpha1.SystemStrategy] {
 	type S = slov1alpha1.SystemStrategy
-	return nodeSLOKey("systemStrategy", DefaultSystemStrategy,
+	return nodeSLOKey("systemStrategy", (*S).WithDefaults,
 		func(c *SystemCfg) (*S, []NodeSystemStrategy) { return c.ClusterStrategy, c.NodeStrategies },
 		func(n *NodeSystemStrategy) (NodeCfgProfile, *S) { return n.NodeCfgProfile, n.SystemStrategy })
 }
@@ -300,8 +295,8 @@ func hostApplicationKey() strategyKey[HostApplicationCfg, hostApplications] {
 			return &S{Applications: c.Applications}, nodes
 		},
 		// A node config's list replaces the cluster's, even when it is empty.
-		merge:  func(_, node *S) *S { return mustOverlay(&S{}, node) },
-		finish: func(s *S) *S { return mustOverlay(&S{}, s) },
+		merge:  func(_, node *S) *S { return slov1alpha1.MergeStrategy(&S{}, node) },
+		finish: func(s *S) *S { return slov1alpha1.MergeStrategy(&S{}, s) },
 		validateRaw: func(raw *S, path *field.Path) field.ErrorList {
 			if len(raw.Applications) == 0 {
 				return nil

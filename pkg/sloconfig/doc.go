@@ -9,7 +9,9 @@
 //     unknown, case-mismatched and repeated fields.
 //   - validate.go: ranges and enums from the NodeSLO CRD's own schema, plus the checks a schema cannot express.
 //   - compile.go: layering (defaults < clusterStrategy < first matching nodeStrategies/nodeConfigs entry).
-//   - defaults.go: the documented default of every field, and WithDefaults for readers of a NodeSLO.
+//   - the documented default of every NodeSLO field, WithDefaults and MergeStrategy are in the API package
+//     (api/slo/v1alpha1/defaults.go), so the agent applies them without this package; colocation.go holds the
+//     defaults of colocation-config, which only the manager reads.
 //   - store.go, snapshot.go, source.go: the Store every controller reads (Current), what a node gets from a Snapshot
 //     (Colocation, NodeSLOSpec, NodeMetricSpec), and NodeSource, which enqueues only the nodes a change affects.
 //

@@ -119,7 +119,7 @@ func checkNode(t *testing.T, s *Snapshot, labels map[string]string) {
 	if err := validateFullSpec(spec); err != nil {
 		t.Fatalf("labels %v: an accepted config makes a NodeSLO the API server rejects: %v", labels, err)
 	}
-	eff := WithDefaults(spec)
+	eff := spec.WithDefaults()
 	if err := validateFullSpec(eff); err != nil {
 		t.Fatalf("labels %v: the defaulted NodeSLO breaks the schema: %v", labels, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -139,7 +140,7 @@ func TestSeed002Examples(t *testing.T) {
 		{
 			example: "memory-evict", key: ResourceThresholdConfigKey,
 			check: func(t *testing.T, s *Snapshot) {
-				eff := WithDefaults(s.NodeSLOSpec(nil)).ResourceUsedThresholdWithBE
+				eff := s.NodeSLOSpec(nil).WithDefaults().ResourceUsedThresholdWithBE
 				if *eff.MemoryEvictThresholdPercent != 70 || *eff.MemoryEvictLowerPercent != 68 || !*eff.Enable {
 					t.Errorf("want memory eviction on at 70%%, down to 68%%; got %+v", eff)
 				}
@@ -243,11 +244,11 @@ func TestDefaults(t *testing.T) {
 		ResourceQOSStrategy:         &slov1alpha1.ResourceQOSStrategy{},
 		CPUBurstStrategy:            &slov1alpha1.CPUBurstStrategy{},
 		SystemStrategy:              &slov1alpha1.SystemStrategy{},
-		Extensions:                  emptyExtensions(),
+		Extensions:                  &runtime.RawExtension{Raw: []byte("{}")},
 	}
 	sparse := s.NodeSLOSpec(nil)
 	expectDiff(t, "a NodeSLO without configuration shows no values", wantSparse, sparse)
-	eff := WithDefaults(sparse)
+	eff := sparse.WithDefaults()
 	wantThreshold := &slov1alpha1.ResourceThresholdStrategy{
 		Enable:                          ptr.To(false),
 		CPUSuppressThresholdPercent:     ptr.To[int64](65),
@@ -258,7 +259,7 @@ func TestDefaults(t *testing.T) {
 		CPUEvictTimeWindowSeconds:       ptr.To[int64](1),
 	}
 	expectDiff(t, "threshold defaults", wantThreshold, eff.ResourceUsedThresholdWithBE)
-	expectDiff(t, "cpu burst defaults", DefaultCPUBurstStrategy(), eff.CPUBurstStrategy)
+	expectDiff(t, "cpu burst defaults", slov1alpha1.DefaultCPUBurstStrategy(), eff.CPUBurstStrategy)
 	if b := eff.CPUBurstStrategy; b.Policy != slov1alpha1.CPUBurstNone || *b.CPUBurstPercent != 1000 ||
 		*b.CFSQuotaBurstPercent != 300 || *b.CFSQuotaBurstPeriodSeconds != -1 || *b.SharePoolThresholdPercent != 50 {
 		t.Errorf("cpu burst defaults are none/1000/300/-1/50, got %+v", b)

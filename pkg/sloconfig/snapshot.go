@@ -3,6 +3,7 @@ package sloconfig
 import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
@@ -87,7 +88,7 @@ func (s *Snapshot) Override(key string, nodeLabels map[string]string) string {
 
 // NodeSLOSpec returns the spec of the NodeSLO of a node with these labels: for each key, the cluster strategy
 // overlaid by the first matching node strategy, without the defaults (a NodeSLO shows only what the ConfigMap
-// sets; WithDefaults fills in the rest). Every strategy pointer is set, to an empty strategy when nothing is
+// sets; slov1alpha1.NodeSLOSpec.WithDefaults fills in the rest). Every strategy pointer is set, to an empty strategy when nothing is
 // configured, and Extensions is {}.
 func (s *Snapshot) NodeSLOSpec(nodeLabels map[string]string) *slov1alpha1.NodeSLOSpec {
 	l := labels.Set(nodeLabels)
@@ -101,7 +102,7 @@ func (s *Snapshot) NodeSLOSpec(nodeLabels map[string]string) *slov1alpha1.NodeSL
 		ResourceQOSStrategy:         qos.DeepCopy(),
 		CPUBurstStrategy:            burst.DeepCopy(),
 		SystemStrategy:              system.DeepCopy(),
-		Extensions:                  emptyExtensions(),
+		Extensions:                  &runtime.RawExtension{Raw: []byte("{}")},
 	}
 	for _, a := range apps.Applications {
 		spec.HostApplications = append(spec.HostApplications, *a.DeepCopy())

@@ -208,10 +208,10 @@ func TestLayering(t *testing.T) {
 	small := map[string]string{"size": "small"}
 	wantSmall := &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](60)}
 	expectDiff(t, "NodeSLO of a small node shows cluster + override, no defaults", wantSmall, s.NodeSLOSpec(small).ResourceUsedThresholdWithBE)
-	if got := *WithDefaults(s.NodeSLOSpec(small)).ResourceUsedThresholdWithBE.MemoryEvictLowerPercent; got != 58 {
+	if got := *s.NodeSLOSpec(small).WithDefaults().ResourceUsedThresholdWithBE.MemoryEvictLowerPercent; got != 58 {
 		t.Errorf("memoryEvictLowerPercent follows the node's own threshold: got %d, want 58", got)
 	}
-	if got := *WithDefaults(s.NodeSLOSpec(nil)).ResourceUsedThresholdWithBE.MemoryEvictLowerPercent; got != 78 {
+	if got := *s.NodeSLOSpec(nil).WithDefaults().ResourceUsedThresholdWithBE.MemoryEvictLowerPercent; got != 78 {
 		t.Errorf("memoryEvictLowerPercent of the cluster: got %d, want 78", got)
 	}
 

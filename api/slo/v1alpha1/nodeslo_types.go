@@ -429,6 +429,28 @@ type HostApplicationSpec struct {
 	CgroupPath *CgroupPath `json:"cgroupPath,omitempty"`
 }
 
+// CgroupLocation is where the application's cgroup is, with the documented defaults of CgroupPath filled in: base
+// CgroupRoot; parentDir host-latency-sensitive, or host-best-effort for a BE application; relativePath the
+// application's name.
+func (a *HostApplicationSpec) CgroupLocation() (base CgroupBaseType, parentDir, relativePath string) {
+	base, parentDir, relativePath = CgroupBaseRoot, "host-latency-sensitive", a.Name
+	if a.QoS == QoSBE {
+		parentDir = "host-best-effort"
+	}
+	if cp := a.CgroupPath; cp != nil {
+		if cp.Base != "" {
+			base = cp.Base
+		}
+		if cp.ParentDir != "" {
+			parentDir = cp.ParentDir
+		}
+		if cp.RelativePath != "" {
+			relativePath = cp.RelativePath
+		}
+	}
+	return base, parentDir, relativePath
+}
+
 // CgroupPath is ${base}/${parentDir}/${relativePath} in every cgroup subsystem.
 type CgroupPath struct {
 	// Base is the directory the path starts from. Default CgroupRoot.

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"math"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func TestCollectorsOnSimulatedHost(t *testing.T) {
 			r.addPod(t, be, hostsim.Usage{CPU: 0.8, Memory: 512 * mi, PageCache: 100 * mi, Throttled: 0.5})
 			r.addPod(t, g, hostsim.Usage{CPU: 0.25, Memory: 256 * mi})
 			app := slov1alpha1.HostApplicationSpec{Name: "nginx", QoS: slov1alpha1.QoSLS}
-			if err := r.host.AddHostApp("nginx", r.host.Layout().HostAppDir(app), hostsim.Usage{CPU: 0.3, Memory: 100 * mi}); err != nil {
+			if err := r.host.AddHostApp("nginx", path.Join(r.host.Layout().Parent, "host-latency-sensitive/nginx"), hostsim.Usage{CPU: 0.3, Memory: 100 * mi}); err != nil {
 				t.Fatal(err)
 			}
 			r.store.SetNodeSLO(&slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{app}}})

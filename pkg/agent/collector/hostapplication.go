@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
 // HostApplicationName is the name of the host application collector.
@@ -33,7 +34,8 @@ func (h *hostApplication) Collect(ctx context.Context) error {
 		total = len(slo.Spec.HostApplications)
 		for _, app := range slo.Spec.HostApplications {
 			current[app.Name] = true
-			dir := h.d.Layout.HostAppDir(app)
+			base, parent, rel := app.CgroupLocation()
+			dir := h.d.Layout.HostDir(cgroup.HostBase(base), parent, rel)
 			usage, err := h.d.Cgroups.CPUUsage(dir)
 			if err != nil {
 				fail.add(app.Name, err)

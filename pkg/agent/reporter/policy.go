@@ -4,7 +4,6 @@ import (
 	"time"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
-	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
 // Policy is a NodeMetric's collect policy with the defaults filled in.
@@ -20,12 +19,11 @@ type Policy struct {
 // PolicyOf returns the collect policy of nm's spec, each unset field taken from the colocation strategy's
 // defaults (300 s, 60 s, 5m/10m/15m). nm may be nil.
 func PolicyOf(nm *slov1alpha1.NodeMetric) Policy {
-	d := sloconfig.DefaultColocationStrategy()
 	p := Policy{
-		AggregateDuration: time.Duration(*d.MetricAggregateDurationSeconds) * time.Second,
-		ReportInterval:    time.Duration(*d.MetricReportIntervalSeconds) * time.Second,
+		AggregateDuration: time.Duration(slov1alpha1.DefaultMetricAggregateDurationSeconds) * time.Second,
+		ReportInterval:    time.Duration(slov1alpha1.DefaultMetricReportIntervalSeconds) * time.Second,
 	}
-	durations := d.MetricAggregatePolicy.Durations
+	durations := slov1alpha1.DefaultAggregateDurations()
 	if nm != nil && nm.Spec.CollectPolicy != nil {
 		cp := nm.Spec.CollectPolicy
 		if cp.AggregateDurationSeconds != nil && *cp.AggregateDurationSeconds > 0 {

@@ -89,10 +89,10 @@ func V1Subsystems() []string { return []string{"cpu", "cpuacct", "cpuset", "memo
 // weight written by them reads back through WeightToShares as a slightly different share count.
 func SharesToWeight(shares uint64) uint64 {
 	switch {
-	case shares < 2:
-		shares = 2
-	case shares > 262144:
-		shares = 262144
+	case shares < MinShares:
+		shares = MinShares
+	case shares > MaxShares:
+		shares = MaxShares
 	}
 	return 1 + (shares-2)*9999/262142
 }

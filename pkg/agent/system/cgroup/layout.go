@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubectl/pkg/util/qos"
-
-	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
 // Driver is the kubelet's cgroup driver, which decides how it names cgroup directories.
@@ -139,34 +137,33 @@ func (l Layout) ContainerDir(podDir, containerID string) (string, error) {
 	}
 }
 
-// HostAppDir is the directory of a host application: ${base}/${parentDir}/${relativePath}, where base is
-// Parent (CgroupRoot, the default), Kubepods, or the burstable or besteffort QoS directory; parentDir defaults to
-// host-latency-sensitive/ (host-best-effort/ for BE applications) and relativePath to the application's name.
-func (l Layout) HostAppDir(app slov1alpha1.HostApplicationSpec) string {
-	var cp slov1alpha1.CgroupPath
-	if app.CgroupPath != nil {
-		cp = *app.CgroupPath
+// HostBase is a directory of the kubelet's hierarchy that a cgroup outside any pod is placed under. The values are
+// those of a NodeSLO host application's cgroupPath.base, so that field converts directly.
+type HostBase string
+
+// The bases of a host cgroup.
+const (
+	// HostBaseRoot is the kubelet's --cgroup-root (Layout.Parent); the empty value means it too.
+	HostBaseRoot HostBase = "CgroupRoot"
+	// HostBaseKubepods is the directory holding every pod.
+	HostBaseKubepods HostBase = "Kubepods"
+	// HostBaseBurstable is the burstable QoS class directory.
+	HostBaseBurstable HostBase = "KubepodsBurstable"
+	// HostBaseBestEffort is the besteffort QoS class directory.
+	HostBaseBestEffort HostBase = "KubepodsBesteffort"
+)
+
+// HostDir is the directory base/parentDir/relativePath of a cgroup that no pod owns, such as a host application's.
+// An unknown base is the root. The path is cleaned, so ".." cannot lead above the hierarchy root.
+func (l Layout) HostDir(base HostBase, parentDir, relativePath string) string {
+	dir := l.Parent
+	switch base {
+	case HostBaseKubepods:
+		dir = l.Kubepods()
+	case HostBaseBurstable:
+		dir = l.QoSDir(corev1.PodQOSBurstable)
+	case HostBaseBestEffort:
+		dir = l.QoSDir(corev1.PodQOSBestEffort)
 	}
-	base := l.Parent
-	switch cp.Base {
-	case slov1alpha1.CgroupBaseKubepods:
-		base = l.Kubepods()
-	case slov1alpha1.CgroupBaseKubepodsBurstable:
-		base = l.QoSDir(corev1.PodQOSBurstable)
-	case slov1alpha1.CgroupBaseKubepodsBesteffort:
-		base = l.QoSDir(corev1.PodQOSBestEffort)
-	}
-	parent := cp.ParentDir
-	if parent == "" {
-		parent = "host-latency-sensitive"
-		if app.QoS == slov1alpha1.QoSBE {
-			parent = "host-best-effort"
-		}
-	}
-	rel := cp.RelativePath
-	if rel == "" {
-		rel = app.Name
-	}
-	// path.Join cleans "..": a host application cannot point outside the cgroup root it is given.
-	return strings.TrimPrefix(path.Join("/", base, parent, rel), "/")
+	return strings.TrimPrefix(path.Join("/", dir, parentDir, relativePath), "/")
 }

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -175,40 +174,26 @@ func TestLayoutMatchesFixtures(t *testing.T) {
 	}
 }
 
-func TestHostAppDir(t *testing.T) {
+func TestHostDir(t *testing.T) {
 	tests := []struct {
-		name   string
-		layout Layout
-		app    slov1alpha1.HostApplicationSpec
-		want   string
+		name             string
+		layout           Layout
+		base             HostBase
+		parent, relative string
+		want             string
 	}{
-		{name: "defaults, LS", layout: Layout{Driver: Cgroupfs}, app: slov1alpha1.HostApplicationSpec{Name: "nginx", QoS: slov1alpha1.QoSLS}, want: "host-latency-sensitive/nginx"},
-		{name: "defaults, BE", layout: Layout{Driver: Cgroupfs, Parent: "root"}, app: slov1alpha1.HostApplicationSpec{Name: "spark", QoS: slov1alpha1.QoSBE}, want: "root/host-best-effort/spark"},
-		{
-			name: "seed example", layout: Layout{Driver: Systemd},
-			app:  slov1alpha1.HostApplicationSpec{Name: "nginx", QoS: slov1alpha1.QoSLS, CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseRoot, ParentDir: "host-latency-sensitive/", RelativePath: "nginx/"}},
-			want: "host-latency-sensitive/nginx",
-		},
-		{
-			name: "besteffort base, systemd", layout: Layout{Driver: Systemd},
-			app:  slov1alpha1.HostApplicationSpec{Name: "x", CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseKubepodsBesteffort, ParentDir: "apps", RelativePath: "x"}},
-			want: "kubepods.slice/kubepods-besteffort.slice/apps/x",
-		},
-		{
-			name: "kubepods base, cgroupfs", layout: Layout{Driver: Cgroupfs},
-			app:  slov1alpha1.HostApplicationSpec{Name: "x", CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseKubepods, ParentDir: "apps"}},
-			want: "kubepods/apps/x",
-		},
-		{
-			name: "dot-dot stays under the hierarchy root", layout: Layout{Driver: Cgroupfs},
-			app:  slov1alpha1.HostApplicationSpec{Name: "x", CgroupPath: &slov1alpha1.CgroupPath{ParentDir: "../../..", RelativePath: "etc"}},
-			want: "etc",
-		},
+		{name: "root", layout: Layout{Driver: Cgroupfs}, base: HostBaseRoot, parent: "host-latency-sensitive", relative: "nginx", want: "host-latency-sensitive/nginx"},
+		{name: "empty base is the root, under a parent", layout: Layout{Driver: Cgroupfs, Parent: "root"}, parent: "host-best-effort", relative: "spark", want: "root/host-best-effort/spark"},
+		{name: "trailing slashes", layout: Layout{Driver: Systemd}, base: HostBaseRoot, parent: "host-latency-sensitive/", relative: "nginx/", want: "host-latency-sensitive/nginx"},
+		{name: "besteffort base, systemd", layout: Layout{Driver: Systemd}, base: HostBaseBestEffort, parent: "apps", relative: "x", want: "kubepods.slice/kubepods-besteffort.slice/apps/x"},
+		{name: "burstable base, cgroupfs", layout: Layout{Driver: Cgroupfs}, base: HostBaseBurstable, parent: "apps", relative: "x", want: "kubepods/burstable/apps/x"},
+		{name: "kubepods base, cgroupfs", layout: Layout{Driver: Cgroupfs}, base: HostBaseKubepods, parent: "apps", relative: "x", want: "kubepods/apps/x"},
+		{name: "dot-dot stays under the hierarchy root", layout: Layout{Driver: Cgroupfs}, parent: "../../..", relative: "etc", want: "etc"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.layout.HostAppDir(tt.app); got != tt.want {
-				t.Errorf("HostAppDir = %q, want %q", got, tt.want)
+			if got := tt.layout.HostDir(tt.base, tt.parent, tt.relative); got != tt.want {
+				t.Errorf("HostDir = %q, want %q", got, tt.want)
 			}
 		})
 	}
