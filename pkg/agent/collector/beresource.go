@@ -10,6 +10,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
 )
 
@@ -27,22 +28,22 @@ type beResource struct {
 // NewBEResource returns the best-effort resource collector.
 func NewBEResource(d Deps) Collector { return &beResource{d: d, cpu: newRates[struct{}]()} }
 
-func (b *beResource) Collect(ctx context.Context) error {
-	now := b.d.Clock.Now()
+func (b *beResource) Collect(ctx context.Context, round *Round) error {
+	now := round.Time
 	dir := b.d.Layout.QoSDir(corev1.PodQOSBestEffort)
 	var samples []metriccache.Sample
 	limit, limitErr := b.realLimit(dir)
 	if limitErr == nil {
 		samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURealLimit), Value: limit})
 	}
-	samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURequest), Value: b.requests()})
+	samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURequest), Value: requestsOfBE(round.Pods())})
 	usage, usageErr := b.d.Cgroups.CPUUsage(dir)
 	if usageErr == nil {
 		if cores, ok := b.cpu.rate(struct{}{}, usage, now); ok {
 			samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPUUsage), Value: cores})
 		}
 	}
-	b.d.Cache.Append(now, samples...)
+	round.Append(samples...)
 	return errors.Join(limitErr, usageErr)
 }
 
@@ -72,11 +73,11 @@ func (b *beResource) realLimit(dir string) (float64, error) {
 	return 0, fmt.Errorf("reading the best-effort CPU limit: neither quota nor cpuset limits %s and the node's CPU count is not known yet", dir)
 }
 
-// requests sums the CPU requests of BE pods: their batch-cpu requests (millicores), or plain cpu requests for BE
-// pods that request none, in cores.
-func (b *beResource) requests() float64 {
+// requestsOfBE sums the CPU requests of BE pods: their batch-cpu requests (millicores), or plain cpu requests for
+// BE pods that request none, in cores.
+func requestsOfBE(pods []*statesinformer.PodMeta) float64 {
 	var milli int64
-	for _, m := range b.d.States.GetAllPods() {
+	for _, m := range pods {
 		if m.QoS != slov1alpha1.QoSBE {
 			continue
 		}

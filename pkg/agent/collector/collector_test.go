@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path"
 	"strings"
@@ -55,7 +56,7 @@ func newRig(t testing.TB, cfg hostsim.Config, selection ...string) *rig {
 	}
 	r.runner, err = NewRunner(Deps{
 		Proc: p, SysRoot: h.SysRoot(), Cgroups: cgroup.NewFS(h.CgroupRoot(), cfg.Version).KeepOpen(4096), CgroupVersion: cfg.Version,
-		Layout: h.Layout(), States: r.store, Cache: cache, Clock: clk, Metrics: r.metrics,
+		Layout: h.Layout(), States: r.store, Cache: cache, Metrics: r.metrics,
 	}, clk, Registry(), selection, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +208,7 @@ func TestOneBadPodDoesNotDropTheOthers(t *testing.T) {
 // Never measured, it counts at its requests (an error names it after the grace period); measured once and then
 // failing, its last known usage stands in.
 func TestSystemUsageNeverTakesInAPod(t *testing.T) {
-	r := newRig(t, hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs}, NodeResourceName, PodResourceName, SystemResourceName)
+	r := newRig(t, hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs}, NodeResourceName, PodResourceName, HostApplicationName, SystemResourceName)
 	r.host.SetSystemUsage(hostsim.Usage{CPU: 0.2, Memory: 500 * mi})
 	r.addPod(t, tu.Pod("good").Container("c").Running("containerd://g").Obj(), hostsim.Usage{CPU: 1, Memory: 100 * mi})
 	// late uses 0.5 CPU and 200 MiB, its request, but its memory.stat cannot be read from the start.
@@ -253,10 +254,10 @@ type blockingCollector struct {
 	entered, released chan struct{}
 }
 
-func (b *blockingCollector) Collect(context.Context) error {
+func (b *blockingCollector) Collect(_ context.Context, round *Round) error {
 	close(b.entered)
 	<-b.released
-	b.d.Cache.Append(b.d.Clock.Now(), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, b.uid), Value: 1})
+	round.Append(metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, b.uid), Value: 1})
 	return nil
 }
 
@@ -265,7 +266,7 @@ func (b *blockingCollector) Collect(context.Context) error {
 func TestPruneWaitsForRoundsInFlight(t *testing.T) {
 	r := newRig(t, hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs})
 	slow := &blockingCollector{uid: "uid-gone", entered: make(chan struct{}), released: make(chan struct{})}
-	runner, err := NewRunner(Deps{States: r.store, Cache: r.cache, Clock: r.clock, Metrics: r.metrics}, r.clock,
+	runner, err := NewRunner(Deps{States: r.store, Cache: r.cache, Metrics: r.metrics}, r.clock,
 		[]Factory{{Name: "slow", Interval: time.Second, Default: true, New: func(d Deps) Collector { slow.d = d; return slow }}}, []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -406,5 +407,124 @@ func TestRunnerIntervals(t *testing.T) {
 	}
 	if got := runs(PageCacheName); got != 3 {
 		t.Errorf("pagecache (5s) ran %v times in 10s, want 3", got)
+	}
+}
+
+// TestDerivedUsageComesFromOneRound runs every collector on the Runner's own schedule (Start, a fake clock) while
+// the pods' usage jumps every second. The node's usage is always the pods' plus a constant system part, so the
+// system usage derived in each round must be that constant: a system collector that subtracted the pods' samples of
+// the round before (node(t) - pods(t-1)) would swing by the size of the jump.
+func TestDerivedUsageComesFromOneRound(t *testing.T) {
+	r := newRig(t, hostsim.Config{Version: cgroup.V2, Driver: cgroup.Systemd})
+	system := hostsim.Usage{CPU: 0.3, Memory: 500 * mi}
+	r.host.SetSystemUsage(system)
+	pods := []*corev1.Pod{
+		tu.Pod("a").Phase(corev1.PodRunning).Container("c").Running("containerd://a").Obj(),
+		tu.Pod("b").Phase(corev1.PodRunning).Container("c").Running("containerd://b").Obj(),
+	}
+	low, high := hostsim.Usage{CPU: 0.1, Memory: 100 * mi}, hostsim.Usage{CPU: 0.7, Memory: 700 * mi}
+	for _, p := range pods {
+		r.addPod(t, p, low)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.runner.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	if !r.runner.WaitForSync(ctx) {
+		t.Fatal("no first round")
+	}
+	rounds := func() float64 {
+		var n float64
+		for _, res := range []string{metrics.ResultSuccess, metrics.ResultError, metrics.ResultUnsupported} {
+			n += testutil.ToFloat64(r.metrics.CollectorRuns.WithLabelValues(SystemResourceName, res))
+		}
+		return n
+	}
+	// waitIdle waits until the runner has finished round n and waits on its timer (the sweep ticker is the other
+	// waiter), so that changing the host and stepping the clock cannot fall into a round.
+	waitIdle := func(n float64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); rounds() < n || r.clock.Waiters() < 2; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %v did not finish (rounds %v, clock waiters %d)", n, rounds(), r.clock.Waiters())
+			}
+		}
+	}
+	waitIdle(1)
+	checked := 0
+	for i := range 12 {
+		u := low
+		if i%2 == 0 {
+			u = high
+		}
+		for _, p := range pods {
+			if err := r.host.SetPodUsage(p.UID, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.host.Advance(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		r.clock.Step(time.Second)
+		waitIdle(float64(i + 2))
+		now := r.clock.Now()
+		cpu, okCPU := r.cache.Query(metriccache.NodeKey(metriccache.SystemCPUUsage), now.Add(-time.Second), now)
+		mem, okMem := r.cache.Query(metriccache.NodeKey(metriccache.SystemMemoryUsage), now.Add(-time.Second), now)
+		if i == 0 {
+			continue // the first rates need two rounds
+		}
+		if !okCPU || !okMem {
+			t.Fatalf("second %d: no system usage in the round at %s", i+1, now)
+		}
+		near(t, fmt.Sprintf("second %d: system CPU (pods at %v cores each)", i+1, u.CPU), cpu.Value(metriccache.Last), system.CPU, 0.01)
+		near(t, fmt.Sprintf("second %d: system memory (pods at %v MiB each)", i+1, u.Memory/mi), mem.Value(metriccache.Last), float64(system.Memory), mi)
+		checked++
+	}
+	if checked < 10 {
+		t.Errorf("checked %d rounds, want at least 10", checked)
+	}
+}
+
+// TestRunnerRefusesSplitInputs: a derived collector must meet its inputs in every round it runs in.
+func TestRunnerRefusesSplitInputs(t *testing.T) {
+	tests := []struct {
+		name      string
+		selection []string
+		intervals map[string]time.Duration
+		want      string // "" for no error
+	}{
+		{name: "defaults", selection: []string{"*"}},
+		{name: "derived less often, a multiple", selection: []string{"*"}, intervals: map[string]time.Duration{SystemResourceName: 5 * time.Second}},
+		{name: "all slower together", selection: []string{"*"}, intervals: map[string]time.Duration{NodeResourceName: 2 * time.Second, PodResourceName: 2 * time.Second, HostApplicationName: 2 * time.Second, SystemResourceName: 2 * time.Second}},
+		{
+			name: "input slower", selection: []string{"*"}, intervals: map[string]time.Duration{PodResourceName: 2 * time.Second},
+			want: "sysresource (1s) derives from podresource (2s): its interval must be a multiple of its input's",
+		},
+		{
+			name: "not a multiple", selection: []string{"*"}, intervals: map[string]time.Duration{NodeResourceName: 2 * time.Second, SystemResourceName: 3 * time.Second},
+			want: "sysresource (3s) derives from noderesource (2s)",
+		},
+		{name: "input off", selection: []string{"*", "-noderesource"}, want: "sysresource derives from noderesource: turn noderesource on, or sysresource off"},
+		{name: "input and derived off", selection: []string{"*", "-noderesource", "-sysresource"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewRunner(Deps{Metrics: metrics.New()}, clocktesting.NewFakeClock(time.Now()), Registry(), tt.selection, tt.intervals)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	late := []Factory{{Name: "derived", Interval: time.Second, Default: true, Inputs: []string{"input"}, New: NewSystemResource}, {Name: "input", Interval: time.Second, Default: true, New: NewNodeResource}}
+	if _, err := NewRunner(Deps{Metrics: metrics.New()}, clocktesting.NewFakeClock(time.Now()), late, []string{"*"}, nil); err == nil || !strings.Contains(err.Error(), "derived derives from input, which is not registered before it") {
+		t.Errorf("an input registered after its user: err = %v", err)
 	}
 }

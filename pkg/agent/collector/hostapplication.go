@@ -22,9 +22,9 @@ func NewHostApplication(d Deps) Collector {
 	return &hostApplication{d: d, cpu: newRates[string](), known: map[string]bool{}}
 }
 
-func (h *hostApplication) Collect(ctx context.Context) error {
+func (h *hostApplication) Collect(ctx context.Context, round *Round) error {
 	slo := h.d.States.GetNodeSLO()
-	now := h.d.Clock.Now()
+	now := round.Time
 	// A configured application without its cgroup is a configuration error worth reporting.
 	fail := failures{what: "reading host application cgroups", strict: true}
 	current := map[string]bool{}
@@ -53,7 +53,7 @@ func (h *hostApplication) Collect(ctx context.Context) error {
 			}
 		}
 	}
-	h.d.Cache.Append(now, samples...)
+	round.Append(samples...)
 	h.cpu.retain()
 	for name := range h.known {
 		if !current[name] {

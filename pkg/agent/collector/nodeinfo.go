@@ -20,7 +20,7 @@ type nodeInfo struct {
 // NewNodeInfo returns the node information collector.
 func NewNodeInfo(d Deps) Collector { return &nodeInfo{d: d} }
 
-func (n *nodeInfo) Collect(ctx context.Context) error {
+func (n *nodeInfo) Collect(context.Context, *Round) error {
 	t, err := topology.Refresh(n.d.SysRoot, n.last)
 	if err != nil {
 		return err

@@ -20,8 +20,8 @@ type nodeResource struct {
 // NewNodeResource returns the node resource collector.
 func NewNodeResource(d Deps) Collector { return &nodeResource{d: d, cpu: newRates[struct{}]()} }
 
-func (n *nodeResource) Collect(ctx context.Context) error {
-	now := n.d.Clock.Now()
+func (n *nodeResource) Collect(ctx context.Context, round *Round) error {
+	now := round.Time
 	t, cpuErr := n.d.Proc.CPUTime()
 	m, memErr := n.d.Proc.MemInfo()
 	var samples []metriccache.Sample
@@ -35,6 +35,6 @@ func (n *nodeResource) Collect(ctx context.Context) error {
 		samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodeMemoryUsage), Value: float64(m.Used())})
 		n.d.Metrics.NodeMemoryUsage.Set(float64(m.Used()))
 	}
-	n.d.Cache.Append(now, samples...)
+	round.Append(samples...)
 	return errors.Join(cpuErr, memErr)
 }

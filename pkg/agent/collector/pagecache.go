@@ -18,11 +18,11 @@ type pageCache struct {
 // NewPageCache returns the page cache collector.
 func NewPageCache(d Deps) Collector { return &pageCache{d: d} }
 
-func (p *pageCache) Collect(ctx context.Context) error {
+func (p *pageCache) Collect(ctx context.Context, round *Round) error {
 	m, err := p.d.Proc.MemInfo()
 	if err != nil {
 		return err
 	}
-	p.d.Cache.Append(p.d.Clock.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodePageCache), Value: float64(m.Cached)})
+	round.Append(metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodePageCache), Value: float64(m.Cached)})
 	return nil
 }

@@ -33,9 +33,9 @@ func NewPodResource(d Deps) Collector {
 	return &podResource{d: d, dirs: newPodDirs(d.Layout), pods: newRates[types.UID](), ctrs: newRates[containerKey](), names: map[types.UID][2]string{}}
 }
 
-func (p *podResource) Collect(ctx context.Context) error {
-	pods := p.d.States.GetAllPods()
-	now := p.d.Clock.Now()
+func (p *podResource) Collect(ctx context.Context, round *Round) error {
+	pods := round.Pods()
+	now := round.Time
 	samples := make([]metriccache.Sample, 0, 7*len(pods))
 	fail := failures{what: "reading pod cgroups"}
 	alive := make(map[types.UID]bool, len(pods))
@@ -67,7 +67,7 @@ func (p *podResource) Collect(ctx context.Context) error {
 		}
 		samples = p.containers(samples, pod, dir, now, &fail)
 	}
-	p.d.Cache.Append(now, samples...)
+	round.Append(samples...)
 	p.pods.retain()
 	p.ctrs.retain()
 	p.dirs.retain()

@@ -25,9 +25,8 @@ func NewPodThrottled(d Deps) Collector {
 	return &podThrottled{d: d, dirs: newPodDirs(d.Layout), prev: map[types.UID]cgroup.CPUStat{}}
 }
 
-func (p *podThrottled) Collect(ctx context.Context) error {
-	pods := p.d.States.GetAllPods()
-	now := p.d.Clock.Now()
+func (p *podThrottled) Collect(ctx context.Context, round *Round) error {
+	pods := round.Pods()
 	next := make(map[types.UID]cgroup.CPUStat, len(pods))
 	samples := make([]metriccache.Sample, 0, len(pods))
 	fail := failures{what: "reading pod cpu.stat"}
@@ -44,6 +43,6 @@ func (p *podThrottled) Collect(ctx context.Context) error {
 	}
 	p.prev = next
 	p.dirs.retain()
-	p.d.Cache.Append(now, samples...)
+	round.Append(samples...)
 	return fail.err(len(pods))
 }

@@ -46,8 +46,8 @@ func NewPSI(d Deps) Collector {
 	return &psi{d: d, dirs: newPodDirs(d.Layout), stall: newRates[stallKey]()}
 }
 
-func (p *psi) Collect(ctx context.Context) error {
-	now := p.d.Clock.Now()
+func (p *psi) Collect(ctx context.Context, round *Round) error {
+	now := round.Time
 	var samples []metriccache.Sample
 	var errs []error
 	for _, r := range system.PSIResources() {
@@ -58,7 +58,7 @@ func (p *psi) Collect(ctx context.Context) error {
 		}
 		samples = p.add(samples, "", r, s, now)
 	}
-	pods := p.d.States.GetAllPods()
+	pods := round.Pods()
 	if p.d.CgroupVersion == cgroup.V2 {
 		fail := failures{what: "reading pod pressure"}
 		for _, m := range pods {
@@ -77,7 +77,7 @@ func (p *psi) Collect(ctx context.Context) error {
 		p.v1Noticed = true
 		errs = append(errs, fmt.Errorf("per-pod pressure needs cgroup v2, measuring the node only: %w", system.ErrUnsupported))
 	}
-	p.d.Cache.Append(now, samples...)
+	round.Append(samples...)
 	p.stall.retain()
 	p.dirs.retain()
 	return errors.Join(errs...)

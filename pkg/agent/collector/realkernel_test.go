@@ -72,7 +72,7 @@ func TestRealKernelPodUsage(t *testing.T) {
 	}
 	r, err := NewRunner(Deps{
 		Proc: p, SysRoot: "/sys", Cgroups: fs, CgroupVersion: cgroup.V1, Layout: layout,
-		States: store, Cache: cache, Clock: clock.RealClock{}, Metrics: metrics.New(),
+		States: store, Cache: cache, Metrics: metrics.New(),
 	}, clock.RealClock{}, Registry(), []string{PodResourceName, PodThrottledName}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,8 @@ import (
 const SystemResourceName = "sysresource"
 
 // systemResource derives what the node uses outside pods and host applications (kernel, kubelet, container
-// runtime, other daemons): max(node - pods - host applications, 0), for CPU and memory, from the latest samples
-// of the node, pod and host application collectors.
+// runtime, other daemons): max(node - pods - host applications, 0), for CPU and memory, from the samples the node,
+// pod and host application collectors took in the same round.
 type systemResource struct {
 	d Deps
 	// started is set once node usage was there: until then its absence is the agent starting, not a failure.
@@ -36,41 +36,30 @@ func NewSystemResource(d Deps) Collector {
 	return &systemResource{d: d, unmeasuredSince: map[string]time.Time{}}
 }
 
-func (s *systemResource) Collect(ctx context.Context) error {
-	now := s.d.Clock.Now()
-	// Samples older than a few rounds are stale: their collector has stopped or fails.
-	start := now.Add(-max(3*s.d.Interval, 3*time.Second))
-	last := func(k metriccache.Key) (float64, bool) {
-		r, ok := s.d.Cache.Query(k, start, now)
-		if !ok {
-			return 0, false
-		}
-		return r.Value(metriccache.Last), true
-	}
-	cpu, okCPU := last(metriccache.NodeKey(metriccache.NodeCPUUsage))
-	mem, okMem := last(metriccache.NodeKey(metriccache.NodeMemoryUsage))
+func (s *systemResource) Collect(_ context.Context, round *Round) error {
+	cpu, okCPU := round.Value(metriccache.NodeKey(metriccache.NodeCPUUsage))
+	mem, okMem := round.Value(metriccache.NodeKey(metriccache.NodeMemoryUsage))
 	if !okCPU && !okMem {
 		if !s.started {
 			return nil
 		}
-		return fmt.Errorf("deriving system usage: no node usage since %s (is the %s collector running?)", start.Format(time.RFC3339), NodeResourceName)
+		return fmt.Errorf("deriving system usage: the %s collector took no node usage this round", NodeResourceName)
 	}
 	s.started = true
-	// An application measured once has memory but no CPU rate yet (that takes two reads): subtracting nothing for
-	// it would charge its CPU to the system, so the system's CPU waits a round instead (pods: podUsage).
-	subtract := func(cpuKey, memKey metriccache.Key) {
-		c, okC := last(cpuKey)
-		b, okB := last(memKey)
-		if okB && !okC {
-			okCPU = false
-		}
-		cpu, mem = cpu-c, mem-b
-	}
-	podCPU, podMem, podCPUComplete, podErr := s.podUsage(now, last)
+	podCPU, podMem, podCPUComplete, podErr := s.podUsage(round)
 	cpu, mem, okCPU = cpu-podCPU, mem-podMem, okCPU && podCPUComplete
 	if slo := s.d.States.GetNodeSLO(); slo != nil {
 		for _, app := range slo.Spec.HostApplications {
-			subtract(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name), metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name))
+			// An application whose cgroup could not be read this round subtracts nothing: its usage counts as
+			// the system's until it is measured again (the host application collector reports the failure).
+			c, okC := round.Value(metriccache.NamedKey(metriccache.HostAppCPUUsage, app.Name))
+			b, okB := round.Value(metriccache.NamedKey(metriccache.HostAppMemoryUsage, app.Name))
+			// An application measured once has memory but no CPU rate yet (that takes two reads): subtracting
+			// nothing for it would charge its CPU to the system, so the system's CPU waits a round instead.
+			if okB && !okC {
+				okCPU = false
+			}
+			cpu, mem = cpu-c, mem-b
 		}
 	}
 	// The node's CPU needs two rounds for a rate; until then only memory has a value.
@@ -81,27 +70,29 @@ func (s *systemResource) Collect(ctx context.Context) error {
 	if okMem {
 		samples = append(samples, metriccache.Sample{Key: metriccache.NodeKey(metriccache.SystemMemoryUsage), Value: max(mem, 0)})
 	}
-	s.d.Cache.Append(now, samples...)
+	round.Append(samples...)
 	return podErr
 }
 
-// podUsage sums the usage of the node's pods for the system usage to leave out. A pod measured once has memory
-// but no CPU rate yet (that takes two reads): cpuComplete is then false and the system's CPU waits a round.
+// podUsage sums the usage of the round's pods for the system usage to leave out, from their samples of this
+// round. A pod measured once has memory but no CPU rate yet (that takes two reads): cpuComplete is then false and
+// the system's CPU waits a round.
 //
-// A running pod without a recent sample (its reads fail, or its first read is still to come) must still be left
-// out, or the system usage takes it in and the manager subtracts it from the batch capacity twice (as system usage
-// and at its request, as a pod without metric). Its last known usage, of any age the cache keeps, stands in; a pod
-// never measured counts at its requests, which keeps the total the manager subtracts (system usage plus pods, the
-// unmeasured one at its request) equal to what the node uses. After unmeasuredGrace, such pods are reported.
-func (s *systemResource) podUsage(now time.Time, last func(metriccache.Key) (float64, bool)) (cpu, mem float64, cpuComplete bool, err error) {
+// A running pod without a sample this round (its reads fail, or its first read is still to come) must still be
+// left out, or the system usage takes it in and the manager subtracts it from the batch capacity twice (as system
+// usage and at its request, as a pod without metric). Its last known usage, of any age the cache keeps, stands in;
+// a pod never measured counts at its requests, which keeps the total the manager subtracts (system usage plus pods,
+// the unmeasured one at its request) equal to what the node uses. After unmeasuredGrace, such pods are reported.
+func (s *systemResource) podUsage(round *Round) (cpu, mem float64, cpuComplete bool, err error) {
 	cpuComplete = true
+	now := round.Time
 	var unmeasured []string
 	var seen map[string]bool
-	for _, m := range s.d.States.GetAllPods() {
+	for _, m := range round.Pods() {
 		uid := string(m.Pod.UID)
 		cpuKey, memKey := metriccache.PodKey(metriccache.PodCPUUsage, uid), metriccache.PodKey(metriccache.PodMemoryUsage, uid)
-		c, okC := last(cpuKey)
-		b, okB := last(memKey)
+		c, okC := round.Value(cpuKey)
+		b, okB := round.Value(memKey)
 		if okB || m.Pod.Status.Phase != corev1.PodRunning {
 			cpuComplete = cpuComplete && (okC || !okB)
 			cpu, mem = cpu+c, mem+b
