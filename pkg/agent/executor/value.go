@@ -56,7 +56,9 @@ func (q CPUQuota) String() string {
 	return strconv.FormatInt(q.Quota.Microseconds(), 10) + " " + strconv.FormatInt(q.Period.Microseconds(), 10)
 }
 
-func (q CPUQuota) write(w cgroup.Writer, dir string) error { return w.SetCPUQuota(dir, cgroup.CPUQuota(q)) }
+func (q CPUQuota) write(w cgroup.Writer, dir string) error {
+	return w.SetCPUQuota(dir, cgroup.CPUQuota(q))
+}
 
 func (CPUQuota) read(r cgroup.Reader, dir string) (Value, error) {
 	q, err := r.CPUQuota(dir)
