@@ -253,6 +253,7 @@ func TestDefaults(t *testing.T) {
 		Enable:                          ptr.To(false),
 		CPUSuppressThresholdPercent:     ptr.To[int64](65),
 		CPUSuppressPolicy:               slov1alpha1.CPUSuppressCPUSet,
+		CPUSuppressMinPercent:           ptr.To[int64](0),
 		MemoryEvictThresholdPercent:     ptr.To[int64](70),
 		MemoryEvictLowerPercent:         ptr.To[int64](68),
 		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90),

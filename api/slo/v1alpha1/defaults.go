@@ -38,6 +38,7 @@ func DefaultResourceThresholdStrategy() *ResourceThresholdStrategy {
 		Enable:                          ptr.To(false),
 		CPUSuppressThresholdPercent:     ptr.To[int64](65),
 		CPUSuppressPolicy:               CPUSuppressCPUSet,
+		CPUSuppressMinPercent:           ptr.To[int64](0),
 		MemoryEvictThresholdPercent:     ptr.To[int64](70),
 		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90),
 		CPUEvictTimeWindowSeconds:       ptr.To[int64](1),

@@ -88,6 +88,14 @@ type ResourceThresholdStrategy struct {
 	// +optional
 	CPUSuppressPolicy CPUSuppressPolicy `json:"cpuSuppressPolicy,omitempty"`
 
+	// CPUSuppressMinPercent is the least CPU, percent of the node's CPU, that suppression leaves best-effort pods,
+	// however busy the node's services are, so that they are slowed rather than stopped (the cpuset policy also
+	// never leaves fewer than two CPUs). Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CPUSuppressMinPercent *int64 `json:"cpuSuppressMinPercent,omitempty"`
+
 	// MemoryEvictThresholdPercent is the node memory utilisation, percent of the node's memory, above which
 	// best-effort pods are evicted. Default 70.
 	// +optional

@@ -363,7 +363,7 @@ func TestSelection(t *testing.T) {
 		}
 	}
 	err := ValidateSelection(append(f, Factory{Name: "a"}), []string{"*", "-c"}, map[string]time.Duration{"d": time.Second, "a": 0})
-	for _, w := range []string{`collector "a" is registered twice`, `unknown collector "c"`, `unknown collector "d"`, "a must be positive"} {
+	for _, w := range []string{`"a" is registered twice`, `--collectors: unknown name "c"`, `--collector-intervals: unknown name "d"`, "a must be positive"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("ValidateSelection error %v does not mention %q", err, w)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
 // errorLogInterval is how often a collector's recurring error is logged again.
@@ -106,47 +106,16 @@ func validateInputs(factories []Factory, selection []string, interval func(Facto
 }
 
 // Enabled reports whether selection turns the collector on.
-func Enabled(selection []string, f Factory) bool {
-	on := false
-	for _, s := range selection {
-		switch s {
-		case f.Name:
-			return true
-		case "-" + f.Name:
-			return false
-		case "*":
-			on = f.Default
-		}
-	}
-	return on
-}
+func Enabled(selection []string, f Factory) bool { return toggle.EnabledByDefault(selection, f.Name, f.Default) }
 
 // ValidateSelection reports every unknown collector name in selection and intervals, every duplicate name in
 // factories and every non-positive interval.
 func ValidateSelection(factories []Factory, selection []string, intervals map[string]time.Duration) error {
-	var errs []error
 	var names []string
 	for _, f := range factories {
-		if slices.Contains(names, f.Name) {
-			errs = append(errs, fmt.Errorf("collector %q is registered twice", f.Name))
-		}
 		names = append(names, f.Name)
 	}
-	known := strings.Join(names, ", ")
-	for _, s := range selection {
-		if n := strings.TrimPrefix(s, "-"); n != "*" && !slices.Contains(names, n) {
-			errs = append(errs, fmt.Errorf("--collectors: unknown collector %q (known: %s)", n, known))
-		}
-	}
-	for n, i := range intervals {
-		if !slices.Contains(names, n) {
-			errs = append(errs, fmt.Errorf("--collector-intervals: unknown collector %q (known: %s)", n, known))
-		}
-		if i <= 0 {
-			errs = append(errs, fmt.Errorf("--collector-intervals: %s must be positive, got %s", n, i))
-		}
-	}
-	return errors.Join(errs...)
+	return toggle.ValidateNamed("--collectors", "--collector-intervals", names, selection, intervals)
 }
 
 // Names lists the enabled collectors in run order.

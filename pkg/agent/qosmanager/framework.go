@@ -1,0 +1,93 @@
+package qosmanager
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+)
+
+// Plugin is a QoS manager plugin. Every plugin also implements RunPlugin; the other interfaces are optional.
+type Plugin interface {
+	// Name is the plugin's name in flags, logs, events and metrics.
+	Name() string
+}
+
+// RunPlugin enforces its part of the node's QoS.
+type RunPlugin interface {
+	Plugin
+	// Run enforces once, from spec: the node's NodeSLO spec with defaults filled in, the last one the plugin
+	// accepted (never nil; the defaults alone when the node has no NodeSLO yet). The Manager calls it every
+	// interval, from one goroutine per plugin, never concurrently with itself. A plugin whose strategy is off does
+	// nothing (and undoes what it did, if anything is left to undo). An error says what failed this round; the
+	// Manager logs it, rate-limited, and calls again at the next interval.
+	Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error
+}
+
+// ValidatingPlugin checks a NodeSLO before the plugin enforces it.
+type ValidatingPlugin interface {
+	Plugin
+	// Validate returns an error naming every field of spec (defaults filled in) the plugin cannot enforce. The
+	// Manager then keeps giving Run the last spec Validate accepted, logs the error and records a Warning event on
+	// the NodeSLO.
+	Validate(spec *slov1alpha1.NodeSLOSpec) error
+}
+
+// Evictor evicts best-effort pods (pkg/agent/evictor implements it).
+type Evictor interface {
+	// Evict asks the API server to evict pod, for reason (a short CamelCase word), with message giving the numbers
+	// that led to it. It refuses pods that are not best-effort. evicted is false when nothing was sent: the pod is
+	// being evicted already, waits after a refusal by a PodDisruptionBudget, or the rate limit defers it.
+	Evict(ctx context.Context, pod *corev1.Pod, reason, message string) (evicted bool, err error)
+}
+
+// EventRecorder records Kubernetes events on objects.
+type EventRecorder interface {
+	// Eventf records an event of type eventtype (corev1.EventTypeNormal or corev1.EventTypeWarning) on obj.
+	Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any)
+}
+
+// Deps are what plugins read, write and call.
+type Deps struct {
+	// States is the node, its pods and its NodeSLO.
+	States statesinformer.States
+	// Cache holds the collectors' measurements.
+	Cache metriccache.Cache
+	// Executor writes cgroup values.
+	Executor *executor.Executor
+	// Cgroups reads cgroup files (writes go through Executor).
+	Cgroups cgroup.Reader
+	// Layout finds the kubelet's cgroup directories.
+	Layout cgroup.Layout
+	// Proc reads the node's /proc.
+	Proc *proc.FS
+	// Evictor evicts best-effort pods.
+	Evictor Evictor
+	// Events records events.
+	Events EventRecorder
+	// Clock is the plugins' clock.
+	Clock clock.PassiveClock
+	// Interval is how often the plugin runs (set per plugin by the Manager).
+	Interval time.Duration
+}
+
+// Factory describes one plugin.
+type Factory struct {
+	// Name is the plugin's name.
+	Name string
+	// Interval is how often it runs unless --qos-plugin-intervals says otherwise.
+	Interval time.Duration
+	// Default says whether "*" in --qos-plugins turns it on.
+	Default bool
+	// New builds the plugin.
+	New func(Deps) (RunPlugin, error)
+}
