@@ -106,7 +106,9 @@ func validateInputs(factories []Factory, selection []string, interval func(Facto
 }
 
 // Enabled reports whether selection turns the collector on.
-func Enabled(selection []string, f Factory) bool { return toggle.EnabledByDefault(selection, f.Name, f.Default) }
+func Enabled(selection []string, f Factory) bool {
+	return toggle.EnabledByDefault(selection, f.Name, f.Default)
+}
 
 // ValidateSelection reports every unknown collector name in selection and intervals, every duplicate name in
 // factories and every non-positive interval.
