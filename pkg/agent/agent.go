@@ -20,8 +20,11 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
@@ -38,6 +41,10 @@ type Agent struct {
 	Collectors *collector.Runner
 	// Reporter writes the NodeMetric status.
 	Reporter *reporter.Reporter
+	// Executor writes cgroup values.
+	Executor *executor.Executor
+	// QoS runs the QoS plugins.
+	QoS *qosmanager.Manager
 	// Metrics are the agent's Prometheus metrics.
 	Metrics *metrics.Metrics
 	// Host is what the agent found out about the host.
@@ -73,7 +80,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	klog.FromContext(ctx).Info("gleaner-agent starting", "node", opts.NodeName, "apiServer", cfg.Host,
-		"cgroup", a.Host.CgroupVersion.String(), "driver", a.Host.Layout.Driver, "collectors", a.Collectors.Names(),
+		"cgroup", a.Host.CgroupVersion.String(), "driver", a.Host.Layout.Driver, "collectors", a.Collectors.Names(), "qosPlugins", a.QoS.Names(),
 		"podSource", opts.PodSource, "metrics", opts.MetricsAddr, "health", opts.HealthAddr)
 	return a.Run(ctx)
 }
@@ -186,18 +193,33 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The executor's own FS: writes must reach the kernel's files, not a kept-open read handle.
+	cgroups := cgroup.NewFS(opts.CgroupRoot, host.CgroupVersion)
+	exec, err := executor.New(cgroups, clk, m.Registry, opts.Executor)
+	if err != nil {
+		return nil, err
+	}
+	qos, err := qosmanager.NewManager(qosmanager.Deps{
+		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Clock: clk,
+	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{
-		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts,
+		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, QoS: qos,
 		Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
 	}
 	if opts.MetricsAddr != "0" {
-		a.runnables = append(a.runnables, &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout,
-			handler: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})})
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+		mux.Handle("/debug/executor", exec.AuditHandler())
+		a.runnables = append(a.runnables, &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout, handler: mux})
 	}
 	if opts.HealthAddr != "0" {
 		a.runnables = append(a.runnables, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})
 	}
-	a.runnables = append(a.runnables, cache, states, runner, a.Reporter)
+	// The executor starts before the QoS plugins that hand it values.
+	a.runnables = append(a.runnables, cache, states, runner, exec, qos, a.Reporter)
 	return a, nil
 }
 

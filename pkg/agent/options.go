@@ -12,9 +12,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
 // Pod sources.
@@ -51,6 +54,13 @@ type Options struct {
 	// CollectorIntervals overrides collectors' intervals, by name.
 	CollectorIntervals map[string]time.Duration
 
+	// QoSPlugins selects QoS manager plugins, as Collectors does collectors.
+	QoSPlugins []string
+	// QoSPluginIntervals overrides QoS plugins' intervals, by name.
+	QoSPluginIntervals map[string]time.Duration
+	// Executor configures the resource executor, the agent's one writer of cgroup values.
+	Executor executor.Options
+
 	// PodSource is PodSourceAPIServer or PodSourceKubelet.
 	PodSource string
 	// Kubelet configures PodSourceKubelet.
@@ -81,6 +91,8 @@ func NewOptions() *Options {
 		// Seven files per pod at 200 pods, with room: open files cost no memory the agent pays for.
 		CgroupKeepOpenFiles: 4096,
 		Collectors:          []string{"*"},
+		QoSPlugins:          []string{"*"},
+		Executor:            executor.DefaultOptions(),
 		PodSource:           PodSourceAPIServer,
 		Kubelet:             statesinformer.KubeletConfig{URL: "https://127.0.0.1:10250", Interval: 10 * time.Second},
 		Cache:               metriccache.DefaultConfig(),
@@ -104,6 +116,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.CgroupKeepOpenFiles, "cgroup-keep-open-files", o.CgroupKeepOpenFiles, "cgroup files kept open between reads, re-read with one pread each (0: open each time)")
 	fs.StringSliceVar(&o.Collectors, "collectors", o.Collectors, "collectors to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(collectorNames(), ", ")+")")
 	fs.Var(&durationMap{m: &o.CollectorIntervals}, "collector-intervals", "collection interval per collector, as name=duration pairs (e.g. podresource=2s,psi=10s)")
+	fs.StringSliceVar(&o.QoSPlugins, "qos-plugins", o.QoSPlugins, "QoS plugins to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(qosPluginNames(), ", ")+")")
+	fs.Var(&durationMap{m: &o.QoSPluginIntervals}, "qos-plugin-intervals", "interval per QoS plugin, as name=duration pairs (e.g. memoryevict=500ms)")
+	fs.DurationVar(&o.Executor.Resync, "executor-resync", o.Executor.Resync, "how often the resource executor writes every cgroup value it holds again, undoing changes made behind its back")
+	fs.IntVar(&o.Executor.AuditSize, "executor-audit-size", o.Executor.AuditSize, "cgroup writes kept in the executor's audit trail (served at /debug/executor on the metrics address)")
 	fs.StringVar(&o.PodSource, "pod-source", o.PodSource, "where pods come from: apiserver (a watch on this node's pods) or kubelet (its pod list)")
 	fs.StringVar(&o.Kubelet.URL, "kubelet-url", o.Kubelet.URL, "the kubelet's HTTPS endpoint, for --pod-source=kubelet")
 	fs.DurationVar(&o.Kubelet.Interval, "kubelet-poll-interval", o.Kubelet.Interval, "how often the kubelet's pod list is read")
@@ -143,6 +159,15 @@ func (o *Options) Validate() error {
 	if err := collector.ValidateSelection(collector.Registry(), o.Collectors, o.CollectorIntervals); err != nil {
 		errs = append(errs, err)
 	}
+	if err := toggle.ValidateNamed("--qos-plugins", "--qos-plugin-intervals", qosPluginNames(), o.QoSPlugins, o.QoSPluginIntervals); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Executor.Resync <= 0 {
+		errs = append(errs, fmt.Errorf("--executor-resync must be positive, got %s", o.Executor.Resync))
+	}
+	if o.Executor.AuditSize < 1 {
+		errs = append(errs, fmt.Errorf("--executor-audit-size must be at least 1, got %d", o.Executor.AuditSize))
+	}
 	switch o.PodSource {
 	case PodSourceAPIServer:
 	case PodSourceKubelet:
@@ -173,6 +198,14 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", o.ShutdownTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+func qosPluginNames() []string {
+	var n []string
+	for _, f := range plugins.Registry() {
+		n = append(n, f.Name)
+	}
+	return n
 }
 
 func collectorNames() []string {
