@@ -23,6 +23,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/webhookcert"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
@@ -102,7 +103,8 @@ func CheckReachable(cfg *rest.Config, timeout time.Duration) error {
 	return nil
 }
 
-// New builds the controller-runtime manager with every enabled controller set up, ready to Start.
+// New builds the controller-runtime manager with the SLO config loader and every enabled controller set up, ready
+// to Start.
 func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -147,7 +149,11 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	deps := Deps{Options: opts, Clock: clock.RealClock{}, SLOConfig: sloconfig.NewStore(), SLOConfigMap: sloConfigMap}
+	deps := Deps{Options: opts, Clock: clock.RealClock{}, SLOConfig: sloconfig.NewStore()}
+	// The config loader before the controllers that read its store; it is not in --controllers' choice.
+	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the SLO config loader: %w", err)
+	}
 	for _, c := range controllers(deps) {
 		if !toggle.Enabled(opts.Controllers, c.Name()) {
 			continue

@@ -24,7 +24,8 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
-// Name is the controller's name.
+// Name is the loader's controller name, in logs and workqueue metrics. It is not a --controllers choice: the loader
+// always runs.
 const Name = "sloconfig"
 
 // maxEventNote is the longest note the events.k8s.io API accepts.
@@ -49,7 +50,7 @@ func New(store *sloconfig.Store, configMap types.NamespacedName) *Controller {
 	return &Controller{store: store, configMap: configMap}
 }
 
-// Name implements manager.Controller.
+// Name returns Name.
 func (c *Controller) Name() string { return Name }
 
 // SetupWithManager watches the ConfigMap, and enqueues it once at start so that its absence is loaded too (a
