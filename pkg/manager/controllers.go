@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -27,6 +28,9 @@ type Deps struct {
 	Options *Options
 	// Clock is the time source of every controller; tests pass a fake one.
 	Clock clock.WithTicker
+	// Metrics receives every controller's Prometheus metrics: controller-runtime's registry, which the manager
+	// serves on /metrics next to controller-runtime's own.
+	Metrics prometheus.Registerer
 	// SLOConfig is the one shared, versioned copy of the slo-controller-config ConfigMap: read Current once per
 	// reconcile, and watch WatchesRawSource(SLOConfig.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged)) (or
 	// another NodeChangedFunc) to reconcile the nodes a config change affects. Its only writer is the config loader
@@ -39,10 +43,10 @@ type Deps struct {
 // one line here.
 func controllers(d Deps) []Controller {
 	return []Controller{
-		nodeallocation.New(nodeallocation.Config{Clock: d.Clock}),
+		nodeallocation.New(nodeallocation.Config{Clock: d.Clock, Registerer: d.Metrics}),
 		nodeslo.New(d.SLOConfig),
 		nodemetric.New(d.SLOConfig),
-		noderesource.New(d.SLOConfig, d.Clock, d.Options.NodeResource),
+		noderesource.New(d.SLOConfig, d.Clock, d.Metrics, d.Options.NodeResource),
 	}
 }
 

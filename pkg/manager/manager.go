@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -149,9 +150,11 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	deps := Deps{Options: opts, Clock: clock.RealClock{}, SLOConfig: sloconfig.NewStore()}
+	// One registry for every metric, the one the metrics server serves. A second manager in the same process (which
+	// controller-runtime's unique controller names rule out anyway) would get a clear duplicate-registration error.
+	deps := Deps{Options: opts, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, SLOConfig: sloconfig.NewStore()}
 	// The config loader before the controllers that read its store; it is not in --controllers' choice.
-	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap).SetupWithManager(mgr); err != nil {
+	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap, deps.Metrics).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the SLO config loader: %w", err)
 	}
 	for _, c := range controllers(deps) {

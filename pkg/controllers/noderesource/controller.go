@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -78,10 +78,11 @@ func DefaultOptions() Options {
 
 // Controller publishes reclaimed resources on nodes.
 type Controller struct {
-	registry *framework.Registry
-	config   *sloconfig.Store
-	clock    clock.WithTicker
-	opts     Options
+	registry   *framework.Registry
+	config     *sloconfig.Store
+	clock      clock.WithTicker
+	metricsReg prometheus.Registerer
+	opts       Options
 
 	client   client.Client
 	recorder events.EventRecorder
@@ -91,9 +92,13 @@ type Controller struct {
 }
 
 // New returns the controller, reading each node's colocation strategy from config. Its plugins are chosen by
-// opts.Plugins when it is set up.
-func New(config *sloconfig.Store, clk clock.WithTicker, opts Options) *Controller {
-	return &Controller{config: config, clock: clk, opts: opts, times: newNodeTimes()}
+// opts.Plugins when it is set up. Its metrics go to reg (the manager passes the registry it serves); nil keeps them
+// in a registry of their own that nobody serves, for tests.
+func New(config *sloconfig.Store, clk clock.WithTicker, reg prometheus.Registerer, opts Options) *Controller {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return &Controller{config: config, clock: clk, metricsReg: reg, opts: opts, times: newNodeTimes()}
 }
 
 // Name implements manager.Controller.
@@ -108,7 +113,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.registry = registry
 	c.client = mgr.GetClient()
 	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
-	m, err := newMetrics(ctrlmetrics.Registry, c.opts.TermMetrics)
+	m, err := newMetrics(c.metricsReg, c.opts.TermMetrics)
 	if err != nil {
 		return err
 	}

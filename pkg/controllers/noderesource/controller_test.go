@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -40,8 +40,9 @@ var env = testenv.New()
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
 type harness struct {
-	c     client.Client
-	clock *clocktesting.FakeClock
+	c       client.Client
+	clock   *clocktesting.FakeClock
+	metrics *prometheus.Registry
 }
 
 var (
@@ -92,12 +93,12 @@ func start(t *testing.T) *harness {
 		if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 			t.Fatal(err)
 		}
-		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second))}
+		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), metrics: prometheus.NewRegistry()}
 		store := sloconfig.NewStore()
 		opts := noderesource.DefaultOptions()
 		opts.ResyncInterval = time.Second
-		must(t, sloconfigmap.New(store, configMap).SetupWithManager(mgr))
-		must(t, noderesource.New(store, h.clock, opts).SetupWithManager(mgr))
+		must(t, sloconfigmap.New(store, configMap, nil).SetupWithManager(mgr))
+		must(t, noderesource.New(store, h.clock, h.metrics, opts).SetupWithManager(mgr))
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); _ = mgr.Start(runCtx) }()
@@ -226,7 +227,7 @@ func TestPublishesBatchResources(t *testing.T) {
 	if d.MetricTime == nil || !d.MetricTime.Time.Equal(h.clock.Now()) {
 		t.Errorf("metric time = %v, want %v", d.MetricTime, h.clock.Now())
 	}
-	if v := gauge(t, "gleaner_noderesource_value", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
+	if v := h.gauge(t, "gleaner_noderesource_value", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
 		t.Errorf("value gauge = %v, want 3000", v)
 	}
 
@@ -281,7 +282,7 @@ func TestDiffThreshold(t *testing.T) {
 	// gauge shows it) and does not write.
 	h.writeMetric(t, "diff", prod, "900m")
 	testenv.Eventually(t, "the controller calculates 2900", func() error {
-		if v := gauge(t, "gleaner_noderesource_value", labels); v != 2900 {
+		if v := h.gauge(t, "gleaner_noderesource_value", labels); v != 2900 {
 			return fmt.Errorf("gauge = %v, want 2900", v)
 		}
 		return nil
@@ -379,9 +380,9 @@ func TestZonesWrittenToNodeResourceTopology(t *testing.T) {
 	})
 }
 
-func gauge(t *testing.T, name string, labels map[string]string) float64 {
+func (h *harness) gauge(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
+	families, err := h.metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
