@@ -110,7 +110,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.NodeResource.Plugins, "noderesource-plugins", o.NodeResource.Plugins, "node-resource plugins to run: '*' for all, 'name' to add one, '-name' to leave one out")
 	fs.IntVar(&o.NodeResource.Workers, "noderesource-workers", o.NodeResource.Workers, "nodes the noderesource controller reconciles at once")
 	fs.BoolVar(&o.NodeResource.TermMetrics, "noderesource-term-metrics", o.NodeResource.TermMetrics, "export every derivation term as gleaner_noderesource_term (about 50 series per node; costs scrape CPU on large clusters)")
-	fs.DurationVar(&o.NodeResource.ResyncInterval, "noderesource-resync-interval", o.NodeResource.ResyncInterval, "how often the noderesource controller checks for NodeMetrics going stale")
 	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")
 	fs.StringVar(&o.Webhook.Host, "webhook-host", o.Webhook.Host, "address the webhook server binds; empty means all")
@@ -170,9 +169,8 @@ func (o *Options) validateControllers() error {
 	if err := toggle.Validate("--noderesource-plugins", o.NodeResource.Plugins, noderesource.PluginNames()); err != nil {
 		errs = append(errs, err)
 	}
-	if o.NodeResource.Workers <= 0 || o.NodeResource.ResyncInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--noderesource-workers and --noderesource-resync-interval must be positive, got %d and %s",
-			o.NodeResource.Workers, o.NodeResource.ResyncInterval))
+	if o.NodeResource.Workers <= 0 {
+		errs = append(errs, fmt.Errorf("--noderesource-workers must be positive, got %d", o.NodeResource.Workers))
 	}
 	return errors.Join(errs...)
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -59,8 +60,9 @@ func colocationConfig(grayEnabled bool) string {
 		{"name": "gray", "nodeSelector": {"matchLabels": {"colocation": "gray"}}, "enable": %t}]}`, grayEnabled)
 }
 
-// start runs, for the whole package, one manager with the real SLO config controller and the noderesource
-// controller sharing one config store, on a fake clock, with colocation enabled by the ConfigMap.
+// start runs, for the whole package, one manager with the real SLO config loader and the noderesource controller
+// sharing one config store, on a fake clock, with colocation enabled by the ConfigMap. The controller's workqueue
+// waits on that clock too: a RequeueAfter (a NodeMetric going stale) comes due when a test steps the clock.
 func start(t *testing.T) *harness {
 	e := env.Start(t)
 	once.Do(func() {
@@ -96,7 +98,6 @@ func start(t *testing.T) *harness {
 		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), metrics: prometheus.NewRegistry()}
 		store := sloconfig.NewStore()
 		opts := noderesource.DefaultOptions()
-		opts.ResyncInterval = time.Second
 		must(t, sloconfigmap.New(store, configMap, nil).SetupWithManager(mgr))
 		must(t, noderesource.New(store, h.clock, h.metrics, opts).SetupWithManager(mgr))
 		runCtx, cancel := context.WithCancel(ctx)
@@ -303,6 +304,9 @@ func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	h := start(t)
 	h.makeNode(t, "stale", nil)
 	h.waitBatchCPU(t, "stale", "3000")
+	// The reconcile that wrote 3000 has asked to come back when the NodeMetric goes stale; its delay must be in the
+	// queue, measured from now, before the clock moves.
+	waitIdle(t)
 	// Nothing happens in the cluster; only time passes beyond degradeTimeMinutes (15).
 	h.clock.Step(16 * time.Minute)
 	n := h.waitBatchCPU(t, "stale", "")
@@ -380,9 +384,29 @@ func TestZonesWrittenToNodeResourceTopology(t *testing.T) {
 	})
 }
 
+// waitIdle waits until the noderesource controller has nothing queued and no reconcile in flight (its workqueue
+// and worker metrics, which controller-runtime keeps in its own registry).
+func waitIdle(t *testing.T) {
+	t.Helper()
+	testenv.Eventually(t, "the noderesource controller idle", func() error {
+		depth := gauge(t, ctrlmetrics.Registry, "workqueue_depth", map[string]string{"name": noderesource.Name})
+		active := gauge(t, ctrlmetrics.Registry, "controller_runtime_active_workers", map[string]string{"controller": noderesource.Name})
+		if depth != 0 || active != 0 {
+			return fmt.Errorf("%v queued, %v in flight", depth, active)
+		}
+		return nil
+	})
+}
+
 func (h *harness) gauge(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	families, err := h.metrics.Gather()
+	return gauge(t, h.metrics, name, labels)
+}
+
+// gauge returns the value of the first series of the gauge name in g whose labels include labels, or -1.
+func gauge(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
