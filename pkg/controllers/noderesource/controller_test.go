@@ -62,7 +62,8 @@ func colocationConfig(grayEnabled bool) string {
 
 // start runs, for the whole package, one manager with the real SLO config loader and the noderesource controller
 // sharing one config store, on a fake clock, with colocation enabled by the ConfigMap. The controller's workqueue
-// waits on that clock too: a RequeueAfter (a NodeMetric going stale) comes due when a test steps the clock.
+// waits on that clock too: a RequeueAfter (a NodeMetric going stale) comes due when a test steps the clock, and so
+// does the back-off of a reconcile that failed (none should here).
 func start(t *testing.T) *harness {
 	e := env.Start(t)
 	once.Do(func() {
