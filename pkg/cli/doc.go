@@ -1,9 +1,15 @@
 // Package cli is `kubectl glean`, Gleaner's kubectl plugin (binary kubectl-glean). NewRootCommand builds the
 // command tree; every subcommand lives in its own file, gets the shared Factory (kubeconfig flags, clients, output
-// streams, clock) and is added with one line in root.go:
+// streams, clock) and is added with one line in root.go. The verbs (a test keeps this list complete):
 //
-//	kubectl glean nodes [NODE...]    the "Allocated resources" table of `kubectl describe node`, for many nodes at once
+//	kubectl glean nodes [NODE...]      the "Allocated resources" table of `kubectl describe node`, for many nodes at
+//	                                   once, from the NodeAllocation objects or computed live (--live, --pods)
+//	kubectl glean explain NODE...      why a node offers the batch and mid resources it does: every term of the
+//	                                   calculation gleaner-manager published with them
+//
+// Both take -o json and -o yaml (nodes also -o wide) for scripts.
 //
 // The kubeconfig flags are kubectl's (--kubeconfig, --context, --cluster, --user, -n/--namespace, --server,
-// --request-timeout, ...), read through client-go's clientcmd, so a plugin invocation behaves like kubectl's own.
+// --request-timeout, ...), bound by client-go's clientcmd rather than k8s.io/cli-runtime's ConfigFlags (root.go
+// says why), so a plugin invocation behaves like kubectl's own.
 package cli

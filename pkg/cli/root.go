@@ -89,7 +89,12 @@ func (f *Factory) Clients() (kubernetes.Interface, client.Client, error) {
 
 // NewRootCommand returns `kubectl glean` with all its subcommands.
 func NewRootCommand(streams Streams, clk clock.PassiveClock) *cobra.Command {
-	f := &Factory{Streams: streams, Clock: clk}
+	return newRootCommand(&Factory{Streams: streams, Clock: clk})
+}
+
+// newRootCommand builds the command tree around f, binding the kubeconfig flags to it.
+func newRootCommand(f *Factory) *cobra.Command {
+	streams := f.Streams
 	root := &cobra.Command{
 		Use:   "kubectl-glean",
 		Short: "Gleaner's view of a cluster: allocation per node, batch capacity and why",
@@ -102,6 +107,10 @@ Install the kubectl-glean binary anywhere on $PATH and run it as "kubectl glean"
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
+	// kubectl's own kubeconfig flags, from client-go's clientcmd. k8s.io/cli-runtime's ConfigFlags would bind the
+	// same ones (plus --cache-dir and --disable-compression) in about as many lines, but its package also pulls in
+	// kustomize and the resource builder: 12 more modules, and a kubectl-glean of 87 MB instead of 39 MB (measured
+	// with v0.36.3). Its PrintFlags print runtime.Objects, which the reports of -o json/yaml are not.
 	flags := root.PersistentFlags()
 	flags.StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	clientcmd.BindOverrideFlags(&f.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))

@@ -1,7 +1,7 @@
 package manager
 
 import (
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -9,7 +9,6 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodemetric"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeslo"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -29,24 +28,25 @@ type Deps struct {
 	Options *Options
 	// Clock is the time source of every controller; tests pass a fake one.
 	Clock clock.WithTicker
+	// Metrics receives every controller's Prometheus metrics: controller-runtime's registry, which the manager
+	// serves on /metrics next to controller-runtime's own.
+	Metrics prometheus.Registerer
 	// SLOConfig is the one shared, versioned copy of the slo-controller-config ConfigMap: read Current once per
 	// reconcile, and watch WatchesRawSource(SLOConfig.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged)) (or
-	// another NodeChangedFunc) to reconcile the nodes a config change affects. The sloconfig controller is its only
-	// writer.
+	// another NodeChangedFunc) to reconcile the nodes a config change affects. Its only writer is the config loader
+	// (package sloconfigmap), which is part of the manager rather than one of these controllers: it always runs,
+	// whatever --controllers selects, so no controller can read a store that nothing fills.
 	SLOConfig *sloconfig.Store
-	// SLOConfigMap names the slo-controller-config ConfigMap.
-	SLOConfigMap types.NamespacedName
 }
 
 // controllers returns every controller gleaner-manager has, in the order they are set up. Adding a controller is
 // one line here.
 func controllers(d Deps) []Controller {
 	return []Controller{
-		nodeallocation.New(nodeallocation.Config{Clock: d.Clock}),
-		sloconfigmap.New(d.SLOConfig, d.SLOConfigMap),
+		nodeallocation.New(nodeallocation.Config{Clock: d.Clock, Registerer: d.Metrics}),
 		nodeslo.New(d.SLOConfig),
 		nodemetric.New(d.SLOConfig),
-		noderesource.New(d.SLOConfig, d.Clock, d.Options.NodeResource),
+		noderesource.New(d.SLOConfig, d.Clock, d.Metrics, d.Options.NodeResource),
 	}
 }
 

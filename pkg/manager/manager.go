@@ -18,11 +18,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/webhookcert"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
@@ -102,7 +104,8 @@ func CheckReachable(cfg *rest.Config, timeout time.Duration) error {
 	return nil
 }
 
-// New builds the controller-runtime manager with every enabled controller set up, ready to Start.
+// New builds the controller-runtime manager with the SLO config loader and every enabled controller set up, ready
+// to Start.
 func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -147,7 +150,13 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	deps := Deps{Options: opts, Clock: clock.RealClock{}, SLOConfig: sloconfig.NewStore(), SLOConfigMap: sloConfigMap}
+	// One registry for every metric, the one the metrics server serves. A second manager in the same process (which
+	// controller-runtime's unique controller names rule out anyway) would get a clear duplicate-registration error.
+	deps := Deps{Options: opts, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, SLOConfig: sloconfig.NewStore()}
+	// The config loader before the controllers that read its store; it is not in --controllers' choice.
+	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap, deps.Metrics).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the SLO config loader: %w", err)
+	}
 	for _, c := range controllers(deps) {
 		if !toggle.Enabled(opts.Controllers, c.Name()) {
 			continue

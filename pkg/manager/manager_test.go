@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 )
 
@@ -47,7 +49,18 @@ func TestOptionsValidate(t *testing.T) {
 			wantErr: []string{"--metrics-bind-address", "--health-probe-bind-address", "--connect-timeout"},
 		},
 		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`--controllers: unknown name "nosuch"`}},
-		{name: "controllers of this manager", mutate: func(o *Options) { o.Controllers = []string{"sloconfig", "nodeslo", "-nodemetric"} }},
+		{name: "controllers of this manager", mutate: func(o *Options) { o.Controllers = []string{"nodeallocation", "nodeslo", "-nodemetric"} }},
+		{
+			// Leaving the loader out used to leave nodeslo, nodemetric and noderesource on an empty config.
+			name:    "the SLO config loader cannot be switched off",
+			mutate:  func(o *Options) { o.Controllers = []string{"*", "-sloconfig"} },
+			wantErr: []string{`--controllers: "-sloconfig": the SLO config loader (sloconfig) is part of gleaner-manager and always runs`},
+		},
+		{
+			name:    "nor named as a controller",
+			mutate:  func(o *Options) { o.Controllers = []string{"sloconfig", "noderesource"} },
+			wantErr: []string{`--controllers: "sloconfig": the SLO config loader (sloconfig) is part of gleaner-manager`, "cannot be switched on or off"},
+		},
 		{name: "unknown node-resource plugin", mutate: func(o *Options) { o.NodeResource.Plugins = []string{"*", "-gpu"} }, wantErr: []string{`--noderesource-plugins: unknown name "gpu"`}},
 		{name: "no noderesource workers", mutate: func(o *Options) { o.NodeResource.Workers = 0 }, wantErr: []string{"--noderesource-workers"}},
 		{name: "client rate", mutate: func(o *Options) { o.KubeAPIQPS = 0 }, wantErr: []string{"--kube-api-qps"}},
@@ -85,6 +98,14 @@ func TestOptionsValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConfigLoaderIsNotAController: the loader is not among the controllers --controllers chooses from (New sets it
+// up before them), so no selection leaves a controller reading a config that nothing loads.
+func TestConfigLoaderIsNotAController(t *testing.T) {
+	if names := controllerNames(); slices.Contains(names, sloconfigmap.Name) {
+		t.Fatalf("controllers %q include the config loader %q, which --controllers could then switch off", names, sloconfigmap.Name)
 	}
 }
 
@@ -130,6 +151,9 @@ func TestManagerServesAndStops(t *testing.T) {
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	o.Webhook.Port, _ = strconv.Atoi(port)
 	o.ShutdownTimeout = 5 * time.Second
+	// A selection without a word about the config: the loader runs anyway (its metric below), since noderesource
+	// reads what it loads.
+	o.Controllers = []string{"nodeallocation", "noderesource"}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(runCtx, o) }()
@@ -139,6 +163,9 @@ func TestManagerServesAndStops(t *testing.T) {
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "leader_election_master_status")
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_slo_config_key_valid{key="colocation-config"} 1`)
+	// The controllers' metrics go to the registry the manager serves.
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_noderesource_node_writes_total 0")
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_nodeallocation_status_writes_total")
 	secret := &corev1.Secret{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Webhook.CertSecret}, secret); err != nil || len(secret.Data["tls.crt"]) == 0 {
 		t.Errorf("the manager did not keep its webhook certificate in Secret %s: %v", o.Webhook.CertSecret, err)

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
@@ -32,7 +34,8 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds how long running reconciles may take to finish after a stop signal.
 	ShutdownTimeout time.Duration
-	// Controllers selects the controllers to run: "*" for all, a name to add one, "-name" to leave one out.
+	// Controllers selects the controllers to run: "*" for all, a name to add one, "-name" to leave one out. The SLO
+	// config loader is not among them: it always runs.
 	Controllers []string
 	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the API server (client-side token bucket).
 	KubeAPIQPS   float32
@@ -100,14 +103,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address of Go's /debug/pprof profiles; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
-	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out")
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out (the SLO config loader always runs)")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server allowed in a burst above --kube-api-qps")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
 	fs.StringSliceVar(&o.NodeResource.Plugins, "noderesource-plugins", o.NodeResource.Plugins, "node-resource plugins to run: '*' for all, 'name' to add one, '-name' to leave one out")
 	fs.IntVar(&o.NodeResource.Workers, "noderesource-workers", o.NodeResource.Workers, "nodes the noderesource controller reconciles at once")
 	fs.BoolVar(&o.NodeResource.TermMetrics, "noderesource-term-metrics", o.NodeResource.TermMetrics, "export every derivation term as gleaner_noderesource_term (about 50 series per node; costs scrape CPU on large clusters)")
-	fs.DurationVar(&o.NodeResource.ResyncInterval, "noderesource-resync-interval", o.NodeResource.ResyncInterval, "how often the noderesource controller checks for NodeMetrics going stale")
 	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")
 	fs.StringVar(&o.Webhook.Host, "webhook-host", o.Webhook.Host, "address the webhook server binds; empty means all")
@@ -158,7 +160,7 @@ func (o *Options) validateServing() error {
 // validateControllers checks the controller selection and each controller's options.
 func (o *Options) validateControllers() error {
 	var errs []error
-	if err := toggle.Validate("--controllers", o.Controllers, controllerNames()); err != nil {
+	if err := validateControllerNames(o.Controllers); err != nil {
 		errs = append(errs, err)
 	}
 	if o.SLOConfigName == "" {
@@ -167,11 +169,28 @@ func (o *Options) validateControllers() error {
 	if err := toggle.Validate("--noderesource-plugins", o.NodeResource.Plugins, noderesource.PluginNames()); err != nil {
 		errs = append(errs, err)
 	}
-	if o.NodeResource.Workers <= 0 || o.NodeResource.ResyncInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--noderesource-workers and --noderesource-resync-interval must be positive, got %d and %s",
-			o.NodeResource.Workers, o.NodeResource.ResyncInterval))
+	if o.NodeResource.Workers <= 0 {
+		errs = append(errs, fmt.Errorf("--noderesource-workers must be positive, got %d", o.NodeResource.Workers))
 	}
 	return errors.Join(errs...)
+}
+
+// validateControllerNames checks --controllers. The SLO config loader used to be a controller named sloconfig that
+// could be left out, which left nodeslo, nodemetric and noderesource reading an empty config without a word; it is
+// now part of the manager, and naming it gets an error that says so rather than "unknown name".
+func validateControllerNames(selection []string) error {
+	var errs []error
+	known := controllerNames()
+	for _, s := range selection {
+		if strings.TrimPrefix(s, "-") == sloconfigmap.Name {
+			errs = append(errs, fmt.Errorf("--controllers: %q: the SLO config loader (%s) is part of gleaner-manager and always runs, since nodeslo, nodemetric and noderesource read what it loads; it cannot be switched on or off (known controllers: %s)",
+				s, sloconfigmap.Name, strings.Join(known, ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return toggle.Validate("--controllers", selection, known)
 }
 
 // validateWebhook checks the admission webhook's server and certificate options.

@@ -6,7 +6,8 @@
 //
 //   - parse.go: ParseConfigMap and ParseKey (one io.Reader per key); fields.go: how field names are matched (as
 //     encoding/json does, so configs written for the system the seeds describe work unchanged) and the Findings about
-//     unknown, case-mismatched and repeated fields.
+//     unknown, case-mismatched and repeated fields (a walker of its own: sigs.k8s.io/json's strict decoding is
+//     case-sensitive only; fields.go says why that is not enough).
 //   - validate.go: ranges and enums from the NodeSLO CRD's own schema, plus the checks a schema cannot express.
 //   - compile.go: layering (defaults < clusterStrategy < first matching nodeStrategies/nodeConfigs entry).
 //   - the documented default of every NodeSLO field, WithDefaults and MergeStrategy are in the API package

@@ -14,6 +14,14 @@ import (
 // cpuEvictTimeWindowSeconds). Unknown fields are ignored and a field given twice keeps its last value. A config
 // written for that system therefore works unchanged; lintFields reports each of these cases as a Finding, so that a
 // typo is visible (admission warnings, a Warning event) instead of silently doing nothing.
+//
+// Why a walker of our own rather than sigs.k8s.io/json's strict decoding (UnmarshalStrict with
+// DisallowUnknownFields and DisallowDuplicateFields), which reports unknown and duplicate fields with their paths:
+// that decoding is case-sensitive only. A key matched only ignoring case ("ClusterStrategy") comes back as an
+// unknown field, its value is skipped, so a typo inside it goes unreported, and a second spelling of a field
+// ("cpuQOS" then "cpuQoS") is "unknown" rather than the repeat whose last value encoding/json applies. Telling
+// those cases apart needs the Go type at each path anyway, which is what this walker is; keeping encoding/json's
+// matching is a compatibility promise (DESIGN.md), so the walker stays.
 
 // Finding is a note about a key that does not stop it from applying.
 type Finding struct {
@@ -117,13 +125,19 @@ func walkObject(dec *json.Decoder, fields map[string]reflect.Type, path string, 
 }
 
 func walkMap(dec *json.Decoder, elem reflect.Type, path string, out *[]Finding) error {
+	seen := map[string]bool{} // map keys are matched exactly
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return err
 		}
 		key, _ := tok.(string)
-		if err := walkValue(dec, elem, joinPath(path, key), out); err != nil {
+		p := joinPath(path, key)
+		if seen[key] {
+			*out = append(*out, Finding{Path: p, Message: "given again; the last value wins"})
+		}
+		seen[key] = true
+		if err := walkValue(dec, elem, p, out); err != nil {
 			return err
 		}
 	}

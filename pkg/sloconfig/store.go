@@ -18,7 +18,7 @@ import (
 //   - NodeSource tells a controller which nodes to reconcile when the config changes: only those whose derived
 //     strategy differs between the snapshot it last saw and the new one (see NodeSource).
 //
-// Exactly one writer, the sloconfig controller, calls Apply with every version of the ConfigMap it sees. A Store's
+// Exactly one writer, gleaner-manager's config loader (package sloconfigmap), calls Apply with every version of the ConfigMap it sees. A Store's
 // zero value is not usable; call NewStore.
 type Store struct {
 	mu          sync.Mutex // serializes Apply and guards subscribers

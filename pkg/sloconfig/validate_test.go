@@ -138,6 +138,9 @@ func TestFindings(t *testing.T) {
 				"nodeConfigs[0].enabled: unknown field, ignored",
 			}},
 		{"map keys are free", HostApplicationConfigKey, `{"applications": [{"name": "a", "cgroupPath": {"relativePath": "x"}}]}`, nil},
+		{"map key twice", ColocationConfigKey, `{"nodeConfigs": [{"name": "a", "nodeSelector": {"matchLabels": {"pool": "a", "Pool": "b", "pool": "c"}}}]}`, []string{
+			"nodeConfigs[0].nodeSelector.matchLabels.pool: given again; the last value wins",
+		}},
 		{"fields of embedded strategies", CPUBurstConfigKey,
 			`{"nodeStrategies": [{"name": "a", "nodeSelector": {}, "cpuBurstPercent": 10, "sharePoolThresholdPercent": 5, "Policy": "auto"}]}`,
 			[]string{`nodeStrategies[0].Policy: matched field "policy" ignoring case; write "policy"`}},

@@ -129,7 +129,7 @@ func run(c config) error {
 		}
 	}
 	mgr, err := benchkit.Start([]string{"GOGC=" + c.gogc}, c.manager, "--kubeconfig", cl.Kubeconfig, "--leader-elect=false",
-		"--controllers=sloconfig,noderesource", "--webhook-port=0",
+		"--controllers=noderesource", "--webhook-port=0",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--pprof-bind-address", pprofAddr,
 		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
 	if err != nil {
@@ -423,7 +423,7 @@ func (r *results) print() {
 	fmt.Printf("cluster: %d nodes, %d pods, %d NodeMetrics (envtest: kube-apiserver v1.36.3, etcd v3.6.8), filled in %s\n",
 		r.nodes, r.nodes*r.podsPerNode, r.nodes, r.fill.Round(time.Second))
 	fmt.Printf("machine: %d CPUs; 1-minute load average %s at the start, %s at the end\n", goruntime.NumCPU(), r.loadStart, r.loadEnd)
-	fmt.Printf("gleaner-manager: GOGC=%s --controllers=sloconfig,noderesource --kube-api-qps %d --kube-api-burst %d\n\n", r.gogc, r.managerQPS, r.managerBurst)
+	fmt.Printf("gleaner-manager: GOGC=%s --controllers=noderesource --kube-api-qps %d --kube-api-burst %d\n\n", r.gogc, r.managerQPS, r.managerBurst)
 	fmt.Printf("| measurement | value |\n| --- | --- |\n")
 	fmt.Printf("| manager start until every node carries batch-cpu | %.1f s |\n", r.untilAll.Seconds())
 	bound := float64(r.nodes-r.managerBurst) / float64(r.managerQPS)

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -47,7 +46,8 @@ const DefaultWorkers = 16
 type Config struct {
 	// Clock stamps status.updateTime and times reconciles; nil means the real clock.
 	Clock clock.PassiveClock
-	// Registerer receives the metrics; nil means controller-runtime's registry, which the manager serves.
+	// Registerer receives the metrics (the manager passes controller-runtime's registry, which it serves); nil keeps
+	// them in a registry of their own that nobody serves, for tests.
 	Registerer prometheus.Registerer
 	// Workers is how many nodes are reconciled concurrently; 0 means DefaultWorkers.
 	Workers int
@@ -81,7 +81,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.client = mgr.GetClient()
 	reg := c.cfg.Registerer
 	if reg == nil {
-		reg = ctrlmetrics.Registry
+		reg = prometheus.NewRegistry()
 	}
 	if err := c.metrics.register(reg); err != nil {
 		return err

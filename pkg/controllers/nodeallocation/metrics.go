@@ -1,13 +1,13 @@
 package nodeallocation
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gleaner-sh/gleaner/pkg/allocation"
-	"github.com/gleaner-sh/gleaner/pkg/prom"
 )
 
 // metrics are the controller's Prometheus series.
@@ -49,24 +49,14 @@ func newMetrics() *metrics {
 	}
 }
 
-// register adds the series to reg. A series already there (a second controller in the same process, as in tests)
-// is shared rather than an error.
+// register adds the series to reg.
 func (m *metrics) register(reg prometheus.Registerer) error {
-	var err error
-	if m.requests, err = prom.Register(reg, m.requests); err != nil {
-		return err
+	for _, c := range []prometheus.Collector{m.requests, m.limits, m.duration, m.writes, m.retries} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("registering the nodeallocation metrics: %w", err)
+		}
 	}
-	if m.limits, err = prom.Register(reg, m.limits); err != nil {
-		return err
-	}
-	if m.duration, err = prom.Register(reg, m.duration); err != nil {
-		return err
-	}
-	if m.writes, err = prom.Register(reg, m.writes); err != nil {
-		return err
-	}
-	m.retries, err = prom.Register(reg, m.retries)
-	return err
+	return nil
 }
 
 // set publishes a node's summary and drops the node's series of resources it no longer has. It remembers which

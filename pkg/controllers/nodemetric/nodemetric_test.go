@@ -33,7 +33,7 @@ func TestCollectPolicyFollowsColocationAndStatusIsKept(t *testing.T) {
 	key := types.NamespacedName{Namespace: "default", Name: "slo-controller-config"}
 	store := sloconfig.NewStore()
 	e.StartManager(t, func(mgr ctrl.Manager) error {
-		if err := sloconfigmap.New(store, key).SetupWithManager(mgr); err != nil {
+		if err := sloconfigmap.New(store, key, nil).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		return nodemetric.New(store).SetupWithManager(mgr)

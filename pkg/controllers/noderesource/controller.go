@@ -1,17 +1,3 @@
-// Package noderesource is the controller that publishes reclaimed resources (kubernetes.io/batch-*,
-// kubernetes.io/mid-*) on nodes through the node-resource framework (package framework) and its plugins (packages
-// under plugins/).
-//
-// Per node, a reconcile reads the Node, its pods (cache index), its NodeMetric, its NodeResourceTopology when the
-// cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
-// status (resources) and the explanation annotation in one request, only when a plugin's NeedSync/NeedSyncMeta
-// asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
-// patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
-//
-// It reconciles on node changes that matter (labels, capacity, allocatable of other resources), NodeMetric status
-// updates, NodeResourceTopology changes, pod creations, deletions and changes of node, phase, priority or requests,
-// config changes (affected nodes only), and on its own clock when a node's NodeMetric is about to go stale or its
-// forced-update time comes, so degradation happens even when nothing else does.
 package noderesource
 
 import (
@@ -21,22 +7,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
@@ -63,9 +48,6 @@ type Options struct {
 	Plugins []string
 	// Workers is the number of nodes reconciled concurrently.
 	Workers int
-	// ResyncInterval is how often the controller's clock checks for NodeMetrics going stale and forced updates
-	// coming due.
-	ResyncInterval time.Duration
 	// TermMetrics exports every derivation term as the gleaner_noderesource_term gauge (about 50 series per node);
 	// off, only the values are exported.
 	TermMetrics bool
@@ -73,15 +55,16 @@ type Options struct {
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
-	return Options{Plugins: []string{"*"}, Workers: 8, ResyncInterval: 30 * time.Second, TermMetrics: true}
+	return Options{Plugins: []string{"*"}, Workers: 8, TermMetrics: true}
 }
 
 // Controller publishes reclaimed resources on nodes.
 type Controller struct {
-	registry *framework.Registry
-	config   *sloconfig.Store
-	clock    clock.WithTicker
-	opts     Options
+	registry   *framework.Registry
+	config     *sloconfig.Store
+	clock      clock.WithTicker
+	metricsReg prometheus.Registerer
+	opts       Options
 
 	client   client.Client
 	recorder events.EventRecorder
@@ -91,15 +74,19 @@ type Controller struct {
 }
 
 // New returns the controller, reading each node's colocation strategy from config. Its plugins are chosen by
-// opts.Plugins when it is set up.
-func New(config *sloconfig.Store, clk clock.WithTicker, opts Options) *Controller {
-	return &Controller{config: config, clock: clk, opts: opts, times: newNodeTimes()}
+// opts.Plugins when it is set up. Its metrics go to reg (the manager passes the registry it serves); nil keeps them
+// in a registry of their own that nobody serves, for tests.
+func New(config *sloconfig.Store, clk clock.WithTicker, reg prometheus.Registerer, opts Options) *Controller {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return &Controller{config: config, clock: clk, metricsReg: reg, opts: opts, times: newNodeTimes()}
 }
 
 // Name implements manager.Controller.
 func (c *Controller) Name() string { return Name }
 
-// SetupWithManager registers the watches, the plugins and the resync clock.
+// SetupWithManager registers the watches and the plugins, on a workqueue that waits on the controller's clock.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	registry, err := NewRegistry(c.opts.Plugins)
 	if err != nil {
@@ -108,7 +95,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.registry = registry
 	c.client = mgr.GetClient()
 	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
-	m, err := newMetrics(ctrlmetrics.Registry, c.opts.TermMetrics)
+	m, err := newMetrics(c.metricsReg, c.opts.TermMetrics)
 	if err != nil {
 		return err
 	}
@@ -129,23 +116,24 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Node{}, builder.WithPredicates(nodeChanged{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode), builder.WithPredicates(podChanged{})).
 		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(metricChanged{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers})
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.newQueue})
 	if c.topology {
 		b = b.Watches(framework.NewTopologyObject(), handler.EnqueueRequestsFromMapFunc(sameName))
 	}
 	b = b.WatchesRawSource(c.config.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged))
-	resync := make(chan event.TypedGenericEvent[*corev1.Node], 64)
-	b = b.WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))
 
 	if err := c.registry.Setup(&framework.SetupOptions{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: c.recorder, Builder: b, Clock: c.clock,
 	}); err != nil {
 		return err
 	}
-	if err := mgr.Add(&resyncer{clock: c.clock, interval: c.opts.ResyncInterval, times: c.times, out: resync}); err != nil {
-		return fmt.Errorf("adding the resync clock: %w", err)
-	}
 	return b.Complete(c)
+}
+
+// newQueue is controller-runtime's classic queue (client-go's rate-limited workqueue) with its delays, RequeueAfter
+// and error back-off alike, measured on the controller's clock.
+func (c *Controller) newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: c.clock})
 }
 
 // Reconcile runs the framework for one node.
@@ -196,8 +184,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	last, written := c.times.lastWrite(node)
 	why := c.needWrite(strategy, node, updated, in.Now, last, written)
 	if why == "" {
-		c.times.setDue(node.Name, nextDue(in, last, written))
-		return reconcile.Result{}, nil
+		return requeueAt(in.Now, nextDue(in, last, written)), nil
 	}
 	// The explanation is encoded only for a write: most reconciles (a NodeMetric report that moves nothing much)
 	// end above, and this is their most expensive step.
@@ -215,9 +202,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.metrics.writes.Inc()
 	stamp := in.Now.Truncate(time.Second)
 	c.times.wrote(node.Name, stamp)
-	c.times.setDue(node.Name, nextDue(in, stamp, true))
 	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
-	return reconcile.Result{}, nil
+	return requeueAt(in.Now, nextDue(in, stamp, true)), nil
+}
+
+// requeueAt asks for the node again at due; a zero due asks for nothing.
+func requeueAt(now, due time.Time) reconcile.Result {
+	if due.IsZero() {
+		return reconcile.Result{}
+	}
+	return reconcile.Result{RequeueAfter: due.Sub(now)}
 }
 
 // input gathers what the plugins see of a node.
@@ -352,9 +346,9 @@ func sameName(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
 }
 
-// nodeTimes remembers, per node, when the controller last wrote it and when the resync clock must enqueue it. The
-// last write is read from the node's explanation annotation once (after a restart), then kept here, so that a
-// reconcile that writes nothing decodes nothing.
+// nodeTimes remembers, per node, when the controller last wrote it. The last write is read from the node's
+// explanation annotation once (after a restart), then kept here, so that a reconcile that writes nothing decodes
+// nothing.
 type nodeTimes struct {
 	mu    sync.Mutex
 	nodes map[string]*times
@@ -363,7 +357,6 @@ type nodeTimes struct {
 type times struct {
 	lastWrite time.Time
 	written   bool
-	due       time.Time
 }
 
 func newNodeTimes() *nodeTimes { return &nodeTimes{nodes: map[string]*times{}} }
@@ -394,63 +387,8 @@ func (d *nodeTimes) wrote(node string, at time.Time) {
 	}
 }
 
-func (d *nodeTimes) setDue(node string, at time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if t, ok := d.nodes[node]; ok {
-		t.due = at
-	}
-}
-
 func (d *nodeTimes) forget(node string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.nodes, node)
 }
-
-// take returns the nodes due at now and clears their due time.
-func (d *nodeTimes) take(now time.Time) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var nodes []string
-	for n, t := range d.nodes {
-		if !t.due.IsZero() && !t.due.After(now) {
-			nodes = append(nodes, n)
-			t.due = time.Time{}
-		}
-	}
-	return nodes
-}
-
-// resyncer enqueues nodes when they come due on the controller's clock.
-type resyncer struct {
-	clock    clock.WithTicker
-	interval time.Duration
-	times    *nodeTimes
-	out      chan<- event.TypedGenericEvent[*corev1.Node]
-}
-
-// Start ticks until ctx ends.
-func (r *resyncer) Start(ctx context.Context) error {
-	t := r.clock.NewTicker(r.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case now := <-t.C():
-			for _, n := range r.times.take(now) {
-				node := &corev1.Node{}
-				node.Name = n
-				select {
-				case r.out <- event.TypedGenericEvent[*corev1.Node]{Object: node}:
-				case <-ctx.Done():
-					return nil
-				}
-			}
-		}
-	}
-}
-
-// NeedLeaderElection makes the resync clock run only on the leader, with the controller.
-func (r *resyncer) NeedLeaderElection() bool { return true }

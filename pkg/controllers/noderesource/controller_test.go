@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,8 +41,9 @@ var env = testenv.New()
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
 type harness struct {
-	c     client.Client
-	clock *clocktesting.FakeClock
+	c       client.Client
+	clock   *clocktesting.FakeClock
+	metrics *prometheus.Registry
 }
 
 var (
@@ -58,8 +60,10 @@ func colocationConfig(grayEnabled bool) string {
 		{"name": "gray", "nodeSelector": {"matchLabels": {"colocation": "gray"}}, "enable": %t}]}`, grayEnabled)
 }
 
-// start runs, for the whole package, one manager with the real SLO config controller and the noderesource
-// controller sharing one config store, on a fake clock, with colocation enabled by the ConfigMap.
+// start runs, for the whole package, one manager with the real SLO config loader and the noderesource controller
+// sharing one config store, on a fake clock, with colocation enabled by the ConfigMap. The controller's workqueue
+// waits on that clock too: a RequeueAfter (a NodeMetric going stale) comes due when a test steps the clock, and so
+// does the back-off of a reconcile that failed (none should here).
 func start(t *testing.T) *harness {
 	e := env.Start(t)
 	once.Do(func() {
@@ -92,12 +96,11 @@ func start(t *testing.T) *harness {
 		if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 			t.Fatal(err)
 		}
-		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second))}
+		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), metrics: prometheus.NewRegistry()}
 		store := sloconfig.NewStore()
 		opts := noderesource.DefaultOptions()
-		opts.ResyncInterval = time.Second
-		must(t, sloconfigmap.New(store, configMap).SetupWithManager(mgr))
-		must(t, noderesource.New(store, h.clock, opts).SetupWithManager(mgr))
+		must(t, sloconfigmap.New(store, configMap, nil).SetupWithManager(mgr))
+		must(t, noderesource.New(store, h.clock, h.metrics, opts).SetupWithManager(mgr))
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); _ = mgr.Start(runCtx) }()
@@ -226,7 +229,7 @@ func TestPublishesBatchResources(t *testing.T) {
 	if d.MetricTime == nil || !d.MetricTime.Time.Equal(h.clock.Now()) {
 		t.Errorf("metric time = %v, want %v", d.MetricTime, h.clock.Now())
 	}
-	if v := gauge(t, "gleaner_noderesource_value", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
+	if v := h.gauge(t, "gleaner_noderesource_value", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
 		t.Errorf("value gauge = %v, want 3000", v)
 	}
 
@@ -281,7 +284,7 @@ func TestDiffThreshold(t *testing.T) {
 	// gauge shows it) and does not write.
 	h.writeMetric(t, "diff", prod, "900m")
 	testenv.Eventually(t, "the controller calculates 2900", func() error {
-		if v := gauge(t, "gleaner_noderesource_value", labels); v != 2900 {
+		if v := h.gauge(t, "gleaner_noderesource_value", labels); v != 2900 {
 			return fmt.Errorf("gauge = %v, want 2900", v)
 		}
 		return nil
@@ -302,6 +305,9 @@ func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	h := start(t)
 	h.makeNode(t, "stale", nil)
 	h.waitBatchCPU(t, "stale", "3000")
+	// The reconcile that wrote 3000 has asked to come back when the NodeMetric goes stale; its delay must be in the
+	// queue, measured from now, before the clock moves.
+	waitIdle(t)
 	// Nothing happens in the cluster; only time passes beyond degradeTimeMinutes (15).
 	h.clock.Step(16 * time.Minute)
 	n := h.waitBatchCPU(t, "stale", "")
@@ -379,9 +385,29 @@ func TestZonesWrittenToNodeResourceTopology(t *testing.T) {
 	})
 }
 
-func gauge(t *testing.T, name string, labels map[string]string) float64 {
+// waitIdle waits until the noderesource controller has nothing queued and no reconcile in flight (its workqueue
+// and worker metrics, which controller-runtime keeps in its own registry).
+func waitIdle(t *testing.T) {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
+	testenv.Eventually(t, "the noderesource controller idle", func() error {
+		depth := gauge(t, ctrlmetrics.Registry, "workqueue_depth", map[string]string{"name": noderesource.Name})
+		active := gauge(t, ctrlmetrics.Registry, "controller_runtime_active_workers", map[string]string{"controller": noderesource.Name})
+		if depth != 0 || active != 0 {
+			return fmt.Errorf("%v queued, %v in flight", depth, active)
+		}
+		return nil
+	})
+}
+
+func (h *harness) gauge(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	return gauge(t, h.metrics, name, labels)
+}
+
+// gauge returns the value of the first series of the gauge name in g whose labels include labels, or -1.
+func gauge(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

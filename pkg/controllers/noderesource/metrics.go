@@ -1,16 +1,16 @@
 package noderesource
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
-	"github.com/gleaner-sh/gleaner/pkg/prom"
 )
 
-// metrics are the controller's Prometheus series. The controller registers them in controller-runtime's registry,
-// which the manager serves on /metrics.
+// metrics are the controller's Prometheus series, registered in the registry New was given (the manager passes
+// controller-runtime's, which it serves on /metrics).
 type metrics struct {
 	derivations       *derivationCollector
 	writes            prometheus.Counter
@@ -39,15 +39,10 @@ func newMetrics(reg prometheus.Registerer, terms bool) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 	}
-	var err error
-	if m.derivations, err = prom.Register(reg, m.derivations); err != nil {
-		return nil, err
-	}
-	if m.writes, err = prom.Register(reg, m.writes); err != nil {
-		return nil, err
-	}
-	if m.reconcileDuration, err = prom.Register(reg, m.reconcileDuration); err != nil {
-		return nil, err
+	for _, c := range []prometheus.Collector{m.derivations, m.writes, m.reconcileDuration} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering the noderesource metrics: %w", err)
+		}
 	}
 	return m, nil
 }

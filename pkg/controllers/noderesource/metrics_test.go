@@ -1,6 +1,7 @@
 package noderesource
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,9 +31,9 @@ func TestMetricsFollowTheCalculation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A second controller in the process shares the collector instead of failing to register.
-	if again, err := newMetrics(reg, true); err != nil || again.derivations != m.derivations {
-		t.Fatalf("second registration: %v, shared %v", err, again != nil && again.derivations == m.derivations)
+	// Registries are per controller (injected); a second controller in the same one is a wiring mistake, said clearly.
+	if _, err := newMetrics(reg, true); err == nil || !strings.Contains(err.Error(), "registering the noderesource metrics: duplicate") {
+		t.Fatalf("second registration in one registry: want a duplicate-registration error, got %v", err)
 	}
 	nr := func(ds ...slov1alpha1.ResourceDerivation) *framework.NodeResource {
 		return &framework.NodeResource{Derivations: ds}

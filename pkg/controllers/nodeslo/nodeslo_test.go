@@ -59,7 +59,7 @@ func start(t testing.TB, customize ...func(*ctrl.Options)) *cluster {
 		writes: map[string]int{}}
 	e.StartManager(t, func(mgr ctrl.Manager) error {
 		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
-			sloconfigmap.New(c.store, c.cm), nodeslo.New(c.store), nodemetric.New(c.store),
+			sloconfigmap.New(c.store, c.cm, nil), nodeslo.New(c.store), nodemetric.New(c.store),
 		} {
 			if err := s.SetupWithManager(mgr); err != nil {
 				return err

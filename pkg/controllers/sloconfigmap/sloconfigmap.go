@@ -15,16 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/gleaner-sh/gleaner/pkg/prom"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
-// Name is the controller's name.
+// Name is the loader's controller name, in logs and workqueue metrics. It is not a --controllers choice: the loader
+// always runs.
 const Name = "sloconfig"
 
 // maxEventNote is the longest note the events.k8s.io API accepts.
@@ -38,18 +37,23 @@ const maxEventNote = 1024
 type Controller struct {
 	store     *sloconfig.Store
 	configMap types.NamespacedName
+	registry  prometheus.Registerer
 
 	client   client.Client
 	recorder events.EventRecorder
 	metrics  *configMetrics
 }
 
-// New returns the controller for the ConfigMap named configMap, writing into store.
-func New(store *sloconfig.Store, configMap types.NamespacedName) *Controller {
-	return &Controller{store: store, configMap: configMap}
+// New returns the controller for the ConfigMap named configMap, writing into store. Its metrics go to reg (the
+// manager passes the registry it serves); nil keeps them in a registry of their own that nobody serves, for tests.
+func New(store *sloconfig.Store, configMap types.NamespacedName, reg prometheus.Registerer) *Controller {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return &Controller{store: store, configMap: configMap, registry: reg}
 }
 
-// Name implements manager.Controller.
+// Name returns Name.
 func (c *Controller) Name() string { return Name }
 
 // SetupWithManager watches the ConfigMap, and enqueues it once at start so that its absence is loaded too (a
@@ -57,7 +61,7 @@ func (c *Controller) Name() string { return Name }
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.client = mgr.GetClient()
 	c.recorder = mgr.GetEventRecorder("gleaner-manager")
-	m, err := registerMetrics(metrics.Registry)
+	m, err := registerMetrics(c.registry)
 	if err != nil {
 		return err
 	}
@@ -140,12 +144,10 @@ func registerMetrics(reg prometheus.Registerer) (*configMetrics, error) {
 			Help: "1 when the key's current value in the ConfigMap is in force (or the key is absent), 0 when it was rejected and an earlier value or the defaults are in force.",
 		}, []string{"key"}),
 	}
-	var err error
-	if m.version, err = prom.Register(reg, m.version); err != nil {
-		return nil, err
-	}
-	if m.keyValid, err = prom.Register(reg, m.keyValid); err != nil {
-		return nil, err
+	for _, c := range []prometheus.Collector{m.version, m.keyValid} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering the SLO config metrics: %w", err)
+		}
 	}
 	return m, nil
 }

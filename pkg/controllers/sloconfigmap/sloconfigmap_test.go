@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,12 @@ func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
 // start runs the controller against the API server in a fresh namespace and returns its store and ConfigMap key.
 func start(t *testing.T) (*testenv.Env, *sloconfig.Store, types.NamespacedName) {
+	e, store, key, _ := startWithMetrics(t)
+	return e, store, key
+}
+
+// startWithMetrics is start, also returning the registry that holds the controller's metrics.
+func startWithMetrics(t *testing.T) (*testenv.Env, *sloconfig.Store, types.NamespacedName, *prometheus.Registry) {
 	t.Helper()
 	e := env.Start(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "slo-"}}
@@ -38,8 +45,32 @@ func start(t *testing.T) (*testenv.Env, *sloconfig.Store, types.NamespacedName) 
 	}
 	key := types.NamespacedName{Namespace: ns.Name, Name: "slo-controller-config"}
 	store := sloconfig.NewStore()
-	e.StartManager(t, sloconfigmap.New(store, key).SetupWithManager)
-	return e, store, key
+	reg := prometheus.NewRegistry()
+	e.StartManager(t, sloconfigmap.New(store, key, reg).SetupWithManager)
+	return e, store, key, reg
+}
+
+// expectKeyValid checks gleaner_slo_config_key_valid of key in reg.
+func expectKeyValid(t *testing.T, reg *prometheus.Registry, key string, want float64) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "gleaner_slo_config_key_valid" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == key {
+				if got := m.GetGauge().GetValue(); got != want {
+					t.Errorf("gleaner_slo_config_key_valid{key=%q} = %v, want %v", key, got, want)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("no gleaner_slo_config_key_valid{key=%q} in the controller's registry", key)
 }
 
 func waitFor(t *testing.T, what string, f func() error) { t.Helper(); testenv.Eventually(t, what, f) }
@@ -96,7 +127,7 @@ func TestAbsentConfigMapLoadsDefaults(t *testing.T) {
 // TestMalformedKeyKeepsLastGoodValue edits the ConfigMap the way a user would and checks the store and the events
 // on the ConfigMap after each edit.
 func TestMalformedKeyKeepsLastGoodValue(t *testing.T) {
-	e, store, key := start(t)
+	e, store, key, reg := startWithMetrics(t)
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Data: map[string]string{
 		sloconfig.ResourceThresholdConfigKey: `{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 60}}`,
@@ -132,6 +163,8 @@ func TestMalformedKeyKeepsLastGoodValue(t *testing.T) {
 	if st := s.Key(sloconfig.CPUBurstConfigKey); st.Source != sloconfig.SourceLastGood || st.Err == nil || st.Err.Error() != wantErr {
 		t.Errorf("status %+v", st)
 	}
+	expectKeyValid(t, reg, sloconfig.CPUBurstConfigKey, 0)
+	expectKeyValid(t, reg, sloconfig.ResourceThresholdConfigKey, 1)
 
 	// Fix it.
 	cm.Data[sloconfig.CPUBurstConfigKey] = `{"clusterStrategy": {"policy": "none"}}`
@@ -139,6 +172,7 @@ func TestMalformedKeyKeepsLastGoodValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEvent(t, e.Client, key, corev1.EventTypeNormal, sloconfig.ReasonRecovered, "cpu-burst-config: valid again")
+	expectKeyValid(t, reg, sloconfig.CPUBurstConfigKey, 1)
 	if got := store.Current().NodeSLOSpec(nil).CPUBurstStrategy.Policy; got != "none" {
 		t.Errorf("fixed value: policy %q, want none", got)
 	}
@@ -208,7 +242,7 @@ func TestUnreachableAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := sloconfig.NewStore()
-	e.StartManager(t, sloconfigmap.New(store, key).SetupWithManager, failReads)
+	e.StartManager(t, sloconfigmap.New(store, key, nil).SetupWithManager, failReads)
 	// The controller is retrying with back-off meanwhile; nothing may be published.
 	time.Sleep(2 * time.Second)
 	if s := store.Current(); s != nil {

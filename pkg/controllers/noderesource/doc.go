@@ -1,0 +1,23 @@
+// Package noderesource is the controller that publishes reclaimed resources (kubernetes.io/batch-*,
+// kubernetes.io/mid-*) on nodes through the node-resource framework (package framework) and its plugins (packages
+// under plugins/).
+//
+// Per node, a reconcile reads the Node, its pods (cache index), its NodeMetric, its NodeResourceTopology when the
+// cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
+// status (resources) and the explanation annotation in one request, only when a plugin's NeedSync/NeedSyncMeta
+// asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
+// patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
+//
+// It reconciles on node changes that matter (labels, capacity, allocatable of other resources), NodeMetric status
+// updates, NodeResourceTopology changes, pod creations, deletions and changes of node, phase, priority or requests,
+// config changes (affected nodes only), and again when a node's NodeMetric goes stale or its forced-update time comes,
+// so degradation happens even when nothing else does: a reconcile returns RequeueAfter up to the earlier of the two.
+//
+// That delay is measured on the injected clock, not only computed from it: the controller's workqueue is
+// client-go's rate-limited queue built on the same clock (controller.Options.NewQueue), so a test with a fake clock
+// re-reconciles a node whose NodeMetric goes stale by stepping the clock. This replaces an own resync loop (a
+// Runnable with a ticker feeding a channel source, and a flag for its period) with what controller-runtime has for
+// it; the price is controller-runtime's priority queue (on by default, and its clock cannot be injected), whose gain
+// (live events before the initial list at start-up) matters little to a controller that must visit every node
+// anyway.
+package noderesource
