@@ -5,7 +5,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
 // PodUsage returns a pod's measured usage from the NodeMetric, matched by UID (or by namespace and name when the
@@ -28,6 +31,19 @@ func (in *Input) PodUsage(pod *corev1.Pod) (corev1.ResourceList, bool) {
 	}
 	u, ok := in.podUsage["name/"+pod.Namespace+"/"+pod.Name]
 	return u, ok
+}
+
+// PodClass is the pod's priority class and QoS class (slov1alpha1.ClassOf), decided once per reconcile.
+func (in *Input) PodClass(pod *corev1.Pod) slov1alpha1.PodClass {
+	if in.podClasses == nil {
+		in.podClasses = make(map[types.UID]slov1alpha1.PodClass, len(in.Pods))
+	}
+	if c, ok := in.podClasses[pod.UID]; ok {
+		return c
+	}
+	c := slov1alpha1.ClassOf(pod)
+	in.podClasses[pod.UID] = c
+	return c
 }
 
 // MetricProblem says why the node's NodeMetric cannot be used for a calculation, or "" when it can: it must exist,

@@ -126,6 +126,7 @@ type Input struct {
 
 	podUsage    map[string]corev1.ResourceList
 	podRequests map[types.UID]corev1.ResourceList
+	podClasses  map[types.UID]slov1alpha1.PodClass
 }
 
 // ResourceItem is one plugin's result for one resource.

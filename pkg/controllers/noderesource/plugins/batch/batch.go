@@ -8,7 +8,8 @@
 //	safetyMargin = capacity x (100 - reclaimThresholdPercent)%
 //	systemUsed   = max(system usage + host applications outside batch/free, reserved = capacity - allocatable)
 //	               (reserved only, under the request policy: it must not move with measured usage)
-//	hpUsed       = over the high-priority pods (every Pending or Running pod outside the batch and free bands):
+//	hpUsed       = over the high-priority pods (every Pending or Running pod whose class, slov1alpha1.ClassOf,
+//	               is neither batch nor free):
 //	               usage policy            their measured usage; a pod without a metric at its request
 //	               request policy          their requests (memory only)
 //	               maxUsageRequest policy  max(usage, request) per pod; a pod without a metric at its request
@@ -142,15 +143,21 @@ func batchResource(r corev1.ResourceName) corev1.ResourceName {
 type hpUsage struct {
 	used, requests      int64
 	pods, withoutMetric int
+	unknownLabels       []string
 }
 
 func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.CalculatePolicy) hpUsage {
 	var h hpUsage
 	for _, pod := range in.Pods {
-		if !framework.Active(pod) || !highPriority(pod) {
+		if !framework.Active(pod) {
+			continue
+		}
+		class := in.PodClass(pod)
+		if !class.Priority.HighPriority() {
 			continue
 		}
 		h.pods++
+		h.unknownLabels = append(h.unknownLabels, class.Unknown...)
 		req := in.PodRequest(pod, r)
 		h.requests += req
 		usage, ok := in.PodUsage(pod)
@@ -169,17 +176,6 @@ func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calculat
 		}
 	}
 	return h
-}
-
-// highPriority reports whether a pod is outside the batch and free bands: those pods' usage is what batch work
-// must leave room for.
-func highPriority(pod *corev1.Pod) bool {
-	switch slov1alpha1.PriorityClassOf(pod.Spec.Priority) {
-	case slov1alpha1.PriorityBatch, slov1alpha1.PriorityFree:
-		return false
-	default:
-		return true
-	}
 }
 
 // batchHeld sums what the active batch pods request of the batch resource.
@@ -226,7 +222,7 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 
 	hp := sumHP(in, r, policy)
 	terms = append(terms,
-		framework.Term("hpRequests", hp.requests, r, fmt.Sprintf("requests of %d high-priority pods", hp.pods)),
+		framework.Term("hpRequests", hp.requests, r, requestsDetail(hp)),
 		framework.Term("hpUsed", hp.used, r, hpDetail(policy, hp)))
 
 	calculated := capacity - margin - systemUsed - hp.used
@@ -254,6 +250,14 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 		item.Derivation.Zones = item.ZoneQuantity
 	}
 	return item, nil
+}
+
+func requestsDetail(hp hpUsage) string {
+	d := fmt.Sprintf("requests of %d high-priority pods", hp.pods)
+	if n := len(hp.unknownLabels); n > 0 {
+		d += fmt.Sprintf("; %d class labels of unknown value, such as %s", n, hp.unknownLabels[0])
+	}
+	return d
 }
 
 func hpDetail(policy sloconfig.CalculatePolicy, hp hpUsage) string {

@@ -277,3 +277,100 @@ func terms(it *framework.ResourceItem) string {
 	}
 	return b.String()
 }
+
+// TestAccountingRules checks who counts as high-priority, each against one base node:
+//
+//	node 10 cores / 20Gi, allocatable 9 / 19Gi (kubelet reserves 1000m / 1024Mi)
+//	one prod pod "p" (priority 9500) requesting 2 cores / 4Gi, using 500m / 3Gi; system usage 500m / 1Gi
+//	cpu: 10000 - 4000 margin (60%) - max(500, 1000) - 500 = 4500
+//	mem: 20480Mi - 7168Mi margin (65%) - max(1024, 1024) - 3072 = 9216Mi
+func TestAccountingRules(t *testing.T) {
+	pod := func(name string) *testutil.PodBuilder { return testutil.Pod(name).Node("n1") }
+	base := pod("p").Priority(9500).Requests("cpu", "2", "memory", "4Gi").Obj()
+	type rule struct {
+		name        string
+		strategy    func(*sloconfig.ColocationStrategy)
+		annotations map[string]string
+		pods        []*corev1.Pod // besides the base pod
+		usage       map[string][]string
+		records     func(*testutil.NodeMetricBuilder) // records of pods that are not in pods, host applications
+		wantCPU     string
+		wantMem     string
+		wantTerms   map[string]string // batch-cpu terms
+		wantDetail  map[string]string // batch-cpu term -> part of its detail
+	}
+	beLabelled := pod("be-label").Label(slov1alpha1.LabelQoSClassAlias, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	beGleaner := pod("be-gleaner").Label(slov1alpha1.LabelQoSClass, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	bestEffort := pod("besteffort").Obj()
+	koordBatch := pod("koord-batch").Priority(9500).Label(slov1alpha1.LabelPriorityClassAlias, "koord-batch").Requests("cpu", "1").Obj()
+	prodOverBE := pod("prod-over-be").Label(slov1alpha1.LabelPriorityClass, "prod").Label(slov1alpha1.LabelQoSClass, "BE").Obj()
+	unknown := pod("gold").Priority(5500).Label(slov1alpha1.LabelPriorityClassAlias, "koord-gold").Obj()
+	tests := []rule{
+		{name: "base", wantCPU: "4500", wantMem: "9216Mi",
+			wantTerms: map[string]string{"hpUsed": "500m", "reserved": "1"}},
+
+		// Who is high-priority (slov1alpha1.ClassOf).
+		{name: "a pod labelled BE without priority is batch", pods: []*corev1.Pod{beLabelled, beGleaner},
+			usage: map[string][]string{"be-label": {"cpu", "2", "memory", "2Gi"}, "be-gleaner": {"cpu", "1", "memory", "1Gi"}},
+			// Counted as high-priority, they would take 3000 / 3Gi: 1500 / 6144Mi.
+			wantCPU: "4500", wantMem: "9216Mi", wantTerms: map[string]string{"hpRequests": "2"}},
+		{name: "a BestEffort pod without labels or priority is batch", pods: []*corev1.Pod{bestEffort},
+			usage: map[string][]string{"besteffort": {"cpu", "1", "memory", "1Gi"}}, wantCPU: "4500", wantMem: "9216Mi"},
+		{name: "koord-batch label over a prod priority", pods: []*corev1.Pod{koordBatch},
+			usage: map[string][]string{"koord-batch": {"cpu", "1", "memory", "1Gi"}}, wantCPU: "4500", wantMem: "9216Mi"},
+		{name: "prod label over a BE QoS label", pods: []*corev1.Pod{prodOverBE},
+			usage:   map[string][]string{"prod-over-be": {"cpu", "1", "memory", "1Gi"}},
+			wantCPU: "3500", wantMem: "8192Mi"}, // 4500 - 1000; 9216Mi - 1024Mi
+		{name: "an unknown priority-class value is prod", pods: []*corev1.Pod{unknown},
+			usage:   map[string][]string{"gold": {"cpu", "1", "memory", "1Gi"}},
+			wantCPU: "3500", wantMem: "8192Mi", // 4500 - 1000; 9216Mi - 1024Mi
+			wantDetail: map[string]string{"hpRequests": "1 class labels of unknown value, such as koordinator.sh/priority-class=koord-gold"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := node()
+			n.Annotations = tt.annotations
+			pods := append([]*corev1.Pod{base}, tt.pods...)
+			m := testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "500m", "memory", "1Gi").Pod(base, "cpu", "500m", "memory", "3Gi")
+			for _, p := range tt.pods {
+				if u, ok := tt.usage[p.Name]; ok {
+					m.Pod(p, u...)
+				}
+			}
+			if tt.records != nil {
+				tt.records(m)
+			}
+			in := &framework.Input{Node: n, Pods: pods, Metric: m.Obj(), Strategy: strategy(tt.strategy), Now: now}
+			items, err := New().Calculate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu, mem := &items[0], &items[1]
+			if want := resource.MustParse(tt.wantCPU); cpu.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-cpu = %s, want %s (%s)", cpu.Quantity, tt.wantCPU, terms(cpu))
+			}
+			if want := resource.MustParse(tt.wantMem); mem.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-memory = %s, want %s (%s)", mem.Quantity, tt.wantMem, terms(mem))
+			}
+			for name, want := range tt.wantTerms {
+				if got := term(cpu, name); got.Cmp(resource.MustParse(want)) != 0 {
+					t.Errorf("batch-cpu term %s = %s, want %s", name, got.String(), want)
+				}
+			}
+			for name, want := range tt.wantDetail {
+				if got := detail(cpu, name); !strings.Contains(got, want) {
+					t.Errorf("batch-cpu term %s detail = %q, want it to contain %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func detail(it *framework.ResourceItem, name string) string {
+	for _, t := range it.Derivation.Terms {
+		if t.Name == name {
+			return t.Detail
+		}
+	}
+	return "(no term " + name + ")"
+}

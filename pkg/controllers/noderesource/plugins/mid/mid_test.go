@@ -25,11 +25,14 @@ func input(mutate func(*sloconfig.ColocationStrategy), m *slov1alpha1.NodeMetric
 	}
 	prod := testutil.Pod("prod").Node("n1").Priority(9500).Requests("cpu", "2", "memory", "4Gi").Obj()
 	prod2 := testutil.Pod("prod2").Node("n1").Priority(9000).Phase(corev1.PodPending).Requests("cpu", "750m", "memory", "768Mi").Obj()
-	ls := testutil.Pod("ls").Node("n1").Requests("cpu", "1", "memory", "1Gi").Obj() // no priority: not prod
+	// No priority, Burstable: LS, so prod. Labelled BE: batch. Labelled koord-mid: mid.
+	ls := testutil.Pod("ls").Node("n1").Requests("cpu", "1", "memory", "1Gi").Obj()
+	be := testutil.Pod("be").Node("n1").Label(slov1alpha1.LabelQoSClassAlias, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	midPod := testutil.Pod("mid").Node("n1").Label(slov1alpha1.LabelPriorityClassAlias, "koord-mid").Requests("cpu", "1").Obj()
 	done := testutil.Pod("done").Node("n1").Priority(9500).Phase(corev1.PodFailed).Requests("cpu", "4").Obj()
 	return &framework.Input{
 		Node:     testutil.Node("n1").Capacity("cpu", "10", "memory", "20Gi").Allocatable("cpu", "9", "memory", "19Gi").Obj(),
-		Pods:     []*corev1.Pod{prod, prod2, ls, done},
+		Pods:     []*corev1.Pod{prod, prod2, ls, be, midPod, done},
 		Metric:   m,
 		Strategy: &s,
 		Now:      now,
@@ -43,8 +46,8 @@ func metric() *testutil.NodeMetricBuilder {
 }
 
 func TestCalculate(t *testing.T) {
-	// cpu: unallocated = 10000 - max(1000 reserved, 500 system) - (2000 + 750 prod requests) = 6250
-	// mem: unallocated = 20480Mi - max(1024, 1536) - (4096 + 768) = 14080Mi
+	// cpu: unallocated = 10000 - max(1000 reserved, 500 system) - (2000 + 750 + 1000 prod requests) = 5250
+	// mem: unallocated = 20480Mi - max(1024, 1536) - (4096 + 768 + 1024) = 13056Mi
 	tests := []struct {
 		name             string
 		mutate           func(*sloconfig.ColocationStrategy)
@@ -55,7 +58,7 @@ func TestCalculate(t *testing.T) {
 		{
 			name:   "plus a share of unallocated",
 			mutate: func(s *sloconfig.ColocationStrategy) { s.MidUnallocatedPercent = ptr.To[int64](50) },
-			metric: metric().Obj(), wantCPU: "6125", wantMem: "13184Mi", // 3000 + 3125; 6144Mi + 7040Mi
+			metric: metric().Obj(), wantCPU: "5625", wantMem: "12672Mi", // 3000 + 2625; 6144Mi + 6528Mi
 		},
 		{
 			name: "capped by mid threshold",
