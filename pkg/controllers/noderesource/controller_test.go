@@ -245,7 +245,7 @@ func TestPublishesBatchResources(t *testing.T) {
 			t.Errorf("explain does not show %q, the node's value:\n%s", want, out.String())
 		}
 	}
-	for _, want := range []string{"capacity", "safetyMargin", "systemUsed", "hpUsed", "calculated"} {
+	for _, want := range []string{"capacity", "safetyMargin", "systemUsed", "hpUnattributed", "hpUsed", "calculated"} {
 		if !strings.Contains(out.String(), "    "+want+" ") {
 			t.Errorf("explain lacks the %s term:\n%s", want, out.String())
 		}
@@ -263,11 +263,44 @@ func TestNewHighPriorityPodLowersBatch(t *testing.T) {
 	found := false
 	for _, tm := range d.Terms {
 		if tm.Name == "hpUsed" {
-			found = tm.Detail == "usage of 2 high-priority pods, 1 without metric at request"
+			found = tm.Detail == "usage of 2 high-priority pods, 1 without metric at request, plus hpUnattributed"
 		}
 	}
 	if !found {
 		t.Errorf("explanation does not say one pod counted at request: %+v", d.Terms)
+	}
+}
+
+// TestLabelledBEPodIsBatch: a pod that says it is best-effort only by its QoS label, without a batch priority,
+// is batch; its usage does not shrink the capacity it runs in. Usage of a pod the manager does not hold still
+// counts.
+func TestLabelledBEPodIsBatch(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	prod := h.makeNode(t, "classes", nil)
+	h.waitBatchCPU(t, "classes", "3000")
+
+	be := tu.Pod("classes-be").Node("classes").Label(slov1alpha1.LabelQoSClassAlias, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	be.UID = ""
+	must(t, h.c.Create(ctx, be))
+	// The agent reports the BE pod using 2 cores, and a prod pod the manager has not seen (yet) using 500m:
+	// 8000 - 3200 - 800 - (1000 prod + 500 unattributed) = 2500. Were the BE pod high-priority, 500.
+	nm := &slov1alpha1.NodeMetric{}
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "classes"}, nm))
+	nm.Status = tu.NodeMetric("classes").Updated(h.clock.Now()).
+		NodeUsage("cpu", "4", "memory", "6Gi").SystemUsage("cpu", "800m", "memory", "1Gi").
+		Pod(prod, "cpu", "1", "memory", "3Gi").Pod(be, "cpu", "2", "memory", "1Gi").
+		PodRecord("default", "classes-unseen", "uid-classes-unseen", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "500m", "memory", "256Mi").
+		ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj().Status
+	must(t, h.c.Status().Update(ctx, nm))
+
+	n := h.waitBatchCPU(t, "classes", "2500")
+	terms := map[string]string{}
+	for _, tm := range derivation(explanation(t, n), slov1alpha1.BatchCPU).Terms {
+		terms[tm.Name] = tm.Value.String()
+	}
+	if terms["hpUsed"] != "1500m" || terms["hpUnattributed"] != "500m" || terms["hpRequests"] != "2" {
+		t.Errorf("terms %v: want hpRequests 2 (the prod pod alone), hpUnattributed 500m, hpUsed 1500m", terms)
 	}
 }
 

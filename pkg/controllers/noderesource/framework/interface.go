@@ -124,7 +124,7 @@ type Input struct {
 	// Now is the time of the reconcile, from the controller's clock.
 	Now time.Time
 
-	podUsage    map[string]corev1.ResourceList
+	podRecords  map[string]int
 	podRequests map[types.UID]corev1.ResourceList
 	podClasses  map[types.UID]slov1alpha1.PodClass
 }

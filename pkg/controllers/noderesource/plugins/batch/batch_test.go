@@ -278,7 +278,8 @@ func terms(it *framework.ResourceItem) string {
 	return b.String()
 }
 
-// TestAccountingRules checks who counts as high-priority, each against one base node:
+// TestAccountingRules checks who counts as high-priority, usage no listed pod claims and LSE cores, each against
+// one base node:
 //
 //	node 10 cores / 20Gi, allocatable 9 / 19Gi (kubelet reserves 1000m / 1024Mi)
 //	one prod pod "p" (priority 9500) requesting 2 cores / 4Gi, using 500m / 3Gi; system usage 500m / 1Gi
@@ -305,9 +306,15 @@ func TestAccountingRules(t *testing.T) {
 	koordBatch := pod("koord-batch").Priority(9500).Label(slov1alpha1.LabelPriorityClassAlias, "koord-batch").Requests("cpu", "1").Obj()
 	prodOverBE := pod("prod-over-be").Label(slov1alpha1.LabelPriorityClass, "prod").Label(slov1alpha1.LabelQoSClass, "BE").Obj()
 	unknown := pod("gold").Priority(5500).Label(slov1alpha1.LabelPriorityClassAlias, "koord-gold").Obj()
+	done := pod("done").Priority(9500).Phase(corev1.PodSucceeded).Requests("cpu", "1").Obj()
+	web2 := pod("web").UID("uid-web-2").Priority(9500).Requests("cpu", "1", "memory", "1Gi").Obj()
+	lse := pod("lse").Priority(9500).Label(slov1alpha1.LabelQoSClass, "LSE").Requests("cpu", "2", "memory", "2Gi").Limits("cpu", "2", "memory", "2Gi").Obj()
+	ghost := func(m *testutil.NodeMetricBuilder) {
+		m.PodRecord("default", "ghost", "uid-ghost", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "1", "memory", "2Gi")
+	}
 	tests := []rule{
 		{name: "base", wantCPU: "4500", wantMem: "9216Mi",
-			wantTerms: map[string]string{"hpUsed": "500m", "reserved": "1"}},
+			wantTerms: map[string]string{"hpUsed": "500m", "hpUnattributed": "0", "reserved": "1"}},
 
 		// Who is high-priority (slov1alpha1.ClassOf).
 		{name: "a pod labelled BE without priority is batch", pods: []*corev1.Pod{beLabelled, beGleaner},
@@ -325,6 +332,63 @@ func TestAccountingRules(t *testing.T) {
 			usage:   map[string][]string{"gold": {"cpu", "1", "memory", "1Gi"}},
 			wantCPU: "3500", wantMem: "8192Mi", // 4500 - 1000; 9216Mi - 1024Mi
 			wantDetail: map[string]string{"hpRequests": "1 class labels of unknown value, such as koordinator.sh/priority-class=koord-gold"}},
+
+		// Usage no active pod claims.
+		{name: "a pod the manager does not hold counts", records: ghost,
+			wantCPU: "3500", wantMem: "7168Mi", // 4500 - 1000; 9216Mi - 2048Mi
+			wantTerms:  map[string]string{"hpUnattributed": "1", "hpUsed": "1500m"},
+			wantDetail: map[string]string{"hpUnattributed": "usage of 1 NodeMetric pods not active in the manager's cache (0 batch/free left out)"}},
+		{name: "records that say batch or free are left out",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "b", "uid-b", slov1alpha1.PriorityBatch, slov1alpha1.QoSLS, "cpu", "1", "memory", "1Gi").
+					PodRecord("default", "f", "uid-f", slov1alpha1.PriorityFree, "", "cpu", "1", "memory", "1Gi").
+					PodRecord("default", "old-agent-be", "uid-o", slov1alpha1.PriorityNone, slov1alpha1.QoSBE, "cpu", "1", "memory", "1Gi")
+			},
+			wantCPU: "4500", wantMem: "9216Mi", wantTerms: map[string]string{"hpUnattributed": "0"},
+			wantDetail: map[string]string{"hpUnattributed": "(3 batch/free left out)"}},
+		{name: "a record without any class counts",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "n", "uid-n", slov1alpha1.PriorityNone, slov1alpha1.QoSNone, "cpu", "1", "memory", "1Gi")
+			},
+			wantCPU: "3500", wantMem: "8192Mi"}, // 4500 - 1000; 9216Mi - 1024Mi
+		{name: "the record of a Succeeded pod counts", pods: []*corev1.Pod{done},
+			usage:   map[string][]string{"done": {"cpu", "1", "memory", "1Gi"}},
+			wantCPU: "3500", wantMem: "8192Mi", wantTerms: map[string]string{"hpUnattributed": "1"}},
+		{name: "a recreated pod: the old record counts, the new pod at its request", pods: []*corev1.Pod{web2},
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "web", "uid-web-1", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "2", "memory", "1Gi")
+			},
+			// 4500 - 1000 (request of the new pod) - 2000 (old record); 9216Mi - 1024Mi - 1024Mi
+			wantCPU: "1500", wantMem: "7168Mi", wantTerms: map[string]string{"hpUnattributed": "2"}},
+		{name: "a record without UID is the pod of its name", pods: []*corev1.Pod{web2},
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "web", "", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "300m", "memory", "512Mi")
+			},
+			wantCPU: "4200", wantMem: "8704Mi", // 4500 - 300; 9216Mi - 512Mi
+			wantTerms: map[string]string{"hpUnattributed": "0"}},
+		{name: "maxUsageRequest counts unattributed usage", records: ghost,
+			strategy: func(s *sloconfig.ColocationStrategy) {
+				s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+				s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+			},
+			// 10000 - 4000 - 1000 - max(500, 2000) - 1000; 20480 - 7168 - 1024 - max(3072, 4096) - 2048
+			wantCPU: "2000", wantMem: "6144Mi"},
+		{name: "the request policy does not count unattributed usage", records: ghost,
+			strategy: func(s *sloconfig.ColocationStrategy) { s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByRequest) },
+			// cpu by usage: 4500 - 1000; mem: 20480 - 7168 - 1024 reserved - 4096 requested
+			wantCPU: "3500", wantMem: "8192Mi"},
+
+		// LSE pods hold their cores.
+		{name: "an LSE pod's CPU counts at its request, its memory at usage", pods: []*corev1.Pod{lse},
+			usage:   map[string][]string{"lse": {"cpu", "300m", "memory", "1Gi"}},
+			wantCPU: "2500", wantMem: "8192Mi", // 4500 - 2000 request (not 300 used); 9216Mi - 1024Mi used
+			wantDetail: map[string]string{"hpUsed": "usage of 2 high-priority pods (1 LSE at CPU request)"}},
+		{name: "an LSE pod under maxUsageRequest", pods: []*corev1.Pod{lse},
+			usage: map[string][]string{"lse": {"cpu", "300m", "memory", "1Gi"}},
+			strategy: func(s *sloconfig.ColocationStrategy) {
+				s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+			},
+			wantCPU: "1000", wantMem: "8192Mi"}, // 10000 - 4000 - 1000 - max(500, 2000) - max(300, 2000)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
