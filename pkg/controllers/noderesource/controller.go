@@ -8,8 +8,9 @@
 // asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
 // patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
 //
-// It reconciles on node changes that matter (labels, capacity, allocatable of other resources), NodeMetric status
-// updates, NodeResourceTopology changes, pod creations, deletions and changes of node, phase, priority or requests,
+// It reconciles on node changes that matter (labels, reservation annotations, capacity, allocatable of other
+// resources), NodeMetric status updates, NodeResourceTopology changes, pod creations, deletions and changes of node,
+// phase, priority class, QoS class or requests,
 // config changes (affected nodes only), and on its own clock when a node's NodeMetric is about to go stale or its
 // forced-update time comes, so degradation happens even when nothing else does.
 package noderesource
@@ -49,7 +50,8 @@ const Name = "noderesource"
 
 // Why each permission: nodes are read and their status patched with the resources and the explanation; pods and
 // NodeMetrics are read (cache) as inputs; NodeResourceTopologies are read and their zones updated when the CRD
-// exists; events are recorded on nodes (whose events live in the default namespace) when a plugin fails.
+// exists; events are recorded on nodes (whose events live in the default namespace) when a plugin fails or a node's
+// reservation annotation does not parse.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -173,6 +175,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	strategy := in.Strategy
+	c.reportReservation(node, in)
 
 	disabled := ""
 	if !ptr.Deref(strategy.Enable, false) {
@@ -218,6 +221,23 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.times.setDue(node.Name, nextDue(in, stamp, true))
 	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
 	return reconcile.Result{}, nil
+}
+
+// reportReservation records a Warning event when the node's reservation annotations stop parsing or say something
+// else that does not parse, not on every reconcile: the explanation carries the reason all the while.
+func (c *Controller) reportReservation(node *corev1.Node, in *framework.Input) {
+	var msg string
+	for i, err := range in.ReservationProblems() {
+		if i > 0 {
+			msg += "; "
+		}
+		msg += err.Error()
+	}
+	if !c.times.reservationProblemChanged(node, msg) || msg == "" {
+		return
+	}
+	c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "InvalidNodeReservation", "Calculate",
+		"%s; the calculation goes on as if it were absent", msg)
 }
 
 // input gathers what the plugins see of a node.
@@ -352,7 +372,8 @@ func sameName(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
 }
 
-// nodeTimes remembers, per node, when the controller last wrote it and when the resync clock must enqueue it. The
+// nodeTimes remembers, per node, when the controller last wrote it, when the resync clock must enqueue it, and what
+// it last said about the node's reservation annotations. The
 // last write is read from the node's explanation annotation once (after a restart), then kept here, so that a
 // reconcile that writes nothing decodes nothing.
 type nodeTimes struct {
@@ -364,6 +385,8 @@ type times struct {
 	lastWrite time.Time
 	written   bool
 	due       time.Time
+	// reservationProblem is what was last said about the node's reservation annotations.
+	reservationProblem string
 }
 
 func newNodeTimes() *nodeTimes { return &nodeTimes{nodes: map[string]*times{}} }
@@ -384,6 +407,17 @@ func (d *nodeTimes) lastWrite(node *corev1.Node) (time.Time, bool) {
 	defer d.mu.Unlock()
 	t := d.get(node)
 	return t.lastWrite, t.written
+}
+
+// reservationProblemChanged records msg as the node's reservation problem ("" for none) and says whether it differs
+// from the one recorded before.
+func (d *nodeTimes) reservationProblemChanged(node *corev1.Node, msg string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.get(node)
+	changed := t.reservationProblem != msg
+	t.reservationProblem = msg
+	return changed
 }
 
 func (d *nodeTimes) wrote(node string, at time.Time) {

@@ -20,8 +20,8 @@ var published = map[corev1.ResourceName]bool{
 }
 
 // nodeChanged passes node events that can change a calculation: creation, deletion (to forget the node), label
-// changes (node selectors) and capacity or allocatable changes of any resource the controller does not publish
-// itself. Heartbeats, condition updates and the controller's own writes are dropped.
+// changes (node selectors), reservation annotation changes, and capacity or allocatable changes of any resource the
+// controller does not publish itself. Heartbeats, condition updates and the controller's own writes are dropped.
 type nodeChanged struct{ predicate.Funcs }
 
 func (nodeChanged) Update(e event.UpdateEvent) bool {
@@ -31,6 +31,8 @@ func (nodeChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	return !maps.Equal(o.Labels, n.Labels) ||
+		o.Annotations[slov1alpha1.AnnotationNodeReservation] != n.Annotations[slov1alpha1.AnnotationNodeReservation] ||
+		o.Annotations[slov1alpha1.AnnotationNodeReservationAlias] != n.Annotations[slov1alpha1.AnnotationNodeReservationAlias] ||
 		!sameExceptPublished(o.Status.Capacity, n.Status.Capacity) ||
 		!sameExceptPublished(o.Status.Allocatable, n.Status.Allocatable)
 }

@@ -10,6 +10,32 @@ import (
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
+func TestNodeChangedSeesReservations(t *testing.T) {
+	base := testutil.Node("n").Capacity("cpu", "4").Allocatable("cpu", "4").Obj()
+	with := func(key, value string) *corev1.Node {
+		n := base.DeepCopy()
+		n.Annotations = map[string]string{key: value}
+		return n
+	}
+	tests := []struct {
+		name     string
+		old, new *corev1.Node
+		want     bool
+	}{
+		{"unchanged", base, base.DeepCopy(), false},
+		{"other annotation", base, with("example.com/x", "y"), false},
+		{"gleaner reservation added", base, with(slov1alpha1.AnnotationNodeReservation, `{"reservedCPUs": "0"}`), true},
+		{"alias reservation changed", with(slov1alpha1.AnnotationNodeReservationAlias, `{"reservedCPUs": "0"}`),
+			with(slov1alpha1.AnnotationNodeReservationAlias, `{"reservedCPUs": "0-1"}`), true},
+		{"reservation removed", with(slov1alpha1.AnnotationNodeReservationAlias, `{}`), base, true},
+	}
+	for _, tt := range tests {
+		if got := (nodeChanged{}).Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
+			t.Errorf("%s: Update = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestPodChangedSeesClasses(t *testing.T) {
 	base := testutil.Pod("p").Node("n").Requests("cpu", "1").Obj() // Burstable: LS, prod
 	label := func(k, v string) *corev1.Pod {

@@ -127,6 +127,7 @@ type Input struct {
 	podRecords  map[string]int
 	podRequests map[types.UID]corev1.ResourceList
 	podClasses  map[types.UID]slov1alpha1.PodClass
+	reservation *reservation
 }
 
 // ResourceItem is one plugin's result for one resource.

@@ -6,8 +6,9 @@
 //	batch = capacity - safetyMargin - systemUsed - hpUsed, at least 0, at most cap, and never below batchHeld
 //
 //	safetyMargin = capacity x (100 - reclaimThresholdPercent)%
-//	systemUsed   = max(system usage + host applications outside batch/free, reserved = capacity - allocatable)
+//	systemUsed   = max(system usage + high-priority host applications, reserved)
 //	               (reserved only, under the request policy: it must not move with measured usage)
+//	reserved     = max(capacity - allocatable, what the node's reservation annotation reserves)
 //	hpUsed       = over the high-priority pods (every Pending or Running pod whose class, slov1alpha1.ClassOf,
 //	               is neither batch nor free):
 //	               usage policy            their measured usage, an LSE pod's CPU at its request; a pod without a
@@ -239,7 +240,8 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 	var systemUsed int64
 	if policy == sloconfig.CalculateByRequest {
 		systemUsed = in.NodeReserved(r)
-		terms = append(terms, framework.Term("systemUsed", systemUsed, r, "reserved = capacity - allocatable (request policy)"))
+		terms = append(terms, in.ReservedTerms(r)...)
+		terms = append(terms, framework.Term("systemUsed", systemUsed, r, "reserved (request policy)"))
 	} else {
 		var sysTerms []slov1alpha1.DerivationTerm
 		systemUsed, sysTerms = in.SystemUsed(r)

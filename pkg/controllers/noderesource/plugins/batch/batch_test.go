@@ -278,8 +278,8 @@ func terms(it *framework.ResourceItem) string {
 	return b.String()
 }
 
-// TestAccountingRules checks who counts as high-priority, usage no listed pod claims and LSE cores, each against
-// one base node:
+// TestAccountingRules checks who counts as high-priority, usage no listed pod claims, LSE cores, node reservations
+// and host applications, each against one base node:
 //
 //	node 10 cores / 20Gi, allocatable 9 / 19Gi (kubelet reserves 1000m / 1024Mi)
 //	one prod pod "p" (priority 9500) requesting 2 cores / 4Gi, using 500m / 3Gi; system usage 500m / 1Gi
@@ -314,7 +314,8 @@ func TestAccountingRules(t *testing.T) {
 	}
 	tests := []rule{
 		{name: "base", wantCPU: "4500", wantMem: "9216Mi",
-			wantTerms: map[string]string{"hpUsed": "500m", "hpUnattributed": "0", "reserved": "1"}},
+			wantTerms:  map[string]string{"hpUsed": "500m", "hpUnattributed": "0", "reserved": "1", "annotationReserved": "0"},
+			wantDetail: map[string]string{"annotationReserved": "no node reservation annotation"}},
 
 		// Who is high-priority (slov1alpha1.ClassOf).
 		{name: "a pod labelled BE without priority is batch", pods: []*corev1.Pod{beLabelled, beGleaner},
@@ -389,6 +390,43 @@ func TestAccountingRules(t *testing.T) {
 				s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
 			},
 			wantCPU: "1000", wantMem: "8192Mi"}, // 10000 - 4000 - 1000 - max(500, 2000) - max(300, 2000)
+
+		// Node reservations: reserved = max(capacity - allocatable, annotation).
+		{name: "an annotation above the kubelet's reservation",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservationAlias: `{"resources": {"cpu": "2", "memory": "3Gi"}}`},
+			// 10000 - 4000 - max(500, 2000) - 500; 20480 - 7168 - max(1024, 3072) - 3072
+			wantCPU: "3500", wantMem: "7168Mi",
+			wantTerms:  map[string]string{"kubeletReserved": "1", "annotationReserved": "2", "reserved": "2", "systemUsed": "2"},
+			wantDetail: map[string]string{"annotationReserved": "node annotation node.koordinator.sh/reservation"}},
+		{name: "the kubelet's reservation above the annotation",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservation: `{"resources": {"cpu": "500m"}}`},
+			wantCPU:     "4500", wantMem: "9216Mi", wantTerms: map[string]string{"annotationReserved": "500m", "reserved": "1"}},
+		{name: "a reserved CPU list counts as that many cores",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservation: `{"reservedCPUs": "0-1,4"}`},
+			wantCPU:     "2500", wantMem: "9216Mi", // 10000 - 4000 - max(500, 3000) - 500
+			wantTerms: map[string]string{"annotationReserved": "3"}},
+		{name: "a malformed annotation is treated as absent",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservationAlias: `{"reservedCPUs": 3}`},
+			wantCPU:     "4500", wantMem: "9216Mi", wantTerms: map[string]string{"annotationReserved": "0", "reserved": "1"},
+			wantDetail: map[string]string{"annotationReserved": "no node reservation annotation; node annotation node.koordinator.sh/reservation ignored: decoding"}},
+		{name: "the request policy uses the annotation",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservation: `{"resources": {"memory": "3Gi"}}`},
+			strategy:    func(s *sloconfig.ColocationStrategy) { s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByRequest) },
+			wantCPU:     "4500", wantMem: "6144Mi"}, // 20480 - 7168 - max(1024, 3072) - 4096
+
+		// Host applications.
+		{name: "a host application without priority or QoS class counts",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.HostAppQoS("agentd", slov1alpha1.PriorityNone, slov1alpha1.QoSNone, "cpu", "1", "memory", "1Gi")
+			},
+			// 10000 - 4000 - max(500 + 1000, 1000) - 500; 20480 - 7168 - max(1024 + 1024, 1024) - 3072
+			wantCPU: "4000", wantMem: "8192Mi",
+			wantDetail: map[string]string{"hostApplications": "1 host applications outside batch/free (1 without priority or QoS class)"}},
+		{name: "a host application with QoS class BE and no priority is batch",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.HostAppQoS("yarn", "", slov1alpha1.QoSBE, "cpu", "1", "memory", "1Gi")
+			},
+			wantCPU: "4500", wantMem: "9216Mi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

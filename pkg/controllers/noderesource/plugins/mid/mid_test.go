@@ -52,6 +52,7 @@ func TestCalculate(t *testing.T) {
 		name             string
 		mutate           func(*sloconfig.ColocationStrategy)
 		metric           *slov1alpha1.NodeMetric
+		nodeAnnotations  map[string]string
 		wantCPU, wantMem string
 	}{
 		{name: "reclaimable only", metric: metric().Obj(), wantCPU: "3000", wantMem: "6Gi"},
@@ -70,13 +71,25 @@ func TestCalculate(t *testing.T) {
 			metric: metric().Obj(), wantCPU: "5000", wantMem: "2048Mi",
 		},
 		{
+			// cpu: reserved = max(1000 kubelet, 4 cores "0-3") = 4000; unallocated = 10000 - 4000 - 3750 = 2250
+			//      -> 3000 + 1125 = 4125
+			// mem: reserved = max(1Gi kubelet, 2Gi) = 2048Mi; unallocated = 20480 - max(2048, 1536) - 5888 = 12544Mi
+			//      -> 6144Mi + 6272Mi = 12416Mi
+			name:            "node reservation annotation",
+			mutate:          func(s *sloconfig.ColocationStrategy) { s.MidUnallocatedPercent = ptr.To[int64](50) },
+			nodeAnnotations: map[string]string{slov1alpha1.AnnotationNodeReservationAlias: `{"resources": {"memory": "2Gi"}, "reservedCPUs": "0-3"}`},
+			metric:          metric().Obj(), wantCPU: "4125", wantMem: "12416Mi",
+		},
+		{
 			name:   "reclaimable above what is free",
 			metric: metric().NodeUsage("cpu", "9", "memory", "18Gi").Obj(), wantCPU: "1000", wantMem: "2Gi",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			items, err := New().Calculate(input(tt.mutate, tt.metric))
+			in := input(tt.mutate, tt.metric)
+			in.Node.Annotations = tt.nodeAnnotations
+			items, err := New().Calculate(in)
 			if err != nil {
 				t.Fatal(err)
 			}
