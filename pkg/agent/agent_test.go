@@ -162,8 +162,9 @@ var simulated = []struct {
 		hostsim.Usage{CPU: 0.5, Memory: 300 << 20, Throttled: 0.2}, slov1alpha1.PriorityBatch, slov1alpha1.QoSBE,
 	},
 	{
+		// No priority and no labels: Guaranteed, so LSR and prod (slov1alpha1.ClassOf).
 		testutil.Pod("db").Container("db").Requests("cpu", "500m", "memory", "512Mi").Limits("cpu", "500m", "memory", "512Mi").Obj(),
-		hostsim.Usage{CPU: 0.25, Memory: 400 << 20}, slov1alpha1.PriorityNone, slov1alpha1.QoSNone,
+		hostsim.Usage{CPU: 0.25, Memory: 400 << 20}, slov1alpha1.PriorityProd, slov1alpha1.QoSLSR,
 	},
 }
 

@@ -32,7 +32,7 @@ func EffectivePodRequestsAndLimits(pod *corev1.Pod) (requests, limits corev1.Res
 
 // QoSClass returns the pod's Kubernetes QoS class (Guaranteed, Burstable or BestEffort): status.qosClass when the
 // API server has set it, otherwise computed from the spec with the same rules. It is unrelated to Gleaner's own QoS
-// classes (slov1alpha1.QoSClassOf).
+// classes (slov1alpha1.ClassOf).
 func QoSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	return qos.GetPodQOS(pod)
 }

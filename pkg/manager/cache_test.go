@@ -60,9 +60,10 @@ func TestSlimPodKeepsRequestsAndLimits(t *testing.T) {
 			cmp.Equal(slim.Labels, full.Labels), slim.Spec.NodeName == full.Spec.NodeName,
 			cmp.Equal(slim.Spec.Priority, full.Spec.Priority), slim.Status.Phase == full.Status.Phase,
 			slim.DeletionTimestamp.Equal(full.DeletionTimestamp),
+			cmp.Equal(slov1alpha1.ClassOf(slim), slov1alpha1.ClassOf(full)),
 		} {
 			if !keep {
-				t.Errorf("%s: slim pod lost identity, labels, node, priority, phase or deletion", full.Name)
+				t.Errorf("%s: slim pod lost identity, labels, node, priority, phase, deletion or class", full.Name)
 			}
 		}
 		fullSize, slimSize := jsonSize(t, full), jsonSize(t, slim)

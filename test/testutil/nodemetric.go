@@ -41,23 +41,33 @@ func (b *NodeMetricBuilder) SystemUsage(pairs ...string) *NodeMetricBuilder {
 	return b
 }
 
-// Pod adds a pod's usage, with the pod's identity, priority band and QoS class.
+// Pod adds a pod's usage, with the pod's identity, priority class and QoS class as the agent reports them.
 func (b *NodeMetricBuilder) Pod(pod *corev1.Pod, pairs ...string) *NodeMetricBuilder {
+	c := slov1alpha1.ClassOf(pod)
+	return b.PodRecord(pod.Namespace, pod.Name, string(pod.UID), c.Priority, c.QoS, pairs...)
+}
+
+// PodRecord adds the usage of a pod that need not exist, with the identity, priority and QoS class given.
+func (b *NodeMetricBuilder) PodRecord(namespace, name, uid string, priority slov1alpha1.PriorityClass, qos slov1alpha1.QoSClass, pairs ...string) *NodeMetricBuilder {
 	usage := corev1.ResourceList{}
 	setPairs(usage, pairs)
 	b.m.Status.PodsMetric = append(b.m.Status.PodsMetric, slov1alpha1.PodMetricInfo{
-		Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID),
-		Priority: slov1alpha1.PriorityClassOf(pod.Spec.Priority), QoS: slov1alpha1.QoSClassOf(pod), Usage: usage,
+		Name: name, Namespace: namespace, UID: uid, Priority: priority, QoS: qos, Usage: usage,
 	})
 	return b
 }
 
 // HostApp adds a host application's usage.
 func (b *NodeMetricBuilder) HostApp(name string, priority slov1alpha1.PriorityClass, pairs ...string) *NodeMetricBuilder {
+	return b.HostAppQoS(name, priority, "", pairs...)
+}
+
+// HostAppQoS adds a host application's usage, with its QoS class.
+func (b *NodeMetricBuilder) HostAppQoS(name string, priority slov1alpha1.PriorityClass, qos slov1alpha1.QoSClass, pairs ...string) *NodeMetricBuilder {
 	usage := corev1.ResourceList{}
 	setPairs(usage, pairs)
 	b.m.Status.HostApplicationMetric = append(b.m.Status.HostApplicationMetric, slov1alpha1.HostApplicationMetricInfo{
-		Name: name, Priority: priority, Usage: usage,
+		Name: name, Priority: priority, QoS: qos, Usage: usage,
 	})
 	return b
 }

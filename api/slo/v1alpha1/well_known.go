@@ -15,8 +15,14 @@ const (
 	MidMemory corev1.ResourceName = "kubernetes.io/mid-memory"
 )
 
-// Pod labels Gleaner reads.
+// Pod labels Gleaner reads (ClassOf says how). Of each pair, the gleaner.sh label wins when both are set; the other
+// is the label of the system the seeds describe, so pods written for it keep their meaning.
 const (
+	// LabelPriorityClass sets a pod's priority class over its spec.priority: prod, mid, batch or free.
+	LabelPriorityClass = "gleaner.sh/priority-class"
+	// LabelPriorityClassAlias is the priority-class label of the system the seeds describe, with that system's
+	// values koord-prod, koord-mid, koord-batch and koord-free; honoured when LabelPriorityClass is absent.
+	LabelPriorityClassAlias = "koordinator.sh/priority-class"
 	// LabelQoSClass sets a pod's Gleaner QoS class (LSE, LSR, LS, BE, SYSTEM).
 	LabelQoSClass = "gleaner.sh/qos-class"
 	// LabelQoSClassAlias is the QoS label of the system the seeds describe, honoured when LabelQoSClass is absent.
@@ -58,13 +64,20 @@ const (
 	PriorityBatch PriorityClass = "batch"
 	// PriorityFree is for free work, priority 3000-3999.
 	PriorityFree PriorityClass = "free"
-	// PriorityNone is any priority outside the four bands; it counts like prod when resources are reclaimed.
+	// PriorityNone means no class is known. ClassOf never gives it to a pod (the QoS class decides then); a
+	// NodeMetric may report it for a host application or a pod. It is high-priority (see HighPriority).
 	PriorityNone PriorityClass = "none"
 )
 
-// PriorityClassOf returns the band of a spec.priority value; nil (no priority) and values outside every band are
+// HighPriority reports whether work of this class is high-priority when batch resources are calculated: every
+// class but batch and free, PriorityNone included. Batch capacity must leave room for what high-priority work uses.
+func (p PriorityClass) HighPriority() bool {
+	return p != PriorityBatch && p != PriorityFree
+}
+
+// priorityBand returns the band of a spec.priority value; nil (no priority) and values outside every band are
 // PriorityNone.
-func PriorityClassOf(priority *int32) PriorityClass {
+func priorityBand(priority *int32) PriorityClass {
 	if priority == nil {
 		return PriorityNone
 	}
@@ -79,20 +92,5 @@ func PriorityClassOf(priority *int32) PriorityClass {
 		return PriorityFree
 	default:
 		return PriorityNone
-	}
-}
-
-// QoSClassOf returns the QoS class a pod's labels give it: LabelQoSClass, else LabelQoSClassAlias, else QoSNone. An
-// unrecognised value is QoSNone too.
-func QoSClassOf(pod *corev1.Pod) QoSClass {
-	v, ok := pod.Labels[LabelQoSClass]
-	if !ok {
-		v = pod.Labels[LabelQoSClassAlias]
-	}
-	switch q := QoSClass(v); q {
-	case QoSLSE, QoSLSR, QoSLS, QoSBE, QoSSystem:
-		return q
-	default:
-		return QoSNone
 	}
 }

@@ -223,7 +223,7 @@ func fill(ctx context.Context, cs kubernetes.Interface, wc client.Client, c conf
 			return fmt.Errorf("creating pod: %w", err)
 		}
 		mu.Lock()
-		pods[node] = append(pods[node], podRef{created.Name, created.Namespace, created.UID, slov1alpha1.PriorityClassOf(created.Spec.Priority)})
+		pods[node] = append(pods[node], podRef{created.Name, created.Namespace, created.UID, slov1alpha1.ClassOf(created).Priority})
 		mu.Unlock()
 		if n := done.Add(1); n%10000 == 0 {
 			benchkit.Logf("%d/%d pods created", n, total)

@@ -3,7 +3,6 @@ package statesinformer
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/kubectl/pkg/util/qos"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
@@ -59,9 +58,9 @@ func Kinds() []Kind { return []Kind{KindNode, KindPods, KindNodeSLO, KindNodeMet
 type PodMeta struct {
 	// Pod is the pod; shared, read-only.
 	Pod *corev1.Pod
-	// QoS is the pod's Gleaner QoS class (label gleaner.sh/qos-class or its alias).
+	// QoS is the pod's Gleaner QoS class, as slov1alpha1.ClassOf decides it.
 	QoS slov1alpha1.QoSClass
-	// Priority is the pod's priority band.
+	// Priority is the pod's priority class, as slov1alpha1.ClassOf decides it.
 	Priority slov1alpha1.PriorityClass
 	// KubeQoS is the pod's Kubernetes QoS class (status.qosClass, else computed from its resources), which decides
 	// its cgroup directory.
@@ -72,7 +71,8 @@ type PodMeta struct {
 func (m *PodMeta) Key() string { return m.Pod.Namespace + "/" + m.Pod.Name }
 
 func newPodMeta(p *corev1.Pod) *PodMeta {
-	return &PodMeta{Pod: p, QoS: slov1alpha1.QoSClassOf(p), Priority: slov1alpha1.PriorityClassOf(p.Spec.Priority), KubeQoS: qos.GetPodQOS(p)}
+	c := slov1alpha1.ClassOf(p)
+	return &PodMeta{Pod: p, QoS: c.QoS, Priority: c.Priority, KubeQoS: c.KubeQoS}
 }
 
 // ended reports whether a pod's containers have all stopped for good.

@@ -34,7 +34,8 @@ const Name = "noderesource"
 
 // Why each permission: nodes are read and their status patched with the resources and the explanation; pods and
 // NodeMetrics are read (cache) as inputs; NodeResourceTopologies are read and their zones updated when the CRD
-// exists; events are recorded on nodes (whose events live in the default namespace) when a plugin fails.
+// exists; events are recorded on nodes (whose events live in the default namespace) when a plugin fails or a node's
+// reservation annotation does not parse.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -161,6 +162,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	strategy := in.Strategy
+	c.reportReservation(node, in)
 
 	disabled := ""
 	if !ptr.Deref(strategy.Enable, false) {
@@ -212,6 +214,23 @@ func requeueAt(now, due time.Time) reconcile.Result {
 		return reconcile.Result{}
 	}
 	return reconcile.Result{RequeueAfter: due.Sub(now)}
+}
+
+// reportReservation records a Warning event when the node's reservation annotations stop parsing or say something
+// else that does not parse, not on every reconcile: the explanation carries the reason all the while.
+func (c *Controller) reportReservation(node *corev1.Node, in *framework.Input) {
+	var msg string
+	for i, err := range in.ReservationProblems() {
+		if i > 0 {
+			msg += "; "
+		}
+		msg += err.Error()
+	}
+	if !c.times.reservationProblemChanged(node, msg) || msg == "" {
+		return
+	}
+	c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "InvalidNodeReservation", "Calculate",
+		"%s; the calculation goes on as if it were absent", msg)
 }
 
 // input gathers what the plugins see of a node.
@@ -346,9 +365,9 @@ func sameName(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
 }
 
-// nodeTimes remembers, per node, when the controller last wrote it. The last write is read from the node's
-// explanation annotation once (after a restart), then kept here, so that a reconcile that writes nothing decodes
-// nothing.
+// nodeTimes remembers, per node, when the controller last wrote it and what it last said about the node's
+// reservation annotations. The last write is read from the node's explanation annotation once (after a restart),
+// then kept here, so that a reconcile that writes nothing decodes nothing.
 type nodeTimes struct {
 	mu    sync.Mutex
 	nodes map[string]*times
@@ -357,6 +376,8 @@ type nodeTimes struct {
 type times struct {
 	lastWrite time.Time
 	written   bool
+	// reservationProblem is what was last said about the node's reservation annotations.
+	reservationProblem string
 }
 
 func newNodeTimes() *nodeTimes { return &nodeTimes{nodes: map[string]*times{}} }
@@ -377,6 +398,17 @@ func (d *nodeTimes) lastWrite(node *corev1.Node) (time.Time, bool) {
 	defer d.mu.Unlock()
 	t := d.get(node)
 	return t.lastWrite, t.written
+}
+
+// reservationProblemChanged records msg as the node's reservation problem ("" for none) and says whether it differs
+// from the one recorded before.
+func (d *nodeTimes) reservationProblemChanged(node *corev1.Node, msg string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.get(node)
+	changed := t.reservationProblem != msg
+	t.reservationProblem = msg
+	return changed
 }
 
 func (d *nodeTimes) wrote(node string, at time.Time) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -248,7 +249,7 @@ func TestPublishesBatchResources(t *testing.T) {
 			t.Errorf("explain does not show %q, the node's value:\n%s", want, out.String())
 		}
 	}
-	for _, want := range []string{"capacity", "safetyMargin", "systemUsed", "hpUsed", "calculated"} {
+	for _, want := range []string{"capacity", "safetyMargin", "kubeletReserved", "annotationReserved", "systemUsed", "hpUnattributed", "hpUsed", "calculated"} {
 		if !strings.Contains(out.String(), "    "+want+" ") {
 			t.Errorf("explain lacks the %s term:\n%s", want, out.String())
 		}
@@ -266,11 +267,89 @@ func TestNewHighPriorityPodLowersBatch(t *testing.T) {
 	found := false
 	for _, tm := range d.Terms {
 		if tm.Name == "hpUsed" {
-			found = tm.Detail == "usage of 2 high-priority pods, 1 without metric at request"
+			found = tm.Detail == "usage of 2 high-priority pods, 1 without metric at request, plus hpUnattributed"
 		}
 	}
 	if !found {
 		t.Errorf("explanation does not say one pod counted at request: %+v", d.Terms)
+	}
+}
+
+// TestLabelledBEPodIsBatch: a pod that says it is best-effort only by its QoS label, without a batch priority,
+// is batch; its usage does not shrink the capacity it runs in. Usage of a pod the manager does not hold still
+// counts.
+func TestLabelledBEPodIsBatch(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	prod := h.makeNode(t, "classes", nil)
+	h.waitBatchCPU(t, "classes", "3000")
+
+	be := tu.Pod("classes-be").Node("classes").Label(slov1alpha1.LabelQoSClassAlias, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	be.UID = ""
+	must(t, h.c.Create(ctx, be))
+	// The agent reports the BE pod using 2 cores, and a prod pod the manager has not seen (yet) using 500m:
+	// 8000 - 3200 - 800 - (1000 prod + 500 unattributed) = 2500. Were the BE pod high-priority, 500.
+	nm := &slov1alpha1.NodeMetric{}
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "classes"}, nm))
+	nm.Status = tu.NodeMetric("classes").Updated(h.clock.Now()).
+		NodeUsage("cpu", "4", "memory", "6Gi").SystemUsage("cpu", "800m", "memory", "1Gi").
+		Pod(prod, "cpu", "1", "memory", "3Gi").Pod(be, "cpu", "2", "memory", "1Gi").
+		PodRecord("default", "classes-unseen", "uid-classes-unseen", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "500m", "memory", "256Mi").
+		ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj().Status
+	must(t, h.c.Status().Update(ctx, nm))
+
+	n := h.waitBatchCPU(t, "classes", "2500")
+	terms := map[string]string{}
+	for _, tm := range derivation(explanation(t, n), slov1alpha1.BatchCPU).Terms {
+		terms[tm.Name] = tm.Value.String()
+	}
+	if terms["hpUsed"] != "1500m" || terms["hpUnattributed"] != "500m" || terms["hpRequests"] != "2" {
+		t.Errorf("terms %v: want hpRequests 2 (the prod pod alone), hpUnattributed 500m, hpUsed 1500m", terms)
+	}
+}
+
+// TestNodeReservationAnnotation: a malformed reservation is ignored with a Warning event and a reason in the
+// explanation; a valid one reserves what it says.
+func TestNodeReservationAnnotation(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	h.makeNode(t, "reserve", nil)
+	h.waitBatchCPU(t, "reserve", "3000")
+
+	patch := func(value string) {
+		n := h.node(t, "reserve")
+		orig := n.DeepCopy()
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[slov1alpha1.AnnotationNodeReservationAlias] = value
+		must(t, h.c.Patch(ctx, n, client.MergeFrom(orig)))
+	}
+	patch(`{"reservedCPUs": 2}`)
+	testenv.Eventually(t, "a Warning event about the reservation of node reserve", func() error {
+		var list eventsv1.EventList
+		if err := h.c.List(ctx, &list, client.InNamespace("default")); err != nil {
+			return err
+		}
+		for _, ev := range list.Items {
+			if ev.Regarding.Kind == "Node" && ev.Regarding.Name == "reserve" && ev.Type == corev1.EventTypeWarning && ev.Reason == "InvalidNodeReservation" &&
+				strings.Contains(ev.Note, "node annotation node.koordinator.sh/reservation ignored: decoding") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no such event among %d", len(list.Items))
+	})
+	if got := h.node(t, "reserve").Status.Allocatable.Name(slov1alpha1.BatchCPU, resource.DecimalSI); got.Value() != 3000 {
+		t.Errorf("batch-cpu = %s with a malformed reservation, want 3000 as without one", got)
+	}
+
+	// Two reserved cores: systemUsed = max(800 system, 2000 reserved): 8000 - 3200 - 2000 - 1000 = 1800.
+	patch(`{"reservedCPUs": "0-1"}`)
+	n := h.waitBatchCPU(t, "reserve", "1800")
+	for _, tm := range derivation(explanation(t, n), slov1alpha1.BatchCPU).Terms {
+		if tm.Name == "annotationReserved" && (tm.Value.String() != "2" || tm.Detail != "node annotation node.koordinator.sh/reservation") {
+			t.Errorf("annotationReserved term = %+v", tm)
+		}
 	}
 }
 

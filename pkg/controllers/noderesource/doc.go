@@ -8,7 +8,7 @@
 // asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
 // patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
 //
-// It reconciles on node changes that matter (labels, capacity, allocatable of other resources), NodeMetric status
+// It reconciles on node changes that matter (labels, reservation annotations, capacity, allocatable of other resources), NodeMetric status
 // updates, NodeResourceTopology changes, pod creations, deletions and changes of node, phase, priority or requests,
 // config changes (affected nodes only), and again when a node's NodeMetric goes stale or its forced-update time comes,
 // so degradation happens even when nothing else does: a reconcile returns RequeueAfter up to the earlier of the two.

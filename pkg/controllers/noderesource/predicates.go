@@ -20,8 +20,8 @@ var published = map[corev1.ResourceName]bool{
 }
 
 // nodeChanged passes node events that can change a calculation: creation, deletion (to forget the node), label
-// changes (node selectors) and capacity or allocatable changes of any resource the controller does not publish
-// itself. Heartbeats, condition updates and the controller's own writes are dropped.
+// changes (node selectors), reservation annotation changes, and capacity or allocatable changes of any resource the
+// controller does not publish itself. Heartbeats, condition updates and the controller's own writes are dropped.
 type nodeChanged struct{ predicate.Funcs }
 
 func (nodeChanged) Update(e event.UpdateEvent) bool {
@@ -31,6 +31,8 @@ func (nodeChanged) Update(e event.UpdateEvent) bool {
 		return true
 	}
 	return !maps.Equal(o.Labels, n.Labels) ||
+		o.Annotations[slov1alpha1.AnnotationNodeReservation] != n.Annotations[slov1alpha1.AnnotationNodeReservation] ||
+		o.Annotations[slov1alpha1.AnnotationNodeReservationAlias] != n.Annotations[slov1alpha1.AnnotationNodeReservationAlias] ||
 		!sameExceptPublished(o.Status.Capacity, n.Status.Capacity) ||
 		!sameExceptPublished(o.Status.Allocatable, n.Status.Allocatable)
 }
@@ -53,8 +55,8 @@ func sameExceptPublished(a, b corev1.ResourceList) bool {
 }
 
 // podChanged passes pod events that can change a node's high-priority usage or requests: a bound pod created or
-// deleted, and updates that change its node, whether it is active, its priority, or its requests. Status-only
-// updates (probes, conditions) are dropped.
+// deleted, and updates that change its node, whether it is active, its class (slov1alpha1.ClassOf: a label can
+// change it on a running pod), or its requests. Status-only updates (probes, conditions) are dropped.
 type podChanged struct{ predicate.Funcs }
 
 func (podChanged) Create(e event.CreateEvent) bool { return bound(e.Object) }
@@ -69,8 +71,10 @@ func (podChanged) Update(e event.UpdateEvent) bool {
 	if n.Spec.NodeName == "" && o.Spec.NodeName == "" {
 		return false
 	}
-	if o.Spec.NodeName != n.Spec.NodeName || framework.Active(o) != framework.Active(n) ||
-		!equality.Semantic.DeepEqual(o.Spec.Priority, n.Spec.Priority) {
+	if o.Spec.NodeName != n.Spec.NodeName || framework.Active(o) != framework.Active(n) {
+		return true
+	}
+	if oc, nc := slov1alpha1.ClassOf(o), slov1alpha1.ClassOf(n); oc.Priority != nc.Priority || oc.QoS != nc.QoS {
 		return true
 	}
 	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}

@@ -78,13 +78,64 @@ func (in *Input) NodeCapacity(r corev1.ResourceName) int64 {
 	return Amount(in.Node.Status.Allocatable[r], r)
 }
 
-// NodeReserved is what the kubelet keeps for the system: capacity - allocatable, at least zero.
-func (in *Input) NodeReserved(r corev1.ResourceName) int64 {
+// KubeletReserved is what the kubelet keeps for the system: capacity - allocatable, at least zero.
+func (in *Input) KubeletReserved(r corev1.ResourceName) int64 {
 	alloc, ok := in.Node.Status.Allocatable[r]
 	if !ok {
 		return 0
 	}
 	return max(in.NodeCapacity(r)-Amount(alloc, r), 0)
+}
+
+// reservation is what the node's reservation annotation says, read once per reconcile.
+type reservation struct {
+	reserved corev1.ResourceList
+	from     string
+	problems []error
+}
+
+func (in *Input) nodeReservation() *reservation {
+	if in.reservation == nil {
+		r := &reservation{}
+		r.reserved, r.from, r.problems = slov1alpha1.NodeReservationOf(in.Node)
+		in.reservation = r
+	}
+	return in.reservation
+}
+
+// AnnotationReserved is what the node's reservation annotation (slov1alpha1.AnnotationNodeReservation or its
+// alias) reserves of r, and the annotation it came from ("" when none applies).
+func (in *Input) AnnotationReserved(r corev1.ResourceName) (int64, string) {
+	res := in.nodeReservation()
+	return Amount(res.reserved[r], r), res.from
+}
+
+// ReservationProblems are the errors of reservation annotations that were ignored because they do not parse.
+func (in *Input) ReservationProblems() []error { return in.nodeReservation().problems }
+
+// NodeReserved is what is reserved for the system: max(KubeletReserved, AnnotationReserved), as the system the
+// seeds describe takes it.
+func (in *Input) NodeReserved(r corev1.ResourceName) int64 {
+	anno, _ := in.AnnotationReserved(r)
+	return max(in.KubeletReserved(r), anno)
+}
+
+// ReservedTerms are the terms of NodeReserved: kubeletReserved, annotationReserved and reserved.
+func (in *Input) ReservedTerms(r corev1.ResourceName) []slov1alpha1.DerivationTerm {
+	kubelet := in.KubeletReserved(r)
+	anno, from := in.AnnotationReserved(r)
+	detail := "no node reservation annotation"
+	if from != "" {
+		detail = "node annotation " + from
+	}
+	for _, err := range in.ReservationProblems() {
+		detail += "; " + err.Error()
+	}
+	return []slov1alpha1.DerivationTerm{
+		Term("kubeletReserved", kubelet, r, "capacity - allocatable"),
+		Term("annotationReserved", anno, r, detail),
+		Term("reserved", max(kubelet, anno), r, "max(kubeletReserved, annotationReserved)"),
+	}
 }
 
 // SystemUsage is the NodeMetric's system usage of r (node usage outside pods and host applications).
@@ -103,36 +154,45 @@ func (in *Input) NodeUsage(r corev1.ResourceName) int64 {
 	return Amount(in.Metric.Status.NodeMetric.NodeUsage[r], r)
 }
 
-// HostApplicationUsage sums the usage of r of the host applications outside the batch and free bands, and says how
-// many there were: they compete with services, so they count as system usage.
-func (in *Input) HostApplicationUsage(r corev1.ResourceName) (int64, int) {
+// HostApplicationUsage sums the usage of r of the high-priority host applications, and says how many there were
+// and how many of them have no class at all. A host application is high-priority unless its priority, else its
+// QoS class, makes it batch or free (slov1alpha1.HostApplicationMetricInfo.EffectivePriority): one the NodeSLO
+// gives neither is usage nobody offered to batch work, so it counts, and as system usage, since it competes with
+// services outside any pod.
+func (in *Input) HostApplicationUsage(r corev1.ResourceName) (sum int64, apps, unclassed int) {
 	if in.Metric == nil {
-		return 0, 0
+		return 0, 0, 0
 	}
-	var sum int64
-	n := 0
 	for _, app := range in.Metric.Status.HostApplicationMetric {
-		if app.Priority == slov1alpha1.PriorityBatch || app.Priority == slov1alpha1.PriorityFree {
+		p := app.EffectivePriority()
+		if !p.HighPriority() {
 			continue
 		}
 		sum += Amount(app.Usage[r], r)
-		n++
+		apps++
+		if p == slov1alpha1.PriorityNone {
+			unclassed++
+		}
 	}
-	return sum, n
+	return sum, apps, unclassed
 }
 
-// SystemUsed is max(system usage + non-batch host applications, reserved), with the terms that make it up.
+// SystemUsed is max(system usage + high-priority host applications, reserved), with the terms that make it up.
 func (in *Input) SystemUsed(r corev1.ResourceName) (int64, []slov1alpha1.DerivationTerm) {
 	sys := in.SystemUsage(r)
-	apps, n := in.HostApplicationUsage(r)
+	apps, n, unclassed := in.HostApplicationUsage(r)
 	reserved := in.NodeReserved(r)
 	used := max(sys+apps, reserved)
-	return used, []slov1alpha1.DerivationTerm{
-		Term("systemUsage", sys, r, "NodeMetric system usage"),
-		Term("hostApplications", apps, r, fmt.Sprintf("%d host applications outside batch/free", n)),
-		Term("reserved", reserved, r, "capacity - allocatable"),
-		Term("systemUsed", used, r, "max(systemUsage + hostApplications, reserved)"),
+	appDetail := fmt.Sprintf("%d host applications outside batch/free", n)
+	if unclassed > 0 {
+		appDetail += fmt.Sprintf(" (%d without priority or QoS class)", unclassed)
 	}
+	terms := []slov1alpha1.DerivationTerm{
+		Term("systemUsage", sys, r, "NodeMetric system usage"),
+		Term("hostApplications", apps, r, appDetail),
+	}
+	terms = append(terms, in.ReservedTerms(r)...)
+	return used, append(terms, Term("systemUsed", used, r, "max(systemUsage + hostApplications, reserved)"))
 }
 
 // Term builds a derivation term from an Amount.

@@ -5,29 +5,82 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
-// PodUsage returns a pod's measured usage from the NodeMetric, matched by UID (or by namespace and name when the
-// agent reported no UID), and whether the NodeMetric has it.
+// PodUsage returns a pod's measured usage from the NodeMetric and whether the NodeMetric has it. A record is the
+// pod's when it carries the pod's UID, or, for a record without a UID, the pod's namespace and name: a record of
+// an earlier pod of the same name (a StatefulSet's pod recreated) is never taken for the new one's.
 func (in *Input) PodUsage(pod *corev1.Pod) (corev1.ResourceList, bool) {
-	if in.Metric == nil {
+	i, ok := in.podRecord(pod)
+	if !ok {
 		return nil, false
 	}
-	if in.podUsage == nil {
-		in.podUsage = make(map[string]corev1.ResourceList, 2*len(in.Metric.Status.PodsMetric))
-		for _, pm := range in.Metric.Status.PodsMetric {
+	return in.Metric.Status.PodsMetric[i].Usage, true
+}
+
+// podRecord returns the index of a pod's record in the NodeMetric's pods.
+func (in *Input) podRecord(pod *corev1.Pod) (int, bool) {
+	if in.Metric == nil {
+		return 0, false
+	}
+	if in.podRecords == nil {
+		in.podRecords = make(map[string]int, len(in.Metric.Status.PodsMetric))
+		for i, pm := range in.Metric.Status.PodsMetric {
 			if pm.UID != "" {
-				in.podUsage["uid/"+pm.UID] = pm.Usage
+				in.podRecords["uid/"+pm.UID] = i
+			} else {
+				in.podRecords["name/"+pm.Namespace+"/"+pm.Name] = i
 			}
-			in.podUsage["name/"+pm.Namespace+"/"+pm.Name] = pm.Usage
 		}
 	}
-	if u, ok := in.podUsage["uid/"+string(pod.UID)]; ok {
-		return u, true
+	if i, ok := in.podRecords["uid/"+string(pod.UID)]; ok {
+		return i, true
 	}
-	u, ok := in.podUsage["name/"+pod.Namespace+"/"+pod.Name]
-	return u, ok
+	i, ok := in.podRecords["name/"+pod.Namespace+"/"+pod.Name]
+	return i, ok
+}
+
+// UnattributedPods returns the NodeMetric's pod records that no active pod of Pods claims (see PodUsage): pods the
+// manager's cache does not hold yet (created a moment ago), no longer holds (deleted while their processes still
+// run), or holds as ended (Succeeded or Failed while the NodeMetric still averages their last minutes). Their usage
+// is real and must be counted by what the records themselves say of the pods.
+func (in *Input) UnattributedPods() []slov1alpha1.PodMetricInfo {
+	if in.Metric == nil || len(in.Metric.Status.PodsMetric) == 0 {
+		return nil
+	}
+	claimed := make([]bool, len(in.Metric.Status.PodsMetric))
+	for _, pod := range in.Pods {
+		if !Active(pod) {
+			continue
+		}
+		if i, ok := in.podRecord(pod); ok {
+			claimed[i] = true
+		}
+	}
+	var out []slov1alpha1.PodMetricInfo
+	for i, pm := range in.Metric.Status.PodsMetric {
+		if !claimed[i] {
+			out = append(out, pm)
+		}
+	}
+	return out
+}
+
+// PodClass is the pod's priority class and QoS class (slov1alpha1.ClassOf), decided once per reconcile.
+func (in *Input) PodClass(pod *corev1.Pod) slov1alpha1.PodClass {
+	if in.podClasses == nil {
+		in.podClasses = make(map[types.UID]slov1alpha1.PodClass, len(in.Pods))
+	}
+	if c, ok := in.podClasses[pod.UID]; ok {
+		return c
+	}
+	c := slov1alpha1.ClassOf(pod)
+	in.podClasses[pod.UID] = c
+	return c
 }
 
 // MetricProblem says why the node's NodeMetric cannot be used for a calculation, or "" when it can: it must exist,

@@ -124,8 +124,10 @@ type Input struct {
 	// Now is the time of the reconcile, from the controller's clock.
 	Now time.Time
 
-	podUsage    map[string]corev1.ResourceList
+	podRecords  map[string]int
 	podRequests map[types.UID]corev1.ResourceList
+	podClasses  map[types.UID]slov1alpha1.PodClass
+	reservation *reservation
 }
 
 // ResourceItem is one plugin's result for one resource.

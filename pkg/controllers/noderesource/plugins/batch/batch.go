@@ -6,13 +6,18 @@
 //	batch = capacity - safetyMargin - systemUsed - hpUsed, at least 0, at most cap, and never below batchHeld
 //
 //	safetyMargin = capacity x (100 - reclaimThresholdPercent)%
-//	systemUsed   = max(system usage + host applications outside batch/free, reserved = capacity - allocatable)
+//	systemUsed   = max(system usage + high-priority host applications, reserved)
 //	               (reserved only, under the request policy: it must not move with measured usage)
-//	hpUsed       = over the high-priority pods (every Pending or Running pod outside the batch and free bands):
-//	               usage policy            their measured usage; a pod without a metric at its request
+//	reserved     = max(capacity - allocatable, what the node's reservation annotation reserves)
+//	hpUsed       = over the high-priority pods (every Pending or Running pod whose class, slov1alpha1.ClassOf,
+//	               is neither batch nor free):
+//	               usage policy            their measured usage, an LSE pod's CPU at its request; a pod without a
+//	                                       metric at its request
 //	               request policy          their requests (memory only)
 //	               maxUsageRequest policy  max(usage, request) per pod; a pod without a metric at its request
 //	               A pod's request includes its kubernetes.io/mid-* request.
+//	               Plus, except under the request policy, hpUnattributed: the usage of the NodeMetric's pods that
+//	               no active pod of the manager's cache claims, unless the NodeMetric says they are batch or free.
 //	cap          = capacity x batch{CPU,Memory}ThresholdPercent%
 //	batchHeld    = what the active batch pods on the node already request
 //
@@ -140,46 +145,64 @@ func batchResource(r corev1.ResourceName) corev1.ResourceName {
 
 // hpUsage is the high-priority pods' share of a resource under a policy.
 type hpUsage struct {
-	used, requests      int64
-	pods, withoutMetric int
+	used, requests   int64
+	pods             int
+	withoutMetric    int
+	lseAtRequest     int
+	unknownLabels    []string
+	unattributed     int64
+	unattributedPods int
+	unattributedLow  int
 }
 
 func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.CalculatePolicy) hpUsage {
 	var h hpUsage
 	for _, pod := range in.Pods {
-		if !framework.Active(pod) || !highPriority(pod) {
+		if !framework.Active(pod) {
+			continue
+		}
+		class := in.PodClass(pod)
+		if !class.Priority.HighPriority() {
 			continue
 		}
 		h.pods++
+		h.unknownLabels = append(h.unknownLabels, class.Unknown...)
 		req := in.PodRequest(pod, r)
 		h.requests += req
 		usage, ok := in.PodUsage(pod)
 		if !ok {
 			h.withoutMetric++
 		}
+		used := framework.Amount(usage[r], r)
 		switch {
 		case policy == sloconfig.CalculateByRequest:
 			h.used += req
 		case !ok:
 			h.used += req
 		case policy == sloconfig.CalculateByMaxUsageRequest:
-			h.used += max(framework.Amount(usage[r], r), req)
+			h.used += max(used, req)
+		case r == corev1.ResourceCPU && class.QoS == slov1alpha1.QoSLSE:
+			// An LSE pod holds its cores alone: what it leaves idle, no batch pod can run on.
+			h.used += req
+			h.lseAtRequest++
 		default:
-			h.used += framework.Amount(usage[r], r)
+			h.used += used
 		}
 	}
-	return h
-}
-
-// highPriority reports whether a pod is outside the batch and free bands: those pods' usage is what batch work
-// must leave room for.
-func highPriority(pod *corev1.Pod) bool {
-	switch slov1alpha1.PriorityClassOf(pod.Spec.Priority) {
-	case slov1alpha1.PriorityBatch, slov1alpha1.PriorityFree:
-		return false
-	default:
-		return true
+	// The request policy counts what is requested; records of pods the manager does not hold carry no requests.
+	if policy == sloconfig.CalculateByRequest {
+		return h
 	}
+	for _, pm := range in.UnattributedPods() {
+		if !pm.EffectivePriority().HighPriority() {
+			h.unattributedLow++
+			continue
+		}
+		h.unattributed += framework.Amount(pm.Usage[r], r)
+		h.unattributedPods++
+	}
+	h.used += h.unattributed
+	return h
 }
 
 // batchHeld sums what the active batch pods request of the batch resource.
@@ -217,7 +240,8 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 	var systemUsed int64
 	if policy == sloconfig.CalculateByRequest {
 		systemUsed = in.NodeReserved(r)
-		terms = append(terms, framework.Term("systemUsed", systemUsed, r, "reserved = capacity - allocatable (request policy)"))
+		terms = append(terms, in.ReservedTerms(r)...)
+		terms = append(terms, framework.Term("systemUsed", systemUsed, r, "reserved (request policy)"))
 	} else {
 		var sysTerms []slov1alpha1.DerivationTerm
 		systemUsed, sysTerms = in.SystemUsed(r)
@@ -226,7 +250,8 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 
 	hp := sumHP(in, r, policy)
 	terms = append(terms,
-		framework.Term("hpRequests", hp.requests, r, fmt.Sprintf("requests of %d high-priority pods", hp.pods)),
+		framework.Term("hpRequests", hp.requests, r, requestsDetail(hp)),
+		framework.Term("hpUnattributed", hp.unattributed, r, unattributedDetail(policy, hp)),
 		framework.Term("hpUsed", hp.used, r, hpDetail(policy, hp)))
 
 	calculated := capacity - margin - systemUsed - hp.used
@@ -256,14 +281,36 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 	return item, nil
 }
 
+func requestsDetail(hp hpUsage) string {
+	d := fmt.Sprintf("requests of %d high-priority pods", hp.pods)
+	if n := len(hp.unknownLabels); n > 0 {
+		d += fmt.Sprintf("; %d class labels of unknown value, such as %s", n, hp.unknownLabels[0])
+	}
+	return d
+}
+
+func unattributedDetail(policy sloconfig.CalculatePolicy, hp hpUsage) string {
+	if policy == sloconfig.CalculateByRequest {
+		return "not counted under the request policy"
+	}
+	return fmt.Sprintf("usage of %d NodeMetric pods not active in the manager's cache (%d batch/free left out)",
+		hp.unattributedPods, hp.unattributedLow)
+}
+
 func hpDetail(policy sloconfig.CalculatePolicy, hp hpUsage) string {
 	switch policy {
 	case sloconfig.CalculateByRequest:
 		return fmt.Sprintf("requests of %d high-priority pods (request policy)", hp.pods)
 	case sloconfig.CalculateByMaxUsageRequest:
-		return fmt.Sprintf("max(usage, request) of %d high-priority pods, %d without metric at request", hp.pods, hp.withoutMetric)
+		return fmt.Sprintf("max(usage, request) of %d high-priority pods, %d without metric at request, plus hpUnattributed",
+			hp.pods, hp.withoutMetric)
 	default:
-		return fmt.Sprintf("usage of %d high-priority pods, %d without metric at request", hp.pods, hp.withoutMetric)
+		lse := ""
+		if hp.lseAtRequest > 0 {
+			lse = fmt.Sprintf(" (%d LSE at CPU request)", hp.lseAtRequest)
+		}
+		return fmt.Sprintf("usage of %d high-priority pods%s, %d without metric at request, plus hpUnattributed",
+			hp.pods, lse, hp.withoutMetric)
 	}
 }
 

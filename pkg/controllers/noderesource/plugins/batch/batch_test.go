@@ -277,3 +277,202 @@ func terms(it *framework.ResourceItem) string {
 	}
 	return b.String()
 }
+
+// TestAccountingRules checks who counts as high-priority, usage no listed pod claims, LSE cores, node reservations
+// and host applications, each against one base node:
+//
+//	node 10 cores / 20Gi, allocatable 9 / 19Gi (kubelet reserves 1000m / 1024Mi)
+//	one prod pod "p" (priority 9500) requesting 2 cores / 4Gi, using 500m / 3Gi; system usage 500m / 1Gi
+//	cpu: 10000 - 4000 margin (60%) - max(500, 1000) - 500 = 4500
+//	mem: 20480Mi - 7168Mi margin (65%) - max(1024, 1024) - 3072 = 9216Mi
+func TestAccountingRules(t *testing.T) {
+	pod := func(name string) *testutil.PodBuilder { return testutil.Pod(name).Node("n1") }
+	base := pod("p").Priority(9500).Requests("cpu", "2", "memory", "4Gi").Obj()
+	type rule struct {
+		name        string
+		strategy    func(*sloconfig.ColocationStrategy)
+		annotations map[string]string
+		pods        []*corev1.Pod // besides the base pod
+		usage       map[string][]string
+		records     func(*testutil.NodeMetricBuilder) // records of pods that are not in pods, host applications
+		wantCPU     string
+		wantMem     string
+		wantTerms   map[string]string // batch-cpu terms
+		wantDetail  map[string]string // batch-cpu term -> part of its detail
+	}
+	beLabelled := pod("be-label").Label(slov1alpha1.LabelQoSClassAlias, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	beGleaner := pod("be-gleaner").Label(slov1alpha1.LabelQoSClass, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	bestEffort := pod("besteffort").Obj()
+	koordBatch := pod("koord-batch").Priority(9500).Label(slov1alpha1.LabelPriorityClassAlias, "koord-batch").Requests("cpu", "1").Obj()
+	prodOverBE := pod("prod-over-be").Label(slov1alpha1.LabelPriorityClass, "prod").Label(slov1alpha1.LabelQoSClass, "BE").Obj()
+	unknown := pod("gold").Priority(5500).Label(slov1alpha1.LabelPriorityClassAlias, "koord-gold").Obj()
+	done := pod("done").Priority(9500).Phase(corev1.PodSucceeded).Requests("cpu", "1").Obj()
+	web2 := pod("web").UID("uid-web-2").Priority(9500).Requests("cpu", "1", "memory", "1Gi").Obj()
+	lse := pod("lse").Priority(9500).Label(slov1alpha1.LabelQoSClass, "LSE").Requests("cpu", "2", "memory", "2Gi").Limits("cpu", "2", "memory", "2Gi").Obj()
+	ghost := func(m *testutil.NodeMetricBuilder) {
+		m.PodRecord("default", "ghost", "uid-ghost", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "1", "memory", "2Gi")
+	}
+	tests := []rule{
+		{name: "base", wantCPU: "4500", wantMem: "9216Mi",
+			wantTerms:  map[string]string{"hpUsed": "500m", "hpUnattributed": "0", "reserved": "1", "annotationReserved": "0"},
+			wantDetail: map[string]string{"annotationReserved": "no node reservation annotation"}},
+
+		// Who is high-priority (slov1alpha1.ClassOf).
+		{name: "a pod labelled BE without priority is batch", pods: []*corev1.Pod{beLabelled, beGleaner},
+			usage: map[string][]string{"be-label": {"cpu", "2", "memory", "2Gi"}, "be-gleaner": {"cpu", "1", "memory", "1Gi"}},
+			// Counted as high-priority, they would take 3000 / 3Gi: 1500 / 6144Mi.
+			wantCPU: "4500", wantMem: "9216Mi", wantTerms: map[string]string{"hpRequests": "2"}},
+		{name: "a BestEffort pod without labels or priority is batch", pods: []*corev1.Pod{bestEffort},
+			usage: map[string][]string{"besteffort": {"cpu", "1", "memory", "1Gi"}}, wantCPU: "4500", wantMem: "9216Mi"},
+		{name: "koord-batch label over a prod priority", pods: []*corev1.Pod{koordBatch},
+			usage: map[string][]string{"koord-batch": {"cpu", "1", "memory", "1Gi"}}, wantCPU: "4500", wantMem: "9216Mi"},
+		{name: "prod label over a BE QoS label", pods: []*corev1.Pod{prodOverBE},
+			usage:   map[string][]string{"prod-over-be": {"cpu", "1", "memory", "1Gi"}},
+			wantCPU: "3500", wantMem: "8192Mi"}, // 4500 - 1000; 9216Mi - 1024Mi
+		{name: "an unknown priority-class value is prod", pods: []*corev1.Pod{unknown},
+			usage:   map[string][]string{"gold": {"cpu", "1", "memory", "1Gi"}},
+			wantCPU: "3500", wantMem: "8192Mi", // 4500 - 1000; 9216Mi - 1024Mi
+			wantDetail: map[string]string{"hpRequests": "1 class labels of unknown value, such as koordinator.sh/priority-class=koord-gold"}},
+
+		// Usage no active pod claims.
+		{name: "a pod the manager does not hold counts", records: ghost,
+			wantCPU: "3500", wantMem: "7168Mi", // 4500 - 1000; 9216Mi - 2048Mi
+			wantTerms:  map[string]string{"hpUnattributed": "1", "hpUsed": "1500m"},
+			wantDetail: map[string]string{"hpUnattributed": "usage of 1 NodeMetric pods not active in the manager's cache (0 batch/free left out)"}},
+		{name: "records that say batch or free are left out",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "b", "uid-b", slov1alpha1.PriorityBatch, slov1alpha1.QoSLS, "cpu", "1", "memory", "1Gi").
+					PodRecord("default", "f", "uid-f", slov1alpha1.PriorityFree, "", "cpu", "1", "memory", "1Gi").
+					PodRecord("default", "old-agent-be", "uid-o", slov1alpha1.PriorityNone, slov1alpha1.QoSBE, "cpu", "1", "memory", "1Gi")
+			},
+			wantCPU: "4500", wantMem: "9216Mi", wantTerms: map[string]string{"hpUnattributed": "0"},
+			wantDetail: map[string]string{"hpUnattributed": "(3 batch/free left out)"}},
+		{name: "a record without any class counts",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "n", "uid-n", slov1alpha1.PriorityNone, slov1alpha1.QoSNone, "cpu", "1", "memory", "1Gi")
+			},
+			wantCPU: "3500", wantMem: "8192Mi"}, // 4500 - 1000; 9216Mi - 1024Mi
+		{name: "the record of a Succeeded pod counts", pods: []*corev1.Pod{done},
+			usage:   map[string][]string{"done": {"cpu", "1", "memory", "1Gi"}},
+			wantCPU: "3500", wantMem: "8192Mi", wantTerms: map[string]string{"hpUnattributed": "1"}},
+		{name: "a recreated pod: the old record counts, the new pod at its request", pods: []*corev1.Pod{web2},
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "web", "uid-web-1", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "2", "memory", "1Gi")
+			},
+			// 4500 - 1000 (request of the new pod) - 2000 (old record); 9216Mi - 1024Mi - 1024Mi
+			wantCPU: "1500", wantMem: "7168Mi", wantTerms: map[string]string{"hpUnattributed": "2"}},
+		{name: "a record without UID is the pod of its name", pods: []*corev1.Pod{web2},
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.PodRecord("default", "web", "", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "300m", "memory", "512Mi")
+			},
+			wantCPU: "4200", wantMem: "8704Mi", // 4500 - 300; 9216Mi - 512Mi
+			wantTerms: map[string]string{"hpUnattributed": "0"}},
+		{name: "maxUsageRequest counts unattributed usage", records: ghost,
+			strategy: func(s *sloconfig.ColocationStrategy) {
+				s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+				s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+			},
+			// 10000 - 4000 - 1000 - max(500, 2000) - 1000; 20480 - 7168 - 1024 - max(3072, 4096) - 2048
+			wantCPU: "2000", wantMem: "6144Mi"},
+		{name: "the request policy does not count unattributed usage", records: ghost,
+			strategy: func(s *sloconfig.ColocationStrategy) { s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByRequest) },
+			// cpu by usage: 4500 - 1000; mem: 20480 - 7168 - 1024 reserved - 4096 requested
+			wantCPU: "3500", wantMem: "8192Mi"},
+
+		// LSE pods hold their cores.
+		{name: "an LSE pod's CPU counts at its request, its memory at usage", pods: []*corev1.Pod{lse},
+			usage:   map[string][]string{"lse": {"cpu", "300m", "memory", "1Gi"}},
+			wantCPU: "2500", wantMem: "8192Mi", // 4500 - 2000 request (not 300 used); 9216Mi - 1024Mi used
+			wantDetail: map[string]string{"hpUsed": "usage of 2 high-priority pods (1 LSE at CPU request)"}},
+		{name: "an LSE pod under maxUsageRequest", pods: []*corev1.Pod{lse},
+			usage: map[string][]string{"lse": {"cpu", "300m", "memory", "1Gi"}},
+			strategy: func(s *sloconfig.ColocationStrategy) {
+				s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByMaxUsageRequest)
+			},
+			wantCPU: "1000", wantMem: "8192Mi"}, // 10000 - 4000 - 1000 - max(500, 2000) - max(300, 2000)
+
+		// Node reservations: reserved = max(capacity - allocatable, annotation).
+		{name: "an annotation above the kubelet's reservation",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservationAlias: `{"resources": {"cpu": "2", "memory": "3Gi"}}`},
+			// 10000 - 4000 - max(500, 2000) - 500; 20480 - 7168 - max(1024, 3072) - 3072
+			wantCPU: "3500", wantMem: "7168Mi",
+			wantTerms:  map[string]string{"kubeletReserved": "1", "annotationReserved": "2", "reserved": "2", "systemUsed": "2"},
+			wantDetail: map[string]string{"annotationReserved": "node annotation node.koordinator.sh/reservation"}},
+		{name: "the kubelet's reservation above the annotation",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservation: `{"resources": {"cpu": "500m"}}`},
+			wantCPU:     "4500", wantMem: "9216Mi", wantTerms: map[string]string{"annotationReserved": "500m", "reserved": "1"}},
+		{name: "a reserved CPU list counts as that many cores",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservation: `{"reservedCPUs": "0-1,4"}`},
+			wantCPU:     "2500", wantMem: "9216Mi", // 10000 - 4000 - max(500, 3000) - 500
+			wantTerms: map[string]string{"annotationReserved": "3"}},
+		{name: "a malformed annotation is treated as absent",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservationAlias: `{"reservedCPUs": 3}`},
+			wantCPU:     "4500", wantMem: "9216Mi", wantTerms: map[string]string{"annotationReserved": "0", "reserved": "1"},
+			wantDetail: map[string]string{"annotationReserved": "no node reservation annotation; node annotation node.koordinator.sh/reservation ignored: decoding"}},
+		{name: "the request policy uses the annotation",
+			annotations: map[string]string{slov1alpha1.AnnotationNodeReservation: `{"resources": {"memory": "3Gi"}}`},
+			strategy:    func(s *sloconfig.ColocationStrategy) { s.MemoryCalculatePolicy = ptr.To(sloconfig.CalculateByRequest) },
+			wantCPU:     "4500", wantMem: "6144Mi"}, // 20480 - 7168 - max(1024, 3072) - 4096
+
+		// Host applications.
+		{name: "a host application without priority or QoS class counts",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.HostAppQoS("agentd", slov1alpha1.PriorityNone, slov1alpha1.QoSNone, "cpu", "1", "memory", "1Gi")
+			},
+			// 10000 - 4000 - max(500 + 1000, 1000) - 500; 20480 - 7168 - max(1024 + 1024, 1024) - 3072
+			wantCPU: "4000", wantMem: "8192Mi",
+			wantDetail: map[string]string{"hostApplications": "1 host applications outside batch/free (1 without priority or QoS class)"}},
+		{name: "a host application with QoS class BE and no priority is batch",
+			records: func(m *testutil.NodeMetricBuilder) {
+				m.HostAppQoS("yarn", "", slov1alpha1.QoSBE, "cpu", "1", "memory", "1Gi")
+			},
+			wantCPU: "4500", wantMem: "9216Mi"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := node()
+			n.Annotations = tt.annotations
+			pods := append([]*corev1.Pod{base}, tt.pods...)
+			m := testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "500m", "memory", "1Gi").Pod(base, "cpu", "500m", "memory", "3Gi")
+			for _, p := range tt.pods {
+				if u, ok := tt.usage[p.Name]; ok {
+					m.Pod(p, u...)
+				}
+			}
+			if tt.records != nil {
+				tt.records(m)
+			}
+			in := &framework.Input{Node: n, Pods: pods, Metric: m.Obj(), Strategy: strategy(tt.strategy), Now: now}
+			items, err := New().Calculate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu, mem := &items[0], &items[1]
+			if want := resource.MustParse(tt.wantCPU); cpu.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-cpu = %s, want %s (%s)", cpu.Quantity, tt.wantCPU, terms(cpu))
+			}
+			if want := resource.MustParse(tt.wantMem); mem.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-memory = %s, want %s (%s)", mem.Quantity, tt.wantMem, terms(mem))
+			}
+			for name, want := range tt.wantTerms {
+				if got := term(cpu, name); got.Cmp(resource.MustParse(want)) != 0 {
+					t.Errorf("batch-cpu term %s = %s, want %s", name, got.String(), want)
+				}
+			}
+			for name, want := range tt.wantDetail {
+				if got := detail(cpu, name); !strings.Contains(got, want) {
+					t.Errorf("batch-cpu term %s detail = %q, want it to contain %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func detail(it *framework.ResourceItem, name string) string {
+	for _, t := range it.Derivation.Terms {
+		if t.Name == name {
+			return t.Detail
+		}
+	}
+	return "(no term " + name + ")"
+}

@@ -98,7 +98,7 @@ func calculate(in *framework.Input, r corev1.ResourceName, reclaimable corev1.Re
 	var prodRequests int64
 	prodPods := 0
 	for _, pod := range in.Pods {
-		if framework.Active(pod) && slov1alpha1.PriorityClassOf(pod.Spec.Priority) == slov1alpha1.PriorityProd {
+		if framework.Active(pod) && in.PodClass(pod).Priority == slov1alpha1.PriorityProd {
 			prodRequests += in.PodRequest(pod, r)
 			prodPods++
 		}

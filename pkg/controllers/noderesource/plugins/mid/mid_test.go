@@ -25,11 +25,14 @@ func input(mutate func(*sloconfig.ColocationStrategy), m *slov1alpha1.NodeMetric
 	}
 	prod := testutil.Pod("prod").Node("n1").Priority(9500).Requests("cpu", "2", "memory", "4Gi").Obj()
 	prod2 := testutil.Pod("prod2").Node("n1").Priority(9000).Phase(corev1.PodPending).Requests("cpu", "750m", "memory", "768Mi").Obj()
-	ls := testutil.Pod("ls").Node("n1").Requests("cpu", "1", "memory", "1Gi").Obj() // no priority: not prod
+	// No priority, Burstable: LS, so prod. Labelled BE: batch. Labelled koord-mid: mid.
+	ls := testutil.Pod("ls").Node("n1").Requests("cpu", "1", "memory", "1Gi").Obj()
+	be := testutil.Pod("be").Node("n1").Label(slov1alpha1.LabelQoSClassAlias, "BE").Requests("cpu", "1", "memory", "1Gi").Obj()
+	midPod := testutil.Pod("mid").Node("n1").Label(slov1alpha1.LabelPriorityClassAlias, "koord-mid").Requests("cpu", "1").Obj()
 	done := testutil.Pod("done").Node("n1").Priority(9500).Phase(corev1.PodFailed).Requests("cpu", "4").Obj()
 	return &framework.Input{
 		Node:     testutil.Node("n1").Capacity("cpu", "10", "memory", "20Gi").Allocatable("cpu", "9", "memory", "19Gi").Obj(),
-		Pods:     []*corev1.Pod{prod, prod2, ls, done},
+		Pods:     []*corev1.Pod{prod, prod2, ls, be, midPod, done},
 		Metric:   m,
 		Strategy: &s,
 		Now:      now,
@@ -43,19 +46,20 @@ func metric() *testutil.NodeMetricBuilder {
 }
 
 func TestCalculate(t *testing.T) {
-	// cpu: unallocated = 10000 - max(1000 reserved, 500 system) - (2000 + 750 prod requests) = 6250
-	// mem: unallocated = 20480Mi - max(1024, 1536) - (4096 + 768) = 14080Mi
+	// cpu: unallocated = 10000 - max(1000 reserved, 500 system) - (2000 + 750 + 1000 prod requests) = 5250
+	// mem: unallocated = 20480Mi - max(1024, 1536) - (4096 + 768 + 1024) = 13056Mi
 	tests := []struct {
 		name             string
 		mutate           func(*sloconfig.ColocationStrategy)
 		metric           *slov1alpha1.NodeMetric
+		nodeAnnotations  map[string]string
 		wantCPU, wantMem string
 	}{
 		{name: "reclaimable only", metric: metric().Obj(), wantCPU: "3000", wantMem: "6Gi"},
 		{
 			name:   "plus a share of unallocated",
 			mutate: func(s *sloconfig.ColocationStrategy) { s.MidUnallocatedPercent = ptr.To[int64](50) },
-			metric: metric().Obj(), wantCPU: "6125", wantMem: "13184Mi", // 3000 + 3125; 6144Mi + 7040Mi
+			metric: metric().Obj(), wantCPU: "5625", wantMem: "12672Mi", // 3000 + 2625; 6144Mi + 6528Mi
 		},
 		{
 			name: "capped by mid threshold",
@@ -67,13 +71,25 @@ func TestCalculate(t *testing.T) {
 			metric: metric().Obj(), wantCPU: "5000", wantMem: "2048Mi",
 		},
 		{
+			// cpu: reserved = max(1000 kubelet, 4 cores "0-3") = 4000; unallocated = 10000 - 4000 - 3750 = 2250
+			//      -> 3000 + 1125 = 4125
+			// mem: reserved = max(1Gi kubelet, 2Gi) = 2048Mi; unallocated = 20480 - max(2048, 1536) - 5888 = 12544Mi
+			//      -> 6144Mi + 6272Mi = 12416Mi
+			name:            "node reservation annotation",
+			mutate:          func(s *sloconfig.ColocationStrategy) { s.MidUnallocatedPercent = ptr.To[int64](50) },
+			nodeAnnotations: map[string]string{slov1alpha1.AnnotationNodeReservationAlias: `{"resources": {"memory": "2Gi"}, "reservedCPUs": "0-3"}`},
+			metric:          metric().Obj(), wantCPU: "4125", wantMem: "12416Mi",
+		},
+		{
 			name:   "reclaimable above what is free",
 			metric: metric().NodeUsage("cpu", "9", "memory", "18Gi").Obj(), wantCPU: "1000", wantMem: "2Gi",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			items, err := New().Calculate(input(tt.mutate, tt.metric))
+			in := input(tt.mutate, tt.metric)
+			in.Node.Annotations = tt.nodeAnnotations
+			items, err := New().Calculate(in)
 			if err != nil {
 				t.Fatal(err)
 			}

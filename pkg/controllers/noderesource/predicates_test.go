@@ -1,0 +1,63 @@
+package noderesource
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+func TestNodeChangedSeesReservations(t *testing.T) {
+	base := testutil.Node("n").Capacity("cpu", "4").Allocatable("cpu", "4").Obj()
+	with := func(key, value string) *corev1.Node {
+		n := base.DeepCopy()
+		n.Annotations = map[string]string{key: value}
+		return n
+	}
+	tests := []struct {
+		name     string
+		old, new *corev1.Node
+		want     bool
+	}{
+		{"unchanged", base, base.DeepCopy(), false},
+		{"other annotation", base, with("example.com/x", "y"), false},
+		{"gleaner reservation added", base, with(slov1alpha1.AnnotationNodeReservation, `{"reservedCPUs": "0"}`), true},
+		{"alias reservation changed", with(slov1alpha1.AnnotationNodeReservationAlias, `{"reservedCPUs": "0"}`),
+			with(slov1alpha1.AnnotationNodeReservationAlias, `{"reservedCPUs": "0-1"}`), true},
+		{"reservation removed", with(slov1alpha1.AnnotationNodeReservationAlias, `{}`), base, true},
+	}
+	for _, tt := range tests {
+		if got := (nodeChanged{}).Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
+			t.Errorf("%s: Update = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestPodChangedSeesClasses(t *testing.T) {
+	base := testutil.Pod("p").Node("n").Requests("cpu", "1").Obj() // Burstable: LS, prod
+	label := func(k, v string) *corev1.Pod {
+		p := base.DeepCopy()
+		p.Labels = map[string]string{k: v}
+		return p
+	}
+	tests := []struct {
+		name string
+		new  *corev1.Pod
+		want bool
+	}{
+		{"unchanged", base.DeepCopy(), false},
+		{"unrelated label", label("app", "web"), false},
+		{"QoS label BE: now batch", label(slov1alpha1.LabelQoSClassAlias, "BE"), true},
+		{"QoS label LSE: same priority, other QoS class", label(slov1alpha1.LabelQoSClass, "LSE"), true},
+		{"QoS label LS: the class it had", label(slov1alpha1.LabelQoSClass, "LS"), false},
+		{"priority-class label", label(slov1alpha1.LabelPriorityClassAlias, "koord-batch"), true},
+	}
+	for _, tt := range tests {
+		if got := (podChanged{}).Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tt.new}); got != tt.want {
+			t.Errorf("%s: Update = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
