@@ -276,9 +276,6 @@ func (c *Controller) needWrite(strategy *sloconfig.ColocationStrategy, node, upd
 	if need, why := c.registry.NeedSync(strategy, node, updated); need {
 		return why
 	}
-	if need, why := c.registry.NeedSyncMeta(strategy, node, updated); need {
-		return why
-	}
 	threshold := time.Duration(ptr.Deref(strategy.UpdateTimeThresholdSeconds, 0)) * time.Second
 	if written && now.Sub(last) >= threshold && resourcesMoved(node, updated) {
 		return fmt.Sprintf("last update %s ago, at least updateTimeThresholdSeconds (%s)", now.Sub(last).Truncate(time.Second), threshold)

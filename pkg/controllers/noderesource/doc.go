@@ -4,7 +4,7 @@
 //
 // Per node, a reconcile reads the Node, its pods (cache index), its NodeMetric, its NodeResourceTopology when the
 // cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
-// status (resources) and the explanation annotation in one request, only when a plugin's NeedSync/NeedSyncMeta
+// status (resources) and the explanation annotation in one request, only when a plugin's NeedSync
 // asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
 // patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
 //

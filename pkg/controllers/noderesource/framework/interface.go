@@ -8,7 +8,9 @@
 //	PreUpdate    every PreUpdatePlugin, once per reconcile (may write other objects)
 //	Prepare      every PreparePlugin, on a copy of the Node (may run again on a fresh copy after a conflict)
 //	NeedSync     every NeedSyncPlugin; the node status is written when one says yes
-//	NeedSyncMeta every NeedSyncMetaPlugin; node labels and annotations are written when one says yes
+//
+// Seed 001 also has a NeedSyncMeta stage and plugin-set node labels and annotations; no plugin sets any, so they are
+// left out until one does (the controller writes only the status and its explanation annotation).
 //
 // A plugin implements Plugin and any subset of the stage interfaces; the framework finds its stages by type
 // assertion. Plugins must not keep per-node state between reconciles: the controller may run reconciles of
@@ -101,13 +103,6 @@ type NeedSyncPlugin interface {
 	NeedSync(strategy *sloconfig.ColocationStrategy, oldNode, newNode *corev1.Node) (bool, string)
 }
 
-// NeedSyncMetaPlugin decides whether the node's labels and annotations must be written.
-type NeedSyncMetaPlugin interface {
-	Plugin
-	// NeedSyncMeta is NeedSync for the node's labels and annotations.
-	NeedSyncMeta(strategy *sloconfig.ColocationStrategy, oldNode, newNode *corev1.Node) (bool, string)
-}
-
 // Input is everything a plugin may know about one node in one reconcile. Plugins must treat it as read-only: the
 // objects are shared with the controller's cache.
 type Input struct {
@@ -138,10 +133,6 @@ type ResourceItem struct {
 	Quantity *resource.Quantity
 	// ZoneQuantity is the value per NUMA zone (zone name to quantity), when the node has a topology.
 	ZoneQuantity map[string]resource.Quantity
-	// Labels are node labels the plugin wants set.
-	Labels map[string]string
-	// Annotations are node annotations the plugin wants set.
-	Annotations map[string]string
 	// Message says how the value came about, or why the resource is reset.
 	Message string
 	// Reset removes the resource from the node.

@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +15,6 @@ type NodeResource struct {
 	Resources map[corev1.ResourceName]*resource.Quantity
 	// ZoneResources maps a NUMA zone to its resources.
 	ZoneResources map[string]corev1.ResourceList
-	// Labels and Annotations are what plugins want set on the node.
-	Labels, Annotations map[string]string
 	// Messages say, per resource, how its value came about or why it was removed.
 	Messages map[corev1.ResourceName]string
 	// Derivations explain each resource, in the order the items were set.
@@ -29,8 +26,6 @@ func NewNodeResource(items ...ResourceItem) *NodeResource {
 	nr := &NodeResource{
 		Resources:     map[corev1.ResourceName]*resource.Quantity{},
 		ZoneResources: map[string]corev1.ResourceList{},
-		Labels:        map[string]string{},
-		Annotations:   map[string]string{},
 		Messages:      map[corev1.ResourceName]string{},
 	}
 	nr.Set(items...)
@@ -52,8 +47,6 @@ func (nr *NodeResource) Set(items ...ResourceItem) {
 			}
 			nr.ZoneResources[zone][it.Name] = q.DeepCopy()
 		}
-		maps.Copy(nr.Labels, it.Labels)
-		maps.Copy(nr.Annotations, it.Annotations)
 		nr.Messages[it.Name] = it.Message
 		if it.Derivation != nil {
 			nr.Derivations = slices.DeleteFunc(nr.Derivations, func(d slov1alpha1.ResourceDerivation) bool {

@@ -126,15 +126,3 @@ func (r *Registry) NeedSync(strategy *sloconfig.ColocationStrategy, oldNode, new
 	}
 	return false, ""
 }
-
-// NeedSyncMeta reports whether any NeedSyncMetaPlugin wants labels or annotations written, with the reason.
-func (r *Registry) NeedSyncMeta(strategy *sloconfig.ColocationStrategy, oldNode, newNode *corev1.Node) (bool, string) {
-	for _, p := range r.plugins {
-		if np, ok := p.(NeedSyncMetaPlugin); ok {
-			if need, why := np.NeedSyncMeta(strategy, oldNode, newNode); need {
-				return true, p.Name() + ": " + why
-			}
-		}
-	}
-	return false, ""
-}
