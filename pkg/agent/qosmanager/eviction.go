@@ -1,0 +1,87 @@
+package qosmanager
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+)
+
+// What the eviction plugins (memory, CPU satisfaction) share: the order in which they pick best-effort pods, and
+// the memory of the pods they already asked to evict, so that a pod on its way out is counted as gone and not
+// replaced by another eviction.
+
+// Candidate is a best-effort pod an eviction plugin may evict, with the usage that ranks it.
+type Candidate struct {
+	// Meta is the pod.
+	Meta *statesinformer.PodMeta
+	// Usage is what the pod uses of the resource the plugin frees, in that resource's unit.
+	Usage float64
+}
+
+// SortForEviction orders candidates in the order they are evicted: lowest spec.priority first (free before batch;
+// a pod without a priority counts as 0, the API's default), then largest Usage, then namespace/name so that the
+// order does not depend on the order of the input.
+func SortForEviction(c []Candidate) {
+	slices.SortStableFunc(c, func(a, b Candidate) int {
+		if d := cmp.Compare(priority(a.Meta), priority(b.Meta)); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(b.Usage, a.Usage); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.Meta.Key(), b.Meta.Key())
+	})
+}
+
+func priority(m *statesinformer.PodMeta) int32 {
+	if p := m.Pod.Spec.Priority; p != nil {
+		return *p
+	}
+	return 0
+}
+
+// Evictions remembers which pods a plugin asked to evict, so that the plugin counts a pod on its way out as gone
+// instead of evicting another one in its place. It is not safe for concurrent use (a plugin's Run never runs
+// concurrently with itself).
+type Evictions struct {
+	settle    time.Duration
+	requested map[types.UID]time.Time
+}
+
+// NewEvictions returns an empty Evictions that counts a pod as going for settle after its eviction was requested,
+// and for settle after its deletion time when it is terminating.
+func NewEvictions(settle time.Duration) *Evictions {
+	return &Evictions{settle: settle, requested: map[types.UID]time.Time{}}
+}
+
+// Requested records that the eviction of the pod uid was requested (accepted by the Evictor) at now.
+func (e *Evictions) Requested(uid types.UID, now time.Time) { e.requested[uid] = now }
+
+// Going reports whether the pod is on its way out at now: its eviction was requested less than settle ago, or it
+// is terminating (whoever deleted it) and its deletion time, which includes its grace period, is less than settle
+// ago. A pod still there after that counts again, so a pod stuck terminating is replaced.
+func (e *Evictions) Going(m *statesinformer.PodMeta, now time.Time) bool {
+	if t, ok := e.requested[m.Pod.UID]; ok && now.Sub(t) < e.settle {
+		return true
+	}
+	if d := m.Pod.DeletionTimestamp; d != nil && now.Sub(d.Time) < e.settle {
+		return true
+	}
+	return false
+}
+
+// Prune forgets requests made settle or longer before now.
+func (e *Evictions) Prune(now time.Time) {
+	for uid, t := range e.requested {
+		if now.Sub(t) >= e.settle {
+			delete(e.requested, uid)
+		}
+	}
+}
+
+// Len is the number of requests remembered.
+func (e *Evictions) Len() int { return len(e.requested) }

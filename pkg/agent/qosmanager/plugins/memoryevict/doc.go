@@ -1,0 +1,10 @@
+// Package memoryevict is the QoS plugin that evicts best-effort pods when the node's memory use passes
+// memoryEvictThresholdPercent of the NodeSLO, until the projected use is under memoryEvictLowerPercent (seed 002's
+// memory eviction).
+//
+// The node's use is MemTotal - MemAvailable of /proc/meminfo, read on every run (the same figure the collector
+// stores as node_memory_usage, but fresh); the pods' use is their latest pod_memory_usage sample. Pods go in the
+// order qosmanager.SortForEviction gives (lowest priority, then largest memory use), each one's use taken off the
+// projection once the Evictor accepts it; pods already on their way out (qosmanager.Evictions) are taken off first.
+// docs/qos.md explains the formula, the knobs and the reaction time.
+package memoryevict

@@ -1,0 +1,185 @@
+package memoryevict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+)
+
+const (
+	// Name is the plugin's name in --qos-plugins.
+	Name = "memoryevict"
+	// DefaultInterval is how often the plugin runs by default. A run that finds the node under the threshold reads
+	// /proc/meminfo and nothing else, so running twice a second costs little and keeps the time from memory
+	// pressure to the eviction request under 1 s.
+	DefaultInterval = 500 * time.Millisecond
+	// Reason is the reason of the plugin's evictions (events and the evictor's counter).
+	Reason = "NodeMemoryUsage"
+)
+
+// settle is how long a pod whose eviction was requested (or whose deletion time passed) counts as gone: long
+// enough for the API server's deletion to reach the states informer and for the pod's processes to exit; a pod
+// still there after that counts again, so one stuck terminating is replaced by another eviction.
+const settle = 30 * time.Second
+
+// usageMaxAge is the age beyond which a pod's memory sample is too old to rank or project with; the pod collector
+// samples every second.
+const usageMaxAge = 5 * time.Second
+
+// Plugin evicts best-effort pods under node memory pressure.
+type Plugin struct {
+	states    statesinformer.States
+	cache     metriccache.Cache
+	proc      *proc.FS
+	evictor   qosmanager.Evictor
+	clock     clock.PassiveClock
+	evictions *qosmanager.Evictions
+}
+
+var (
+	_ qosmanager.RunPlugin        = &Plugin{}
+	_ qosmanager.ValidatingPlugin = &Plugin{}
+)
+
+// New returns the memory eviction plugin. It needs d.States, d.Cache, d.Proc, d.Evictor and d.Clock.
+func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
+	var missing []string
+	for _, dep := range []struct {
+		name string
+		ok   bool
+	}{{"States", d.States != nil}, {"Cache", d.Cache != nil}, {"Proc", d.Proc != nil}, {"Evictor", d.Evictor != nil}, {"Clock", d.Clock != nil}} {
+		if !dep.ok {
+			missing = append(missing, dep.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("building the %s plugin: missing %s", Name, strings.Join(missing, ", "))
+	}
+	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, clock: d.Clock, evictions: qosmanager.NewEvictions(settle)}, nil
+}
+
+// Name implements qosmanager.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+const field = "resourceUsedThresholdWithBE."
+
+// Validate implements qosmanager.ValidatingPlugin. A NodeSLO that disables the strategy is accepted whatever its
+// thresholds, so that switching it off always works; an enabled one needs both percents in [1, 100] and the lower
+// one not above the threshold.
+func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
+	s := spec.ResourceUsedThresholdWithBE
+	if !ptr.Deref(s.Enable, false) {
+		return nil
+	}
+	return errors.Join(
+		qosmanager.CheckPercent(field+"memoryEvictThresholdPercent", s.MemoryEvictThresholdPercent, 1),
+		qosmanager.CheckPercent(field+"memoryEvictLowerPercent", s.MemoryEvictLowerPercent, 1),
+		qosmanager.CheckOrder(field+"memoryEvictLowerPercent", s.MemoryEvictLowerPercent, field+"memoryEvictThresholdPercent", s.MemoryEvictThresholdPercent),
+	)
+}
+
+// Run implements qosmanager.RunPlugin: when the node's memory use (MemTotal - MemAvailable, read now) is above
+// the threshold, it evicts best-effort pods, lowest priority first and then largest memory use, until the
+// projected use (the use minus the memory of the pods evicted or on their way out) is under the lower percent.
+func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
+	s := spec.ResourceUsedThresholdWithBE
+	if !ptr.Deref(s.Enable, false) {
+		return nil
+	}
+	now := p.clock.Now()
+	p.evictions.Prune(now)
+	mem, err := p.proc.MemInfo()
+	if err != nil {
+		return fmt.Errorf("reading the node's memory use: %w", err)
+	}
+	total, used := float64(mem.Total), float64(mem.Used())
+	thresholdPct, lowerPct := *s.MemoryEvictThresholdPercent, *s.MemoryEvictLowerPercent
+	threshold, lower := total*float64(thresholdPct)/100, total*float64(lowerPct)/100
+	if used <= threshold {
+		return nil
+	}
+	log := klog.FromContext(ctx).WithValues("total", mib(total), "used", mib(used), "threshold", mib(threshold), "thresholdPercent", thresholdPct,
+		"lower", mib(lower), "lowerPercent", lowerPct)
+
+	projected, going, unknown := used, 0, 0
+	var candidates []qosmanager.Candidate
+	for _, m := range p.states.GetAllPods() {
+		if !qosmanager.IsBestEffort(m) {
+			continue
+		}
+		usage, ok := p.usage(m, now)
+		if p.evictions.Going(m, now) {
+			projected -= usage // unknown usage (the pod's cgroup is gone already) counts as 0
+			going++
+			continue
+		}
+		switch {
+		case !ok:
+			unknown++
+		case usage > 0: // evicting a pod that uses nothing frees nothing
+			candidates = append(candidates, qosmanager.Candidate{Meta: m, Usage: usage})
+		}
+	}
+	log = log.WithValues("goingPods", going)
+	if unknown > 0 {
+		log.V(2).Info("best-effort pods without a fresh memory sample are not considered", "pods", unknown)
+	}
+	if projected < lower {
+		log.V(4).Info("memory above the eviction threshold; the pods on their way out bring it under the lower percent", "projected", mib(projected))
+		return nil
+	}
+
+	qosmanager.SortForEviction(candidates)
+	var errs []error
+	for _, c := range candidates {
+		if projected < lower {
+			break
+		}
+		after := projected - c.Usage
+		msg := fmt.Sprintf("node memory use %s is above %d%% of %s (%s); evicting best-effort pods until the projected use is under %d%% (%s): "+
+			"projected %s, this pod uses %s, projected after it %s",
+			mib(used), thresholdPct, mib(total), mib(threshold), lowerPct, mib(lower), mib(projected), mib(c.Usage), mib(after))
+		evicted, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("evicting pod %s for memory: %w", c.Meta.Key(), err))
+			continue
+		}
+		if !evicted {
+			// Refused by a PodDisruptionBudget, deferred by the rate limit, or already in progress: nothing
+			// was sent, so the pod does not count as gone; the next one is asked instead.
+			log.V(1).Info("best-effort pod not evicted now; trying the next", "pod", klog.KObj(c.Meta.Pod), "podMemory", mib(c.Usage))
+			continue
+		}
+		p.evictions.Requested(c.Meta.Pod.UID, now)
+		log.Info("evicted best-effort pod for node memory use", "pod", klog.KObj(c.Meta.Pod), "podMemory", mib(c.Usage), "projected", mib(projected), "projectedAfter", mib(after))
+		projected = after
+	}
+	if projected >= lower {
+		log.V(1).Info("memory stays above the lower percent: no best-effort pod left to evict now", "projected", mib(projected), "candidates", len(candidates))
+	}
+	return errors.Join(errs...)
+}
+
+// usage is the pod's latest memory sample (bytes, without page cache) if it is fresh.
+func (p *Plugin) usage(m *statesinformer.PodMeta, now time.Time) (float64, bool) {
+	r, ok := p.cache.Query(metriccache.PodKey(metriccache.PodMemoryUsage, string(m.Pod.UID)), now.Add(-usageMaxAge), now)
+	if !ok {
+		return 0, false
+	}
+	return r.Value(metriccache.Last), true
+}
+
+// mib formats bytes as MiB for logs and messages.
+func mib(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }

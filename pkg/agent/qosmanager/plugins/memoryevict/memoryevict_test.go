@@ -1,0 +1,450 @@
+package memoryevict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+const mi = 1 << 20
+
+// The node of every test: 10240 MiB. Threshold 70 % = 7168 MiB, lower 60 % = 6144 MiB.
+const totalMiB = 10240
+
+// fakeEvictor records every eviction asked for. Pods named in refuse get evicted=false (a PodDisruptionBudget, the
+// rate limit), pods named in fail an error (the API server unreachable).
+type fakeEvictor struct {
+	mu      sync.Mutex
+	refuse  map[string]bool
+	fail    map[string]bool
+	asked   []string
+	evicted []string
+	msgs    []string
+}
+
+func (f *fakeEvictor) Evict(_ context.Context, pod *corev1.Pod, reason, message string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if reason != Reason {
+		return false, fmt.Errorf("reason %q, want %q", reason, Reason)
+	}
+	f.asked = append(f.asked, pod.Name)
+	switch {
+	case f.fail[pod.Name]:
+		return false, errors.New("the server is currently unable to handle the request")
+	case f.refuse[pod.Name]:
+		return false, nil
+	}
+	f.evicted = append(f.evicted, pod.Name)
+	f.msgs = append(f.msgs, message)
+	return true, nil
+}
+
+// pod is a pod on the node with its memory use in MiB; usage < 0 leaves it without a sample.
+type pod struct {
+	b        *testutil.PodBuilder
+	usageMiB float64
+}
+
+func be(name string, priority int32, usageMiB float64) pod {
+	return pod{testutil.Pod(name).Priority(priority).Label(slov1alpha1.LabelQoSClass, string(slov1alpha1.QoSBE)), usageMiB}
+}
+
+func svc(name string, usageMiB float64) pod {
+	return pod{testutil.Pod(name).Priority(9500).Label(slov1alpha1.LabelQoSClass, string(slov1alpha1.QoSLS)), usageMiB}
+}
+
+// env is one node: a fixture /proc, a store of pods, a metric cache with their samples, a fake clock.
+type env struct {
+	clk     *clocktesting.FakeClock
+	procDir string
+	store   *statesinformer.Store
+	cache   *metriccache.MemoryCache
+	evictor *fakeEvictor
+	deps    qosmanager.Deps
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{clk: clk, procDir: t.TempDir(), store: statesinformer.NewStore(), cache: cache, evictor: &fakeEvictor{}}
+	e.setUsed(t, 0)
+	fs, err := proc.New(e.procDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deps = qosmanager.Deps{States: e.store, Cache: cache, Proc: fs, Evictor: e.evictor, Clock: clk, Interval: DefaultInterval}
+	return e
+}
+
+// setUsed writes /proc/meminfo with the node's use in MiB: MemAvailable = MemTotal - used.
+func (e *env) setUsed(t *testing.T, usedMiB int64) {
+	t.Helper()
+	kb := func(m int64) int64 { return m * 1024 }
+	meminfo := fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\nBuffers:           0 kB\nCached:            0 kB\n",
+		kb(totalMiB), kb(totalMiB-usedMiB), kb(totalMiB-usedMiB))
+	if err := os.WriteFile(filepath.Join(e.procDir, "meminfo"), []byte(meminfo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// add puts pods in the store and their memory samples, taken sampleAge ago, in the cache.
+func (e *env) add(sampleAge time.Duration, pods ...pod) {
+	for _, p := range pods {
+		o := p.b.Obj()
+		e.store.SetPod(o)
+		if p.usageMiB >= 0 {
+			e.cache.Append(e.clk.Now().Add(-sampleAge), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodMemoryUsage, string(o.UID)), Value: p.usageMiB * mi})
+		}
+	}
+}
+
+func enabled(threshold, lower int64) *slov1alpha1.NodeSLOSpec {
+	return (&slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower),
+	}}).WithDefaults()
+}
+
+func TestRun(t *testing.T) {
+	// A node of 10240 MiB with the spec 70/60: eviction starts above 7168 MiB and stops under 6144 MiB.
+	spec := enabled(70, 60)
+	// The usual best-effort pods: two free (3500), two batch (5500), and a service that uses more than any of them.
+	usual := []pod{be("batch-a", 5500, 1500), be("batch-b", 5500, 800), be("free-a", 3500, 300), be("free-b", 3500, 700), svc("web", 3000)}
+	terminating := func(p pod) pod { p.b.Terminating(); return p }
+	tests := []struct {
+		name      string
+		spec      *slov1alpha1.NodeSLOSpec
+		usedMiB   int64
+		pods      []pod
+		sampleAge time.Duration
+		refuse    []string
+		fail      []string
+		wantAsked []string
+		wantEvict []string
+		wantErr   string
+	}{
+		{
+			name: "lowest priority first, then largest, until under the lower percent", spec: spec, usedMiB: 8192, pods: usual,
+			// 8192 > 7168. Free first, larger first: 8192-700 = 7492, -300 = 7192, then batch: -1500 = 5692 < 6144, stop.
+			wantEvict: []string{"free-b", "free-a", "batch-a"},
+		},
+		{
+			name: "just above the threshold, one pod is enough", spec: spec, usedMiB: 7169, pods: usual,
+			// 7169 > 7168; 7169-700 = 6469 >= 6144; -300 = 6169 >= 6144; -1500 = 4669: the lower bound, not the
+			// threshold, decides where it stops.
+			wantEvict: []string{"free-b", "free-a", "batch-a"},
+		},
+		{
+			name: "at the threshold: nothing", spec: spec, usedMiB: 7168, pods: usual,
+		},
+		{
+			name: "a projection equal to the lower percent is not under it", spec: spec, usedMiB: 7344,
+			pods: []pod{be("free-x", 3500, 1100), be("free-y", 3500, 100), be("batch", 5500, 500)},
+			// 7344 > 7168; 7344-1100 = 6244, -100 = 6144 (not under 6144), -500 = 5644.
+			wantEvict: []string{"free-x", "free-y", "batch"},
+		},
+		{
+			name: "one MiB less and the batch pod stays", spec: spec, usedMiB: 7343,
+			pods: []pod{be("free-x", 3500, 1100), be("free-y", 3500, 100), be("batch", 5500, 500)},
+			// 7343 > 7168; 7343-1100 = 6243, -100 = 6143 < 6144: stop.
+			wantEvict: []string{"free-x", "free-y"},
+		},
+		{
+			name: "other percents", spec: enabled(60, 59), usedMiB: 6845, pods: usual,
+			// threshold 60 % = 6144, lower 59 % = 6041.6; 6845-700 = 6145 >= 6041.6, -300 = 5845 < 6041.6: stop.
+			wantEvict: []string{"free-b", "free-a"},
+		},
+		{
+			name: "disabled: nothing, however high", spec: (&slov1alpha1.NodeSLOSpec{}).WithDefaults(), usedMiB: 10000, pods: usual,
+		},
+		{
+			name: "never a pod that is not best-effort", spec: spec, usedMiB: 10000,
+			// Only a service, a mid-priority pod without a QoS label and a BestEffort-QoS pod of prod priority
+			// without a label: none is best-effort to Gleaner.
+			pods: []pod{svc("web", 3000), {testutil.Pod("mid").Priority(7500), 2000}, {testutil.Pod("prod").Priority(9000), 2000}},
+		},
+		{
+			name: "pods terminating already count as gone", spec: spec, usedMiB: 8192,
+			pods: []pod{be("batch-a", 5500, 1500), be("batch-b", 5500, 800), be("free-a", 3500, 300), terminating(be("free-b", 3500, 700)), svc("web", 3000)},
+			// free-b is on its way out: 8192-700 = 7492 before anything is asked; -300 (free-a) = 7192; -1500
+			// (batch-a) = 5692 < 6144. free-b is not asked again.
+			wantEvict: []string{"free-a", "batch-a"},
+		},
+		{
+			name: "pods terminating already are enough", spec: spec, usedMiB: 7200,
+			pods: []pod{terminating(be("batch-a", 5500, 1500)), be("free-a", 3500, 300), svc("web", 3000)},
+			// 7200 > 7168, but 7200-1500 = 5700 < 6144 already.
+		},
+		{
+			name: "a pod not evicted now (PDB, rate limit) does not count; the next one goes", spec: spec, usedMiB: 8192, pods: usual,
+			refuse: []string{"free-b"},
+			// free-b stays: 8192, -300 (free-a) = 7892, -1500 (batch-a) = 6392, -800 (batch-b) = 5592 < 6144.
+			wantAsked: []string{"free-b", "free-a", "batch-a", "batch-b"},
+			wantEvict: []string{"free-a", "batch-a", "batch-b"},
+		},
+		{
+			name: "an error is reported and the next pod is tried", spec: spec, usedMiB: 8192, pods: usual,
+			fail:      []string{"free-b"},
+			wantAsked: []string{"free-b", "free-a", "batch-a", "batch-b"},
+			wantEvict: []string{"free-a", "batch-a", "batch-b"},
+			wantErr:   "evicting pod default/free-b for memory: the server is currently unable",
+		},
+		{
+			name: "not enough best-effort memory: every best-effort pod goes, nothing else", spec: spec, usedMiB: 9900, pods: usual,
+			// 9900-700-300-1500-800 = 6600 >= 6144: all four asked, the service not.
+			wantEvict: []string{"free-b", "free-a", "batch-a", "batch-b"},
+		},
+		{
+			name: "pods without a fresh sample are not considered", spec: spec, usedMiB: 8192, sampleAge: 6 * time.Second, pods: usual,
+			// Samples 6 s old (older than 5 s): no pod's use is known, so none can be shown to help.
+		},
+		{
+			name: "pods without a sample or using nothing are skipped", spec: spec, usedMiB: 7500,
+			pods: []pod{be("new", 3000, -1), be("idle", 3000, 0), be("batch-a", 5500, 1500), svc("web", 3000)},
+			// new (no sample) and idle (0) are lower in priority, but only batch-a frees memory: 7500-1500 = 6000.
+			wantEvict: []string{"batch-a"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.setUsed(t, tt.usedMiB)
+			e.add(tt.sampleAge, tt.pods...)
+			e.evictor.refuse, e.evictor.fail = set(tt.refuse), set(tt.fail)
+			p, err := New(e.deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Run(context.Background(), tt.spec)
+			checkErr(t, err, tt.wantErr)
+			wantAsked := tt.wantAsked
+			if wantAsked == nil {
+				wantAsked = tt.wantEvict
+			}
+			if diff := cmp.Diff(wantAsked, e.evictor.asked); diff != "" {
+				t.Errorf("pods asked for (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantEvict, e.evictor.evicted); diff != "" {
+				t.Errorf("pods evicted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunMessage: the message (the pod's event) gives every number the decision used.
+func TestRunMessage(t *testing.T) {
+	e := newEnv(t)
+	e.setUsed(t, 8192)
+	e.add(0, be("free-b", 3500, 700), be("batch-a", 5500, 2500))
+	p, err := New(e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background(), enabled(70, 60)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods until the projected use is under 60% (6144Mi): projected 8192Mi, this pod uses 700Mi, projected after it 7492Mi",
+		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods until the projected use is under 60% (6144Mi): projected 7492Mi, this pod uses 2500Mi, projected after it 4992Mi",
+	}
+	if diff := cmp.Diff(want, e.evictor.msgs); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunCountsItsOwnRequests: a pod whose eviction was accepted but that is still there (the deletion has not
+// reached the informer, or the pod terminates slowly) counts as gone for 30 s; no other pod is evicted in its place.
+// After 30 s it counts again.
+func TestRunCountsItsOwnRequests(t *testing.T) {
+	e := newEnv(t)
+	e.setUsed(t, 7500)
+	e.add(0, be("free-a", 3500, 1000), be("batch-a", 5500, 1000), svc("web", 3000))
+	p, err := New(e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := enabled(70, 60)
+	run := func(after time.Duration, want []string) {
+		t.Helper()
+		e.clk.Step(after)
+		// Fresh samples, as the pod collector writes every second; the node's use does not move.
+		e.add(0, be("free-a", 3500, 1000), be("batch-a", 5500, 1000))
+		if err := p.Run(context.Background(), spec); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, e.evictor.asked); diff != "" {
+			t.Errorf("after %s: pods asked for (-want +got):\n%s", after, diff)
+		}
+	}
+	// 7500 > 7168; 7500-1000 (free-a) = 6500 >= 6144; -1000 (batch-a) = 5500: both go.
+	run(0, []string{"free-a", "batch-a"})
+	// Half a second later both are still there and the use has not dropped: 7500-2000 = 5500 < 6144, nothing.
+	run(500*time.Millisecond, []string{"free-a", "batch-a"})
+	run(29*time.Second, []string{"free-a", "batch-a"})
+	// 30 s after the request they count again and are asked again (the Evictor dedupes or retries).
+	run(500*time.Millisecond, []string{"free-a", "batch-a", "free-a", "batch-a"})
+}
+
+func TestRunMeminfoError(t *testing.T) {
+	e := newEnv(t)
+	e.add(0, be("free-a", 3500, 1000))
+	if err := os.WriteFile(filepath.Join(e.procDir, "meminfo"), []byte("MemFree: 1 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Run(context.Background(), enabled(70, 60))
+	checkErr(t, err, "reading the node's memory use: reading "+e.procDir+"/meminfo: MemTotal or MemAvailable missing")
+	if len(e.evictor.asked) != 0 {
+		t.Errorf("evicted %v without knowing the node's memory use", e.evictor.asked)
+	}
+}
+
+func TestNewMissingDeps(t *testing.T) {
+	_, err := New(qosmanager.Deps{Clock: clocktesting.NewFakeClock(time.Now())})
+	checkErr(t, err, "building the memoryevict plugin: missing States, Cache, Proc, Evictor")
+}
+
+func TestValidate(t *testing.T) {
+	strategy := func(s slov1alpha1.ResourceThresholdStrategy) *slov1alpha1.NodeSLOSpec {
+		return (&slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &s}).WithDefaults()
+	}
+	on := ptr.To(true)
+	tests := []struct {
+		name string
+		spec *slov1alpha1.NodeSLOSpec
+		want []string // substrings of the error; none for a valid spec
+	}{
+		{name: "defaults (off)", spec: strategy(slov1alpha1.ResourceThresholdStrategy{})},
+		{name: "on with the defaults 70, lower 68", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on})},
+		{name: "lower equal to the threshold", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, MemoryEvictThresholdPercent: ptr.To[int64](80), MemoryEvictLowerPercent: ptr.To[int64](80)})},
+		{name: "off: anything goes, so that switching off always works", spec: strategy(slov1alpha1.ResourceThresholdStrategy{MemoryEvictThresholdPercent: ptr.To[int64](0), MemoryEvictLowerPercent: ptr.To[int64](101)})},
+		{
+			name: "threshold 0", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, MemoryEvictThresholdPercent: ptr.To[int64](0), MemoryEvictLowerPercent: ptr.To[int64](0)}),
+			want: []string{"resourceUsedThresholdWithBE.memoryEvictThresholdPercent is 0, outside [1, 100]", "resourceUsedThresholdWithBE.memoryEvictLowerPercent is 0, outside [1, 100]"},
+		},
+		{
+			name: "above 100", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, MemoryEvictThresholdPercent: ptr.To[int64](101)}),
+			// lower defaults to 101-2 = 99: in range but... not above 101, so only the threshold is wrong.
+			want: []string{"resourceUsedThresholdWithBE.memoryEvictThresholdPercent is 101, outside [1, 100]"},
+		},
+		{
+			name: "lower above the threshold", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, MemoryEvictThresholdPercent: ptr.To[int64](60), MemoryEvictLowerPercent: ptr.To[int64](65)}),
+			want: []string{"resourceUsedThresholdWithBE.memoryEvictLowerPercent (65) is above resourceUsedThresholdWithBE.memoryEvictThresholdPercent (60)"},
+		},
+	}
+	p := &Plugin{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(tt.spec)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused a valid spec: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted; want errors %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if n := len(strings.Split(err.Error(), "\n")); n != len(tt.want) {
+				t.Errorf("error has %d lines, want %d: %q", n, len(tt.want), err)
+			}
+		})
+	}
+}
+
+// TestManagerKeepsTheLastGoodThresholds: through the Manager, a NodeSLO with a threshold of 0 is refused and the
+// plugin keeps evicting by the last one it accepted (70/60), not by 0 (which would evict every best-effort pod).
+func TestManagerKeepsTheLastGoodThresholds(t *testing.T) {
+	e := newEnv(t)
+	e.setUsed(t, 8192)
+	e.add(0, be("free-a", 3500, 1500), be("batch-a", 5500, 500), be("batch-b", 5500, 400))
+	m, err := qosmanager.NewManager(e.deps, e.clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true, New: New}}, []string{"*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeSLO := func(threshold, lower int64) *slov1alpha1.NodeSLO {
+		return &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower),
+		}}}
+	}
+	e.store.SetNodeSLO(nodeSLO(70, 60))
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 8192-1500 = 6692 >= 6144; -500 = 6192 >= 6144; -400 = 5792.
+	if diff := cmp.Diff([]string{"free-a", "batch-a", "batch-b"}, e.evictor.evicted); diff != "" {
+		t.Fatalf("evicted (-want +got):\n%s", diff)
+	}
+
+	// The evicted pods are gone, the use dropped to 7000 and a new batch pod arrived; the NodeSLO now says 0/0.
+	for _, n := range []string{"free-a", "batch-a", "batch-b"} {
+		e.store.DeletePod(testutil.Pod(n).Obj().UID)
+	}
+	e.evictor.evicted = nil
+	e.setUsed(t, 7000)
+	e.add(0, be("batch-c", 5500, 200))
+	e.store.SetNodeSLO(nodeSLO(0, 0))
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.evictor.evicted) != 0 {
+		t.Fatalf("evicted %v at 7000 MiB: the refused threshold 0 was enforced", e.evictor.evicted)
+	}
+	e.setUsed(t, 7300)
+	if err := m.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 7300 > 7168 under the kept 70 %: 7300-200 = 7100, and nothing else to evict.
+	if diff := cmp.Diff([]string{"batch-c"}, e.evictor.evicted); diff != "" {
+		t.Errorf("evicted under the last good thresholds (-want +got):\n%s", diff)
+	}
+}
+
+func set(names []string) map[string]bool {
+	s := map[string]bool{}
+	for _, n := range names {
+		s[n] = true
+	}
+	return s
+}
+
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+}
