@@ -149,10 +149,10 @@ func TestRealKernelKill(t *testing.T) {
 	}
 	for i, c := range victimExits {
 		select {
-		case <-c:
+		case err := <-c:
 			ws := victims[i].ProcessState.Sys().(syscall.WaitStatus)
 			if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-				t.Errorf("process %d of the pod ended with %v, want SIGKILL", victims[i].Process.Pid, victims[i].ProcessState)
+				t.Errorf("process %d of the pod ended with %v (%v), want SIGKILL", victims[i].Process.Pid, victims[i].ProcessState, err)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("process %d of the pod still runs 5s after Kill", victims[i].Process.Pid)
