@@ -57,6 +57,8 @@ type fixture struct {
 	evictions atomic.Int32
 	// down makes evictions and event writes fail as if the API server could not be reached.
 	down atomic.Bool
+	// hold, when set before a request, keeps eviction requests waiting until it is closed.
+	hold chan struct{}
 }
 
 var namespaces atomic.Int32
@@ -88,6 +90,9 @@ func newFixture(t *testing.T, configure func(*Options)) *fixture {
 			}
 			if sub == "eviction" {
 				f.evictions.Add(1)
+				if f.hold != nil {
+					<-f.hold
+				}
 			}
 			return cl.SubResource(sub).Create(ctx, obj, subObj, opts...)
 		},
@@ -234,6 +239,32 @@ func TestEvictBestEffort(t *testing.T) {
 		t.Errorf("%d pods remembered after Prune", n)
 	}
 	f.evict(byLabel, Evicted)
+}
+
+// TestEvictConcurrent: a pod asked for by two plugins at once is evicted once.
+func TestEvictConcurrent(t *testing.T) {
+	f := newFixture(t, nil)
+	pod := f.bePod("wanted")
+	f.hold = make(chan struct{})
+	first := make(chan Result)
+	go func() {
+		res, err := f.e.Evict(context.Background(), pod, reason, "x")
+		if err != nil {
+			t.Error(err)
+		}
+		first <- res
+	}()
+	for f.evictions.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	f.evict(pod, InProgress) // while the first request is on its way
+	close(f.hold)
+	if res := <-first; res != Evicted {
+		t.Errorf("first Evict = %q, want evicted", res)
+	}
+	if n := f.evictions.Load(); n != 1 {
+		t.Errorf("%d eviction requests, want 1", n)
+	}
 }
 
 // TestEvictRefusesOthers never evicts a pod that is not best-effort: an error, no request, no event, the pod stays.
