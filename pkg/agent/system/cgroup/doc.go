@@ -1,6 +1,7 @@
 // Package cgroup is gleaner-agent's access to the cgroup filesystem: which version is mounted (DetectVersion),
 // which driver the kubelet uses (DetectDriver), where the kubelet puts QoS classes, pods and containers (Layout),
-// and a Reader/Writer over the files the agent uses, with one API for cgroup v1 and v2 (FS).
+// and a Reader/Writer over the files the agent uses, with one API for cgroup v1 and v2 (FS). FS.Kill kills a
+// cgroup's processes, the evictor's last resort while the API server cannot be reached.
 //
 // Paths given to Reader and Writer are cgroup paths relative to the hierarchy root, as Layout returns them
 // ("kubepods/burstable/pod<uid>"): the same string on v1 and v2. On v1 FS adds the subsystem directory

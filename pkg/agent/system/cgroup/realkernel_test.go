@@ -3,6 +3,8 @@ package cgroup_test
 import (
 	"errors"
 	iofs "io/fs"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,5 +123,48 @@ func TestRealKernelKeepOpen(t *testing.T) {
 	}
 	if n := fs.OpenFiles(); n != 0 {
 		t.Errorf("%d files still kept for a removed cgroup", n)
+	}
+}
+
+// TestRealKernelKill kills a pod cgroup's processes on the real kernel: the pod-level process and one in a container
+// cgroup below it die of SIGKILL; a process in a sibling pod survives.
+func TestRealKernelKill(t *testing.T) {
+	box := cgrouptest.New(t)
+	pod := box.Parent + "/kubepods/besteffort/podkill"
+	other := box.Parent + "/kubepods/besteffort/podother"
+	for _, d := range []string{pod, pod + "/ctr", other} {
+		box.Mkdir(d)
+	}
+	victims := []*exec.Cmd{box.Start(pod, "sleep", "600"), box.Start(pod+"/ctr", "sleep", "600")}
+	bystander := box.Start(other, "sleep", "600")
+	exited := func(cmd *exec.Cmd) <-chan error {
+		c := make(chan error, 1)
+		go func() { c <- cmd.Wait() }()
+		return c
+	}
+	victimExits := []<-chan error{exited(victims[0]), exited(victims[1])}
+
+	if err := cgroup.NewFS(cgrouptest.Root, cgroup.V1).Kill(pod); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range victimExits {
+		select {
+		case err := <-c:
+			ws := victims[i].ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Errorf("process %d of the pod ended with %v (%v), want SIGKILL", victims[i].Process.Pid, victims[i].ProcessState, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("process %d of the pod still runs 5s after Kill", victims[i].Process.Pid)
+		}
+	}
+	if err := syscall.Kill(bystander.Process.Pid, 0); err != nil {
+		t.Errorf("the other pod's process is gone too: %v", err)
+	}
+	// The killed processes leave the cgroup, so the kubelet can remove it.
+	box.Remove(pod + "/ctr")
+	box.Remove(pod)
+	if err := cgroup.NewFS(cgrouptest.Root, cgroup.V1).Kill(pod); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("Kill of a removed cgroup: want fs.ErrNotExist, got %v", err)
 	}
 }
