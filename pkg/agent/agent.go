@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -20,6 +21,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
@@ -43,6 +45,8 @@ type Agent struct {
 	Reporter *reporter.Reporter
 	// Executor writes cgroup values.
 	Executor *executor.Executor
+	// Evictor evicts best-effort pods.
+	Evictor *evictor.Evictor
 	// QoS runs the QoS plugins.
 	QoS *qosmanager.Manager
 	// Metrics are the agent's Prometheus metrics.
@@ -199,14 +203,25 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	if err != nil {
 		return nil, err
 	}
+	evictOpts := opts.Eviction
+	evictOpts.NodeName = opts.NodeName
+	ev, err := evictor.New(c, exec, clk, m.Registry, evictOpts)
+	if err != nil {
+		return nil, err
+	}
+	// The evictor remembers pods it evicted until they are gone.
+	states.RegisterCallback(statesinformer.KindPods, "evictor-forget-ended-pods", func(statesinformer.Kind) {
+		ev.Prune(func(uid types.UID) bool { return states.GetPod(uid) != nil })
+	})
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
 		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Clock: clk,
+		Evictor: ev, Events: ev,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err
 	}
 	a := &Agent{
-		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, QoS: qos,
+		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, Evictor: ev, QoS: qos,
 		Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
 	}
 	if opts.MetricsAddr != "0" {
@@ -218,8 +233,8 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	if opts.HealthAddr != "0" {
 		a.runnables = append(a.runnables, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})
 	}
-	// The executor starts before the QoS plugins that hand it values.
-	a.runnables = append(a.runnables, cache, states, runner, exec, qos, a.Reporter)
+	// The executor and the evictor start before the QoS plugins that use them.
+	a.runnables = append(a.runnables, cache, states, runner, exec, ev, qos, a.Reporter)
 	return a, nil
 }
 

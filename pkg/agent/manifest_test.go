@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,8 +27,9 @@ var rbacManifests = []string{
 }
 
 // TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
-// agent's flags, the node name comes from the downward API, the probes hit the configured ports, and the only host
-// path is the cgroup tree, read-only, where --cgroup-root points.
+// agent's flags, the node name comes from the downward API, the probes hit the configured ports, the only host path
+// is the cgroup tree where --cgroup-root points, and the privileges are exactly those the QoS plugins and the
+// evictor need.
 func TestDaemonSetManifest(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(manifests, "daemonset.yaml"))
 	if err != nil {
@@ -79,11 +81,21 @@ func expectProbesAndMounts(t *testing.T, spec corev1.PodSpec, o *Options) {
 	if strings.Join(hostPaths, ",") != "/sys/fs/cgroup" {
 		t.Errorf("host paths = %v, want only /sys/fs/cgroup", hostPaths)
 	}
-	if len(c.VolumeMounts) != 1 || !c.VolumeMounts[0].ReadOnly || c.VolumeMounts[0].MountPath != o.CgroupRoot {
-		t.Errorf("the cgroup tree must be mounted read-only at --cgroup-root %s: %+v", o.CgroupRoot, c.VolumeMounts)
+	// Writable: the executor writes best-effort limits.
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].ReadOnly || c.VolumeMounts[0].MountPath != o.CgroupRoot {
+		t.Errorf("the cgroup tree must be mounted writable at --cgroup-root %s: %+v", o.CgroupRoot, c.VolumeMounts)
 	}
-	if spec.HostNetwork || spec.HostPID || (c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged) {
+	sc := c.SecurityContext
+	if spec.HostNetwork || (sc.Privileged != nil && *sc.Privileged) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		t.Error("the agent asks for host namespaces or privileges it does not need")
+	}
+	// Root, for root-owned cgroup files; of the capabilities only KILL, and host pids, for the local last resort.
+	caps := sc.Capabilities
+	if sc.RunAsUser == nil || *sc.RunAsUser != 0 || caps == nil || fmt.Sprint(caps.Drop) != "[ALL]" || fmt.Sprint(caps.Add) != "[KILL]" {
+		t.Errorf("security context %+v: want root with every capability dropped but KILL", sc)
+	}
+	if spec.HostPID != o.Eviction.LocalKill {
+		t.Errorf("hostPID is %v with --eviction-local-kill=%v: the v1 local kill needs the host's pids, nothing else does", spec.HostPID, o.Eviction.LocalKill)
 	}
 }
 

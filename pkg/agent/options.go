@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
@@ -60,6 +61,8 @@ type Options struct {
 	QoSPluginIntervals map[string]time.Duration
 	// Executor configures the resource executor, the agent's one writer of cgroup values.
 	Executor executor.Options
+	// Eviction configures the evictor (NodeName is the agent's).
+	Eviction evictor.Options
 
 	// PodSource is PodSourceAPIServer or PodSourceKubelet.
 	PodSource string
@@ -93,6 +96,7 @@ func NewOptions() *Options {
 		Collectors:          []string{"*"},
 		QoSPlugins:          []string{"*"},
 		Executor:            executor.DefaultOptions(),
+		Eviction:            evictor.DefaultOptions(),
 		PodSource:           PodSourceAPIServer,
 		Kubelet:             statesinformer.KubeletConfig{URL: "https://127.0.0.1:10250", Interval: 10 * time.Second},
 		Cache:               metriccache.DefaultConfig(),
@@ -120,6 +124,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&durationMap{m: &o.QoSPluginIntervals}, "qos-plugin-intervals", "interval per QoS plugin, as name=duration pairs (e.g. memoryevict=500ms)")
 	fs.DurationVar(&o.Executor.Resync, "executor-resync", o.Executor.Resync, "how often the resource executor writes every cgroup value it holds again, undoing changes made behind its back")
 	fs.IntVar(&o.Executor.AuditSize, "executor-audit-size", o.Executor.AuditSize, "cgroup writes kept in the executor's audit trail (served at /debug/executor on the metrics address)")
+	fs.BoolVar(&o.Eviction.DryRun, "eviction-dry-run", o.Eviction.DryRun, "only report the evictions and local kills the QoS plugins decide (events WouldEvict, WouldKillLocally), never do them")
+	fs.Float64Var(&o.Eviction.RatePerMinute, "eviction-rate", o.Eviction.RatePerMinute, "pods per minute this node may evict (and kill locally) once --eviction-burst is spent")
+	fs.IntVar(&o.Eviction.Burst, "eviction-burst", o.Eviction.Burst, "pods this node may evict at once after a quiet period")
+	fs.DurationVar(&o.Eviction.RetryAfter, "eviction-retry-after", o.Eviction.RetryAfter, "how long a pod whose eviction a PodDisruptionBudget refused waits before it is asked for again")
+	fs.BoolVar(&o.Eviction.LocalKill, "eviction-local-kill", o.Eviction.LocalKill, "while the API server cannot be reached and memory stays above the eviction threshold, kill best-effort pods' processes on the node (the last resort)")
 	fs.StringVar(&o.PodSource, "pod-source", o.PodSource, "where pods come from: apiserver (a watch on this node's pods) or kubelet (its pod list)")
 	fs.StringVar(&o.Kubelet.URL, "kubelet-url", o.Kubelet.URL, "the kubelet's HTTPS endpoint, for --pod-source=kubelet")
 	fs.DurationVar(&o.Kubelet.Interval, "kubelet-poll-interval", o.Kubelet.Interval, "how often the kubelet's pod list is read")
@@ -161,6 +170,11 @@ func (o *Options) Validate() error {
 	}
 	if err := toggle.ValidateNamed("--qos-plugins", "--qos-plugin-intervals", qosPluginNames(), o.QoSPlugins, o.QoSPluginIntervals); err != nil {
 		errs = append(errs, err)
+	}
+	ev := o.Eviction
+	ev.NodeName = "checked above"
+	if err := ev.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--eviction-*: %w", err))
 	}
 	if o.Executor.Resync <= 0 {
 		errs = append(errs, fmt.Errorf("--executor-resync must be positive, got %s", o.Executor.Resync))

@@ -73,20 +73,24 @@ func (b *beResource) realLimit(dir string) (float64, error) {
 	return 0, fmt.Errorf("reading the best-effort CPU limit: neither quota nor cpuset limits %s and the node's CPU count is not known yet", dir)
 }
 
-// requestsOfBE sums the CPU requests of BE pods: their batch-cpu requests (millicores), or plain cpu requests for
-// BE pods that request none, in cores.
+// requestsOfBE sums BECPURequest over pods, in cores.
 func requestsOfBE(pods []*statesinformer.PodMeta) float64 {
-	var milli int64
+	var cores float64
 	for _, m := range pods {
-		if m.QoS != slov1alpha1.QoSBE {
-			continue
-		}
-		req := resourcehelper.PodRequests(m.Pod, resourcehelper.PodResourcesOptions{})
-		if q, ok := req[slov1alpha1.BatchCPU]; ok {
-			milli += q.Value()
-		} else {
-			milli += req.Cpu().MilliValue()
-		}
+		cores += BECPURequest(m)
 	}
-	return float64(milli) / 1000
+	return cores
+}
+
+// BECPURequest is what a pod adds to be_cpu_request, in cores: for a pod of QoS class BE its batch-cpu request
+// (millicores), or its plain cpu request when it requests no batch-cpu; 0 for other pods.
+func BECPURequest(m *statesinformer.PodMeta) float64 {
+	if m.QoS != slov1alpha1.QoSBE {
+		return 0
+	}
+	req := resourcehelper.PodRequests(m.Pod, resourcehelper.PodResourcesOptions{})
+	if q, ok := req[slov1alpha1.BatchCPU]; ok {
+		return float64(q.Value()) / 1000
+	}
+	return float64(req.Cpu().MilliValue()) / 1000
 }

@@ -2,13 +2,17 @@ package evictor
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
 const (
@@ -87,9 +91,34 @@ func (e *Evictor) Pending() int {
 	return len(e.events.pending)
 }
 
+// Eventf records an event on obj (a Pod or a NodeSLO), written at once or, when the API server does not answer,
+// kept and written by Start. The QoS manager reports refused NodeSLOs through it: the agent has one event writer,
+// the one that must also work while the API server is away.
+func (e *Evictor) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	ref := corev1.ObjectReference{}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		ref = corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: o.Namespace, Name: o.Name, UID: o.UID}
+	case *slov1alpha1.NodeSLO:
+		ref = corev1.ObjectReference{Kind: "NodeSLO", APIVersion: slov1alpha1.GroupVersion.String(), Name: o.Name, UID: o.UID}
+	default:
+		klog.Background().Error(nil, "no event for an object of this kind", "kind", fmt.Sprintf("%T", obj), "reason", reason)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), eventWriteTimeout)
+	defer cancel()
+	e.recordRef(ctx, ref, eventtype, e.clock.Now(), reason, "", fmt.Sprintf(messageFmt, args...), true)
+}
+
 // record writes a Warning event on pod, or keeps it for later when it cannot be written now. Without writeNow it
 // only keeps it, for Start to write: what KillLocally reports is written once the API server is back.
 func (e *Evictor) record(ctx context.Context, pod *corev1.Pod, at time.Time, reason, action, message string, writeNow bool) {
+	ref := corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+	e.recordRef(ctx, ref, corev1.EventTypeWarning, at, reason, action, message, writeNow)
+}
+
+// recordRef writes an event on the object ref names; events of cluster-scoped objects go to the default namespace.
+func (e *Evictor) recordRef(ctx context.Context, ref corev1.ObjectReference, eventtype string, at time.Time, reason, action, message string, writeNow bool) {
 	if len(message) > maxEventMessage {
 		message = message[:maxEventMessage-3] + "..."
 	}
@@ -97,17 +126,19 @@ func (e *Evictor) record(ctx context.Context, pod *corev1.Pod, at time.Time, rea
 	nanos := max(at.UnixNano(), e.events.lastNanos+1)
 	e.events.lastNanos = nanos
 	suffix := "." + strconv.FormatInt(nanos, 16)
-	name := pod.Name
+	name := ref.Name
 	if len(name)+len(suffix) > maxNameLength {
 		name = name[:maxNameLength-len(suffix)]
 	}
 	ts := metav1.NewTime(at)
+	namespace := ref.Namespace
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: name + suffix, Namespace: pod.Namespace},
-		InvolvedObject: corev1.ObjectReference{
-			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-		},
-		Reason: reason, Message: message, Type: corev1.EventTypeWarning,
+		ObjectMeta:     metav1.ObjectMeta{Name: name + suffix, Namespace: namespace},
+		InvolvedObject: ref,
+		Reason:         reason, Message: message, Type: eventtype,
 		Source:         corev1.EventSource{Component: component, Host: e.opts.NodeName},
 		FirstTimestamp: ts, LastTimestamp: ts, Count: 1,
 		Action: action, ReportingController: "gleaner.sh/" + component, ReportingInstance: component + "-" + e.opts.NodeName,
@@ -123,6 +154,6 @@ func (e *Evictor) record(ctx context.Context, pod *corev1.Pod, at time.Time, rea
 		return
 	}
 	if err := e.ReportPending(ctx); err != nil {
-		klog.FromContext(ctx).V(1).Info("event kept until the API server answers", "reason", reason, "pod", klog.KObj(pod), "error", err)
+		klog.FromContext(ctx).V(1).Info("event kept until the API server answers", "reason", reason, "object", ref.Kind+" "+ref.Namespace+"/"+ref.Name, "error", err)
 	}
 }

@@ -274,7 +274,8 @@ func TestEvictRefusesOthers(t *testing.T) {
 		f.pod("ls", func(b *testutil.PodBuilder) { b.Label(slov1alpha1.LabelQoSClass, "LS") }),
 		f.pod("prod", func(b *testutil.PodBuilder) { b.PriorityClass("gleaner-prod") }),
 		f.pod("mid", func(b *testutil.PodBuilder) { b.PriorityClass("gleaner-mid") }),
-		f.pod("plain", nil),
+		// No label, no priority, burstable: LS, so prod. (A plain BestEffort pod would be BE: slov1alpha1.ClassOf.)
+		f.pod("plain", func(b *testutil.PodBuilder) { b.Requests("cpu", "100m") }),
 	}
 	for _, p := range pods {
 		if res, err := f.e.Evict(context.Background(), p, reason, "x"); !errors.Is(err, ErrNotBestEffort) || res != "" {
@@ -580,11 +581,15 @@ func TestIsBestEffort(t *testing.T) {
 		{"batch band", testutil.Pod("p").Priority(5500).Obj(), true},
 		{"free band", testutil.Pod("p").Priority(3000).Obj(), true},
 		{"LS label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "LS").Obj(), false},
-		{"prod band", testutil.Pod("p").Priority(9000).Obj(), false},
+		{"prod band, Kubernetes BestEffort", testutil.Pod("p").Priority(9000).Obj(), false},
+		{"prod band, BE label", testutil.Pod("p").Priority(9000).Label(slov1alpha1.LabelQoSClass, "BE").Obj(), true},
 		{"mid band", testutil.Pod("p").Priority(7999).Obj(), false},
-		{"between bands", testutil.Pod("p").Priority(6000).Obj(), false},
-		{"nothing", testutil.Pod("p").Obj(), false},
-		{"an unknown class", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "be").Obj(), false},
+		{"between bands, burstable: LS", testutil.Pod("p").Priority(6000).Container("c").Requests("cpu", "100m").Obj(), false},
+		{"nothing, burstable: LS", testutil.Pod("p").Container("c").Requests("cpu", "100m").Obj(), false},
+		{"an unknown class, burstable: LS", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "be").Container("c").Requests("cpu", "100m").Obj(), false},
+		{"Kubernetes BestEffort without a label: BE", testutil.Pod("p").Container("c").Obj(), true},
+		{"system-node-critical BestEffort", testutil.Pod("p").Priority(2000001000).Container("c").Obj(), false},
+		{"static pod's mirror, BE label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "BE").Annotation(mirrorAnnotation, "x").Obj(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -632,5 +637,29 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if _, err := New(nil, nil, clocktesting.NewFakeClock(start), reg, valid); err == nil {
 		t.Error("a second Evictor registered its counter in the same registry")
+	}
+}
+
+// TestEventOnNodeSLO: the QoS manager's refusals are written as events on the cluster-scoped NodeSLO, in the
+// default namespace.
+func TestEventOnNodeSLO(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "eventslo-" + f.ns}}
+	if err := f.env.Client.Create(ctx, slo); err != nil {
+		t.Fatal(err)
+	}
+	f.e.Eventf(slo, corev1.EventTypeWarning, "NodeSLORefused", "plugin %s refused it: %s", "memoryevict", "threshold 0")
+	list := &corev1.EventList{}
+	if err := f.env.Client.List(ctx, list, client.InNamespace(metav1.NamespaceDefault), client.MatchingFields{"involvedObject.uid": string(slo.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("events on the NodeSLO: %d, want 1", len(list.Items))
+	}
+	ev := list.Items[0]
+	if ev.Type != corev1.EventTypeWarning || ev.Reason != "NodeSLORefused" || ev.Message != "plugin memoryevict refused it: threshold 0" ||
+		ev.InvolvedObject.Kind != "NodeSLO" || ev.InvolvedObject.APIVersion != slov1alpha1.GroupVersion.String() {
+		t.Errorf("event %+v", ev)
 	}
 }

@@ -261,3 +261,34 @@ func (e *Executor) run(ctx context.Context, steps []step) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ResourceKill is the audit trail's and the metric's name for killing a cgroup's processes.
+const ResourceKill Resource = "cgroup.kill"
+
+// Kill kills every process in the cgroup dir and its children (cgroup.FS.Kill: cgroup.kill on v2, SIGKILL to every
+// task on v1): the evictor's last resort while the API server cannot be reached. It is an action, not a value to
+// hold, so nothing is kept or resynced; it goes through the executor so that it is recorded like every other write.
+func (e *Executor) Kill(dir string) error {
+	k, ok := e.rw.(interface{ Kill(dir string) error })
+	if !ok {
+		return fmt.Errorf("killing the processes of %s: the executor's cgroup writer cannot kill: %w", dir, system.ErrUnsupported)
+	}
+	err := k.Kill(dir)
+	result := ResultWritten
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		result = ResultGone
+	default:
+		result = ResultError
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.writes.WithLabelValues(string(ResourceKill), result).Inc()
+	r := Record{Time: e.clock.Now(), Owner: "evictor", Dir: dir, Resource: ResourceKill, Value: "1", Reason: "local last resort", Result: result}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	e.audit.add(r)
+	return err
+}

@@ -340,5 +340,33 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			t.Errorf("New(%+v) accepted", o)
 		}
 	}
-	_ = fs.ErrNotExist
+}
+
+// TestKillIsRecorded: killing goes through the writer's Kill and into the audit trail and the counters.
+func TestKillIsRecorded(t *testing.T) {
+	root := t.TempDir()
+	dir := "kubepods/besteffort/podv2"
+	if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, dir, "cgroup.kill"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(cgroup.NewFS(root, cgroup.V2), clocktesting.NewFakeClock(time.Now()), prometheus.NewRegistry(), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Kill(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, dir, "cgroup.kill")); string(b) != "1" {
+		t.Errorf("cgroup.kill = %q, want 1", b)
+	}
+	if err := e.Kill("kubepods/besteffort/podgone"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("killing a gone cgroup: %v, want fs.ErrNotExist", err)
+	}
+	audit := e.Audit()
+	if len(audit) != 2 || audit[0].Resource != ResourceKill || audit[0].Result != ResultWritten || audit[1].Result != ResultGone {
+		t.Errorf("audit %+v", audit)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
@@ -42,12 +43,16 @@ type ValidatingPlugin interface {
 	Validate(spec *slov1alpha1.NodeSLOSpec) error
 }
 
-// Evictor evicts best-effort pods (pkg/agent/evictor implements it).
+// Evictor evicts best-effort pods (*evictor.Evictor implements it; see there for every Result).
 type Evictor interface {
 	// Evict asks the API server to evict pod, for reason (a short CamelCase word), with message giving the numbers
-	// that led to it. It refuses pods that are not best-effort. evicted is false when nothing was sent: the pod is
-	// being evicted already, waits after a refusal by a PodDisruptionBudget, or the rate limit defers it.
-	Evict(ctx context.Context, pod *corev1.Pod, reason, message string) (evicted bool, err error)
+	// that led to it. It refuses pods that are not best-effort. Result.Releasing says whether the pod's resources
+	// may be counted as on their way out. An error wrapping evictor.ErrUnreachable means the API server did not
+	// answer.
+	Evict(ctx context.Context, pod *corev1.Pod, reason, message string) (evictor.Result, error)
+	// KillLocally kills the best-effort pod's processes in its cgroup podDir: the last resort against memory
+	// pressure while the API server cannot be reached (off with --eviction-local-kill=false).
+	KillLocally(ctx context.Context, pod *corev1.Pod, podDir, reason, message string) (evictor.Result, error)
 }
 
 // EventRecorder records Kubernetes events on objects.

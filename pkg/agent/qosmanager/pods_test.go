@@ -27,7 +27,7 @@ func TestIsBestEffort(t *testing.T) {
 		{"prod band, burstable", tu.Pod("e").Priority(9500).Container("c").Requests("cpu", "1").Obj(), false},
 		{"LS label", tu.Pod("f").Label(slov1alpha1.LabelQoSClass, "LS").Container("c").Obj(), false},
 		{"system-node-critical BestEffort", tu.Pod("g").Priority(2000001000).Container("c").Obj(), false},
-		{"static pod's mirror, BE label", tu.Pod("h").Label(slov1alpha1.LabelQoSClass, "BE").Annotation(mirrorAnnotation, "x").Container("c").Obj(), false},
+		{"static pod's mirror, BE label", tu.Pod("h").Label(slov1alpha1.LabelQoSClass, "BE").Annotation("kubernetes.io/config.mirror", "x").Container("c").Obj(), false},
 	}
 	for _, tt := range tests {
 		if got := IsBestEffort(meta(tt.pod)); got != tt.want {

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
@@ -158,7 +158,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	remaining, going := 0.0, 0
 	var candidates []qosmanager.Candidate
 	for _, m := range p.states.GetAllPods() {
-		req := request(m)
+		req := collector.BECPURequest(m)
 		if p.evictions.Going(m, now) {
 			going++
 			continue
@@ -183,17 +183,17 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		if projected >= float64(upperPct)/100 {
 			break
 		}
-		req := request(c.Meta)
+		req := collector.BECPURequest(c.Meta)
 		after := satisfactionOf(w.limitNow, remaining-req)
 		msg := fmt.Sprintf("best-effort CPU satisfaction %s (real limit %.2f / requests %.2f cores, %d s average) is below %d%% while best-effort pods use %s of their limit (threshold %d%%); "+
 			"evicting best-effort pods until the projected satisfaction is at least %d%%: projected %s, this pod requests %.2f and uses %.2f cores, projected after it %s",
 			pct(satisfaction), w.limit, w.request, *s.CPUEvictTimeWindowSeconds, lowerPct, pct(utilisation), usagePct, upperPct, pct(projected), req, c.Usage, pct(after))
-		evicted, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
+		res, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("evicting pod %s for CPU satisfaction: %w", c.Meta.Key(), err))
 			continue
 		}
-		if !evicted {
+		if !res.Releasing() {
 			log.V(1).Info("best-effort pod not evicted now; trying the next", "pod", klog.KObj(c.Meta.Pod), "podRequest", req, "podUsage", c.Usage)
 			continue
 		}
@@ -243,20 +243,6 @@ func (p *Plugin) podUsage(m *statesinformer.PodMeta, w window) float64 {
 		return 0
 	}
 	return r.Value(metriccache.Avg)
-}
-
-// request is what the pod adds to be_cpu_request, in cores: the collector's sum over pods of QoS class BE of
-// their batch-cpu requests, or their cpu requests when they request no batch-cpu. It must stay the collector's
-// formula (pkg/agent/collector/beresource.go), or the projection would drift from what is measured.
-func request(m *statesinformer.PodMeta) float64 {
-	if m.QoS != slov1alpha1.QoSBE {
-		return 0
-	}
-	req := resourcehelper.PodRequests(m.Pod, resourcehelper.PodResourcesOptions{})
-	if q, ok := req[slov1alpha1.BatchCPU]; ok {
-		return float64(q.Value()) / 1000
-	}
-	return float64(req.Cpu().MilliValue()) / 1000
 }
 
 // satisfactionOf is limit / request, +Inf when nothing is requested.

@@ -15,6 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
@@ -29,25 +31,34 @@ type fakeEvictor struct {
 	fail    map[string]bool
 	asked   []string
 	evicted []string
+	killed  []string
 	msgs    []string
 }
 
-func (f *fakeEvictor) Evict(_ context.Context, pod *corev1.Pod, reason, message string) (bool, error) {
+func (f *fakeEvictor) Evict(_ context.Context, pod *corev1.Pod, reason, message string) (evictor.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if reason != Reason {
-		return false, fmt.Errorf("reason %q, want %q", reason, Reason)
+		return "", fmt.Errorf("reason %q, want %q", reason, Reason)
 	}
 	f.asked = append(f.asked, pod.Name)
 	switch {
 	case f.fail[pod.Name]:
-		return false, errors.New("the server is currently unable to handle the request")
+		return "", errors.New("the server is currently unable to handle the request")
 	case f.refuse[pod.Name]:
-		return false, nil
+		return evictor.Refused, nil
 	}
 	f.evicted = append(f.evicted, pod.Name)
 	f.msgs = append(f.msgs, message)
-	return true, nil
+	return evictor.Evicted, nil
+}
+
+func (f *fakeEvictor) KillLocally(_ context.Context, pod *corev1.Pod, podDir, _, message string) (evictor.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed = append(f.killed, pod.Name+" in "+podDir)
+	f.msgs = append(f.msgs, message)
+	return evictor.Killed, nil
 }
 
 // pod is a pod on the node with its CPU use in cores (the same in every second of the window).
@@ -203,9 +214,9 @@ func TestRun(t *testing.T) {
 			name: "never a pod that is not best-effort, nor one outside the requests", spec: enabled(), series: flat(10, 1, 2, 0.95),
 			pods: []pod{
 				be("be-b", 3500, "2000", 0.9),
-				// Free priority but no BE label: best-effort, but not in be_cpu_request, so evicting it would not
-				// raise the satisfaction; it would go first otherwise (priority 3100, 1.5 cores).
-				{testutil.Pod("unlabelled").Priority(3100).Requests(string(slov1alpha1.BatchCPU), "2000"), 1.5},
+				// Free priority, burstable (QoS class LS): best-effort, but not in be_cpu_request, so evicting it would
+				// not raise the satisfaction; it would go first otherwise (priority 3100, 1.5 cores).
+				{testutil.Pod("unlabelled").Priority(3100).Requests("cpu", "100m", string(slov1alpha1.BatchCPU), "2000"), 1.5},
 				{testutil.Pod("web").Priority(9500).Requests("cpu", "4"), 3},
 			},
 			// 1/2 = 50% < 60%, utilisation 95%; be-b leaves nothing requested: satisfaction unbounded.
@@ -313,14 +324,15 @@ func TestRequest(t *testing.T) {
 		{"batch-cpu of two containers", label(testutil.Pod("a")).Requests(string(slov1alpha1.BatchCPU), "1500").Container("c1").Requests(string(slov1alpha1.BatchCPU), "500"), 2},
 		{"cpu when no batch-cpu", label(testutil.Pod("a")).Requests("cpu", "500m"), 0.5},
 		{"batch-cpu wins over cpu", label(testutil.Pod("a")).Requests("cpu", "4", string(slov1alpha1.BatchCPU), "250"), 0.25},
-		{"not of QoS class BE", testutil.Pod("a").Priority(5500).Requests(string(slov1alpha1.BatchCPU), "1500"), 0},
+		{"not of QoS class BE (burstable: LS)", testutil.Pod("a").Priority(5500).Requests("cpu", "100m", string(slov1alpha1.BatchCPU), "1500"), 0},
+		{"Kubernetes BestEffort without a label: BE", testutil.Pod("a").Priority(5500).Requests(string(slov1alpha1.BatchCPU), "1500"), 1.5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := statesinformer.NewStore()
 			o := tt.pod.Obj()
 			s.SetPod(o)
-			if got := request(s.GetPod(o.UID)); got != tt.want {
+			if got := collector.BECPURequest(s.GetPod(o.UID)); got != tt.want {
 				t.Errorf("request = %v, want %v", got, tt.want)
 			}
 		})

@@ -12,9 +12,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 )
 
@@ -44,6 +46,7 @@ type Plugin struct {
 	cache     metriccache.Cache
 	proc      *proc.FS
 	evictor   qosmanager.Evictor
+	layout    cgroup.Layout
 	clock     clock.PassiveClock
 	evictions *qosmanager.Evictions
 }
@@ -67,7 +70,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("building the %s plugin: missing %s", Name, strings.Join(missing, ", "))
 	}
-	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, clock: d.Clock, evictions: qosmanager.NewEvictions(settle)}, nil
+	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, layout: d.Layout, clock: d.Clock, evictions: qosmanager.NewEvictions(settle)}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -151,12 +154,16 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		msg := fmt.Sprintf("node memory use %s is above %d%% of %s (%s); evicting best-effort pods until the projected use is under %d%% (%s): "+
 			"projected %s, this pod uses %s, projected after it %s",
 			mib(used), thresholdPct, mib(total), mib(threshold), lowerPct, mib(lower), mib(projected), mib(c.Usage), mib(after))
-		evicted, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
+		res, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
+		if errors.Is(err, evictor.ErrUnreachable) {
+			// The API server does not answer and memory stays high: the last resort, so the services survive.
+			res, err = p.evictor.KillLocally(ctx, c.Meta.Pod, p.layout.PodDir(c.Meta.Pod), Reason, msg+"; the API server cannot be reached")
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("evicting pod %s for memory: %w", c.Meta.Key(), err))
 			continue
 		}
-		if !evicted {
+		if !res.Releasing() {
 			// Refused by a PodDisruptionBudget, deferred by the rate limit, or already in progress: nothing
 			// was sent, so the pod does not count as gone; the next one is asked instead.
 			log.V(1).Info("best-effort pod not evicted now; trying the next", "pod", klog.KObj(c.Meta.Pod), "podMemory", mib(c.Usage))

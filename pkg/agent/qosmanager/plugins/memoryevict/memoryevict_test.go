@@ -18,9 +18,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -36,27 +38,39 @@ type fakeEvictor struct {
 	mu      sync.Mutex
 	refuse  map[string]bool
 	fail    map[string]bool
+	offline bool // the API server does not answer
 	asked   []string
 	evicted []string
+	killed  []string
 	msgs    []string
 }
 
-func (f *fakeEvictor) Evict(_ context.Context, pod *corev1.Pod, reason, message string) (bool, error) {
+func (f *fakeEvictor) Evict(_ context.Context, pod *corev1.Pod, reason, message string) (evictor.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if reason != Reason {
-		return false, fmt.Errorf("reason %q, want %q", reason, Reason)
+		return "", fmt.Errorf("reason %q, want %q", reason, Reason)
 	}
 	f.asked = append(f.asked, pod.Name)
 	switch {
+	case f.offline:
+		return "", fmt.Errorf("evicting %s: %w", pod.Name, evictor.ErrUnreachable)
 	case f.fail[pod.Name]:
-		return false, errors.New("the server is currently unable to handle the request")
+		return "", errors.New("the server is currently unable to handle the request")
 	case f.refuse[pod.Name]:
-		return false, nil
+		return evictor.Refused, nil
 	}
 	f.evicted = append(f.evicted, pod.Name)
 	f.msgs = append(f.msgs, message)
-	return true, nil
+	return evictor.Evicted, nil
+}
+
+func (f *fakeEvictor) KillLocally(_ context.Context, pod *corev1.Pod, podDir, _, message string) (evictor.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed = append(f.killed, pod.Name+" in "+podDir)
+	f.msgs = append(f.msgs, message)
+	return evictor.Killed, nil
 }
 
 // pod is a pod on the node with its memory use in MiB; usage < 0 leaves it without a sample.
@@ -447,4 +461,44 @@ func checkErr(t *testing.T, err error, want string) {
 	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 		t.Fatalf("error %v, want one containing %q", err, want)
 	}
+}
+
+// TestRunKillsLocallyWhenTheAPIServerIsGone: with no API server, memory above the threshold is relieved by killing
+// best-effort pods' processes in their cgroups, in the same order and up to the same bound as evictions.
+func TestRunKillsLocallyWhenTheAPIServerIsGone(t *testing.T) {
+	e := newEnv(t)
+	e.deps.Layout = cgroup.Layout{Driver: cgroup.Cgroupfs}
+	e.evictor.offline = true
+	e.setUsed(t, 8192)
+	e.add(0, be("free-a", 3500, 1500), be("batch-a", 5500, 1000), svc("web", 3000))
+	p, err := New(e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background(), enabled(70, 60)); err != nil {
+		t.Fatal(err)
+	}
+	// 8192 > 7168; 8192-1500 (free-a) = 6692 >= 6144; -1000 (batch-a) = 5692 < 6144: both killed, web untouched.
+	uid := func(name string) string { return string(e.store.GetAllPods()[indexOf(e, name)].Pod.UID) }
+	want := []string{"free-a in kubepods/besteffort/pod" + uid("free-a"), "batch-a in kubepods/besteffort/pod" + uid("batch-a")}
+	if diff := cmp.Diff(want, e.evictor.killed); diff != "" {
+		t.Errorf("pods killed (-want +got):\n%s", diff)
+	}
+	if len(e.evictor.evicted) != 0 {
+		t.Errorf("evicted %v with the API server gone", e.evictor.evicted)
+	}
+	for _, m := range e.evictor.msgs {
+		if !strings.Contains(m, "the API server cannot be reached") {
+			t.Errorf("kill message %q does not say why it is local", m)
+		}
+	}
+}
+
+func indexOf(e *env, name string) int {
+	for i, m := range e.store.GetAllPods() {
+		if m.Pod.Name == name {
+			return i
+		}
+	}
+	return -1
 }
