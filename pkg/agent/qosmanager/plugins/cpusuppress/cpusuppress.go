@@ -352,7 +352,7 @@ func (p *Plugin) topology() *topology.Topology {
 func step(cur, target, capacity, maxUp float64) (next float64, changed bool) {
 	d := target - cur
 	switch {
-	case math.Abs(d) < skipBelow*capacity:
+	case math.Abs(d) < skipBelow*capacity-1e-9: // exactly 1 % is made, whatever the float rounding
 		return cur, false
 	case d < 0:
 		return target, true

@@ -14,16 +14,17 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
-// beView is where the best-effort pods' cgroups are, rebuilt only when the running best-effort pods or their
-// running containers change.
+// beView is where the confined pods' cgroups are (see confinedPod), rebuilt only when those pods or their running
+// containers change. Pods not running yet are listed too: a cgroup created before suppression started would
+// otherwise keep its wider cpuset and make the kernel refuse the besteffort cgroup's narrower one.
 type beView struct {
 	key   uint64
 	built bool
 	// confined are the cgroups the cpuset policy confines: the besteffort QoS cgroup and the pod cgroups of
-	// best-effort pods outside it (a pod of QoS class BE that requests CPU lives in the burstable one).
+	// best-effort pods outside it (a pod of Gleaner QoS class BE that requests CPU lives in the burstable one).
 	confined []string
 	// dirs are the cgroups the cpuset is written to: confined, and on cgroup v1, where every cpuset cgroup holds
-	// its own cpuset.cpus, every best-effort pod and container cgroup. On v2 a cgroup's effective CPUs are within
+	// its own cpuset.cpus, every confined pod's cgroup and its running containers' cgroups. On v2 a cgroup's effective CPUs are within
 	// its parent's, so the confined ones are enough.
 	dirs []string
 	// container tells which of dirs are container cgroups.
@@ -33,7 +34,7 @@ type beView struct {
 func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 	key := uint64(hashInit)
 	for _, m := range pods {
-		if !runningBE(m) {
+		if !confinedPod(m) {
 			continue
 		}
 		key = hash(hash(key, string(m.Pod.UID)), string(m.KubeQoS))
@@ -44,7 +45,7 @@ func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 	}
 	*v = beView{key: key, built: true, confined: []string{p.qosDir}, dirs: []string{p.qosDir}, container: []bool{false}}
 	for _, m := range pods {
-		if !runningBE(m) {
+		if !confinedPod(m) {
 			continue
 		}
 		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
@@ -67,8 +68,11 @@ func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 	}
 }
 
-func runningBE(m *statesinformer.PodMeta) bool {
-	return m.Pod.Status.Phase == corev1.PodRunning && qosmanager.IsBestEffort(m)
+// confinedPod reports whether the cpuset policy confines pod m: a best-effort pod (qosmanager.IsBestEffort), or any
+// pod in the besteffort QoS cgroup, which the kernel confines with it whatever its Gleaner class (on v1 a parent's
+// cpuset must hold its children's, so those pods' cgroups must be written too).
+func confinedPod(m *statesinformer.PodMeta) bool {
+	return m.KubeQoS == corev1.PodQOSBestEffort || qosmanager.IsBestEffort(m)
 }
 
 // forRunning calls fn with each of the pod's containers (init containers included, for sidecars) that runs now:
