@@ -216,28 +216,42 @@ func (p *Plugin) enforce(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) err
 		}
 	}
 	s := spec.ResourceUsedThresholdWithBE
-	target, floor := in.share(*s.CPUSuppressThresholdPercent, *s.CPUSuppressMinPercent)
-	window := in.window
-	next, changed := step(p.share, target, in.capacity, loosenPerSecond*in.capacity*window.Seconds())
-	explain := fmt.Sprintf("over %s: node %.3f - best-effort %.3f - best-effort host applications %.3f = non-best-effort %.3f cores; "+
-		"share = capacity %.3f x %d%% - %.3f - max(0, reserved %.3f - system %.3f) = %.3f cores (floor %.3f at %d%%)",
-		window.Round(time.Millisecond), in.node, in.be, in.beHostApps, in.nonBE(), in.capacity, *s.CPUSuppressThresholdPercent,
-		in.nonBE(), in.reserved, in.system, target, floor, *s.CPUSuppressMinPercent)
+	d := decision{in: in, threshold: *s.CPUSuppressThresholdPercent, min: *s.CPUSuppressMinPercent}
+	d.target, d.floor = in.share(d.threshold, d.min)
+	next, changed := step(p.share, d.target, in.capacity, loosenPerSecond*in.capacity*in.window.Seconds())
 	log := klog.FromContext(ctx)
 	if pinning {
-		return p.applyCPUSet(ctx, log, pods, in.capacity, next, changed, explain)
+		return p.applyCPUSet(ctx, log, pods, next, changed, &d)
 	}
-	return p.applyQuota(ctx, log, next, changed, explain)
+	return p.applyQuota(ctx, log, next, changed, &d)
+}
+
+// decision is one run's numbers, formatted only for a log line or a write.
+type decision struct {
+	in             inputs
+	threshold, min int64
+	target, floor  float64
+}
+
+func (d *decision) String() string {
+	in := d.in
+	return fmt.Sprintf("over %s: node %.3f - best-effort %.3f - best-effort host applications %.3f = non-best-effort %.3f cores; "+
+		"share = capacity %.3f x %d%% - %.3f - max(0, reserved %.3f - system %.3f) = %.3f cores (floor %.3f at %d%%)",
+		in.window.Round(time.Millisecond), in.node, in.be, in.beHostApps, in.nonBE(), in.capacity, d.threshold,
+		in.nonBE(), in.reserved, in.system, d.target, d.floor, d.min)
 }
 
 // applyQuota hands the besteffort cgroup's quota for share cores to the executor when it changed.
-func (p *Plugin) applyQuota(ctx context.Context, log klog.Logger, share float64, changed bool, explain string) error {
+func (p *Plugin) applyQuota(ctx context.Context, log klog.Logger, share float64, changed bool, d *decision) error {
 	q := quotaOf(share)
 	limit := cgroup.CPUQuota(q).Cores()
 	if !changed && !p.pending {
-		log.V(5).Info("best-effort CPU quota unchanged", "cores", limit, "numbers", explain)
+		if v := log.V(5); v.Enabled() {
+			v.Info("best-effort CPU quota unchanged", "cores", limit, "numbers", d.String())
+		}
 		return nil
 	}
+	explain := d.String()
 	log.V(2).Info("best-effort CPU quota", "from", p.share, "cores", limit, "numbers", explain)
 	p.share = share
 	p.limit.Set(limit)
@@ -254,19 +268,22 @@ func quotaOf(cores float64) executor.CPUQuota {
 
 // applyCPUSet gives best-effort pods the CPUs for share cores: whole CPUs, at least minCPUs, chosen by
 // chooseCPUs, written to the besteffort cgroup and (see beView) its pods and containers.
-func (p *Plugin) applyCPUSet(ctx context.Context, log klog.Logger, pods []*statesinformer.PodMeta, capacity, share float64, changed bool, explain string) error {
+func (p *Plugin) applyCPUSet(ctx context.Context, log klog.Logger, pods []*statesinformer.PodMeta, share float64, changed bool, d *decision) error {
 	if err := p.set.update(p, pods); err != nil {
 		return err
 	}
 	n := max(p.minCPUs, int(math.Ceil(share-1e-9)))
-	cpus := chooseCPUs(p.topology(), p.set.universe, p.set.exclusive, n, p.minCPUs)
+	cpus := p.set.choose(p, n)
 	if !p.pending && cpus.Equals(p.cpus) && p.dirsKey == p.be.key {
 		if changed {
 			p.share = share // the same CPUs still fit the new share
 		}
-		log.V(5).Info("best-effort cpuset unchanged", "cpus", cpus.String(), "share", share, "numbers", explain)
+		if v := log.V(5); v.Enabled() {
+			v.Info("best-effort cpuset unchanged", "cpus", cpus.String(), "share", share, "numbers", d.String())
+		}
 		return nil
 	}
+	explain := d.String()
 	if !cpus.Equals(p.cpus) {
 		log.V(2).Info("best-effort cpuset", "from", p.cpus.String(), "cpus", cpus.String(), "share", share, "exclusive", p.set.exclusive.String(), "numbers", explain)
 	}

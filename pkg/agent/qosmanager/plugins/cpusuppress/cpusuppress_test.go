@@ -34,7 +34,7 @@ import (
 // a fake clock, and the real executor, metric cache and states store. Usages are multiples of 0.25 cores, so that
 // 200 ms of them is a whole number of /proc/stat's 10 ms ticks and the arithmetic below is exact.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	v     cgroup.Version
 	host  *hostsim.Host
 	clk   *clocktesting.FakeClock
@@ -45,7 +45,7 @@ type rig struct {
 	p     *Plugin
 }
 
-func newRig(t *testing.T, v cgroup.Version, cpus int, allocatable string, cfg hostsim.Config) *rig {
+func newRig(t testing.TB, v cgroup.Version, cpus int, allocatable string, cfg hostsim.Config) *rig {
 	t.Helper()
 	cfg.Version, cfg.Driver, cfg.CPUs = v, cgroup.Cgroupfs, cpus
 	host, err := hostsim.New(t.TempDir(), cfg)

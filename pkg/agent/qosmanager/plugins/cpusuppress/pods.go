@@ -97,6 +97,17 @@ type cpuView struct {
 	// exclusive are the CPUs that Guaranteed pods hold exclusively: under the CPU manager's static policy, each
 	// container of a Guaranteed pod that requests whole CPUs gets a cpuset of its own, smaller than the node's.
 	exclusive cpuset.CPUSet
+	// chosen is the last choice of chooseCPUs, for n CPUs, from this view.
+	chosen  cpuset.CPUSet
+	chosenN int
+}
+
+// choose is chooseCPUs of n CPUs from the view, computed again only when n or the view changed.
+func (v *cpuView) choose(p *Plugin, n int) cpuset.CPUSet {
+	if v.chosenN != n || v.chosen.IsEmpty() {
+		v.chosen, v.chosenN = chooseCPUs(p.topology(), v.universe, v.exclusive, n, p.minCPUs), n
+	}
+	return v.chosen
 }
 
 func (v *cpuView) update(p *Plugin, pods []*statesinformer.PodMeta) error {
