@@ -311,146 +311,157 @@ func TestBestEffortHostApplications(t *testing.T) {
 	}
 }
 
-// TestCPUSetPolicy runs the cpuset policy, a switch to cfsQuota and back, and the strategy turned off, on cgroup v1
-// (every pod and container cgroup written) and v2 (the besteffort cgroup and best-effort pods outside it).
+// cpusetScene is a node of 8 CPUs, nothing reserved, whose besteffort cgroup starts with a 1-core quota left from
+// before, with:
+//   - db, Guaranteed with one whole CPU, which the CPU manager pinned to CPU 7; it uses 0.5 cores;
+//   - batch, best-effort (Gleaner class BE, Kubernetes BestEffort) with two containers; 1 core;
+//   - etl, best-effort by its label but requesting CPU, so in the burstable cgroup; 1 core;
+//   - plain, Kubernetes BestEffort without a Gleaner class: in the besteffort cgroup, so confined with it; idle.
+type cpusetScene struct {
+	*rig
+	l                   cgroup.Layout
+	qos                 string
+	db, b, etl, plain   *corev1.Pod
+	written, containers []string // the cgroups the cpuset is written to, sorted; the container cgroups among them
+}
+
+func newCPUSetScene(t *testing.T, v cgroup.Version) *cpusetScene {
+	sc := &cpusetScene{rig: newRig(t, v, 8, "8", hostsim.Config{BEQuotaCores: 1})}
+	sc.l = sc.host.Layout()
+	sc.qos = sc.l.QoSDir(corev1.PodQOSBestEffort)
+	sc.db = tu.Pod("db").UID("db-uid").Container("c").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Running("containerd://db").Obj()
+	sc.etl = tu.Pod("etl").UID("etl-uid").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Requests("cpu", "500m").Running("containerd://etl").Obj()
+	sc.plain = tu.Pod("plain").UID("plain-uid").Container("c").Running("containerd://plain").Obj()
+	sc.b = batch()
+	sc.addPod(sc.db, 0.5)
+	sc.addPod(sc.b, 1)
+	sc.addPod(sc.etl, 1)
+	sc.addPod(sc.plain, 0)
+	effective := "cpuset/" + sc.ctr(sc.db, "containerd://db") + "/cpuset.effective_cpus"
+	if v == cgroup.V2 {
+		effective = sc.ctr(sc.db, "containerd://db") + "/cpuset.cpus.effective"
+		// hostsim's v2 tree has no cpuset.cpus files: give the two cgroups the plugin writes on v2 one.
+		for _, d := range []string{sc.qos, sc.l.PodDir(sc.etl)} {
+			if err := sc.host.WriteFile("cgroup/"+d+"/cpuset.cpus", "\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := sc.host.WriteFile("cgroup/"+effective, "7\n"); err != nil {
+		t.Fatal(err)
+	}
+	sc.containers = []string{sc.ctr(sc.b, "containerd://batch-a"), sc.ctr(sc.b, "containerd://batch-b"), sc.ctr(sc.etl, "containerd://etl"), sc.ctr(sc.plain, "containerd://plain")}
+	sc.written = []string{sc.qos, sc.l.PodDir(sc.etl)}
+	if v == cgroup.V1 {
+		sc.written = append(sc.written, sc.l.PodDir(sc.b), sc.l.PodDir(sc.plain))
+		sc.written = append(sc.written, sc.containers...)
+	}
+	slices.Sort(sc.written)
+	return sc
+}
+
+func (sc *cpusetScene) ctr(p *corev1.Pod, id string) string {
+	d, _ := sc.l.ContainerDir(sc.l.PodDir(p), id)
+	return d
+}
+
+// expectCPUSets checks that the writes from index from on gave exactly the scene's cgroups a cpuset, each the one
+// want returns for it.
+func (sc *cpusetScene) expectCPUSets(t *testing.T, from int, want func(dir string) string) {
+	t.Helper()
+	values := map[string]string{}
+	var dirs []string
+	for _, rec := range sc.writes(from) {
+		if rec.Resource == executor.ResourceCPUSet && rec.Result == executor.ResultWritten {
+			dirs = append(dirs, rec.Dir)
+			values[rec.Dir] = rec.Value
+		}
+	}
+	slices.Sort(dirs)
+	if d := cmp.Diff(sc.written, slices.Compact(dirs)); d != "" {
+		t.Fatalf("cgroups given a cpuset (-want +got):\n%s", d)
+	}
+	for _, d := range sc.written {
+		if w := want(d); values[d] != w || sc.cpus(d) != w {
+			t.Errorf("%s: written %q, file %q, want %s", d, values[d], sc.cpus(d), w)
+		}
+	}
+}
+
+// TestCPUSetPolicy runs the cpuset policy, a switch to cfsQuota, the strategy turned off and on again, on cgroup v1
+// (every confined pod and container cgroup written) and v2 (the besteffort cgroup and best-effort pods outside it).
 func TestCPUSetPolicy(t *testing.T) {
 	for _, v := range []cgroup.Version{cgroup.V1, cgroup.V2} {
 		t.Run(v.String(), func(t *testing.T) {
-			// 8 CPUs, nothing reserved; the besteffort cgroup starts with a 1-core quota left from before.
-			r := newRig(t, v, 8, "8", hostsim.Config{BEQuotaCores: 1})
-			l := r.host.Layout()
-			qos := l.QoSDir(corev1.PodQOSBestEffort)
-			// db is Guaranteed with one whole CPU, which the CPU manager pinned to CPU 7.
-			db := tu.Pod("db").UID("db-uid").Container("c").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Running("containerd://db").Obj()
-			// etl is best-effort by its label but requests CPU, so it lives in the burstable cgroup.
-			etl := tu.Pod("etl").UID("etl-uid").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Requests("cpu", "500m").Running("containerd://etl").Obj()
-			// plain is a BestEffort pod without a Gleaner class: in the besteffort cgroup, so confined with it.
-			plain := tu.Pod("plain").UID("plain-uid").Container("c").Running("containerd://plain").Obj()
-			b := batch()
-			r.addPod(db, 0.5)
-			r.addPod(b, 1)
-			r.addPod(etl, 1)
-			r.addPod(plain, 0)
-			dbCtr, _ := l.ContainerDir(l.PodDir(db), "containerd://db")
-			effective := "cpuset/" + dbCtr + "/cpuset.effective_cpus"
-			if v == cgroup.V2 {
-				effective = dbCtr + "/cpuset.cpus.effective"
-				// hostsim's v2 tree has no cpuset.cpus files: give the two cgroups the plugin writes on v2 one.
-				for _, d := range []string{qos, l.PodDir(etl)} {
-					if err := r.host.WriteFile("cgroup/"+d+"/cpuset.cpus", "\n"); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if err := r.host.WriteFile("cgroup/"+effective, "7\n"); err != nil {
-				t.Fatal(err)
-			}
-			var want []string // the cgroups written with the best-effort cpuset
-			ctr := func(p *corev1.Pod, id string) string { d, _ := l.ContainerDir(l.PodDir(p), id); return d }
-			if v == cgroup.V1 {
-				want = []string{qos, l.PodDir(b), ctr(b, "containerd://batch-a"), ctr(b, "containerd://batch-b"),
-					l.PodDir(etl), ctr(etl, "containerd://etl"), l.PodDir(plain), ctr(plain, "containerd://plain")}
-			} else {
-				want = []string{qos, l.PodDir(etl)}
-			}
-			slices.Sort(want)
-			cpusetWrites := func(recs []executor.Record) (dirs []string, values map[string]string) {
-				values = map[string]string{}
-				for _, rec := range recs {
-					if rec.Resource == executor.ResourceCPUSet && rec.Result == executor.ResultWritten {
-						dirs = append(dirs, rec.Dir)
-						values[rec.Dir] = rec.Value
-					}
-				}
-				slices.Sort(dirs)
-				return slices.Compact(dirs), values
-			}
-
+			sc := newCPUSetScene(t, v)
 			s := spec(slov1alpha1.CPUSuppressCPUSet, 50, 0)
-			r.run(s)
-			if q := r.quota(); q != -1 {
+			sc.run(s)
+			if q := sc.quota(); q != -1 {
 				t.Errorf("the cpuset policy must lift the quota left from before: %v", q)
 			}
 			// Threshold 50 %: 4 cores. node 0.5 + 1 + 1 = 2.5; BE: the besteffort cgroup (1) and etl (1) = 2;
 			// non-BE 0.5; 4 - 0.5 - 0 = 3.5: 4 CPUs, whole cores from the top, without db's CPU 7: 3-6.
-			n := len(r.exec.Audit())
-			r.cycle(s)
-			dirs, values := cpusetWrites(r.writes(n))
-			if d := cmp.Diff(want, dirs); d != "" {
-				t.Fatalf("cgroups written (-want +got):\n%s", d)
-			}
-			for _, d := range want {
-				if values[d] != "3-6" || r.cpus(d) != "3-6" {
-					t.Errorf("%s: written %q, file %q, want 3-6", d, values[d], r.cpus(d))
-				}
-			}
-			if got := r.cpus(l.PodDir(db)); v == cgroup.V1 && got != "0-7" {
+			n := len(sc.exec.Audit())
+			sc.cycle(s)
+			sc.expectCPUSets(t, n, func(string) string { return "3-6" })
+			if got := sc.cpus(sc.l.PodDir(sc.db)); v == cgroup.V1 && got != "0-7" {
 				t.Errorf("the Guaranteed pod's cpuset was changed to %s", got)
 			}
-			if g := r.gauge(); g != 4 {
+			if g := sc.gauge(); g != 4 {
 				t.Errorf("gauge %v, want 4 CPUs", g)
 			}
 
 			// db spikes to 3: non-BE 3; 4 - 3 = 1 core: 2 CPUs (the minimum), 5-6, at once.
-			r.setPod(db, 3)
-			r.cycle(s)
-			if got := r.cpus(qos); got != "5-6" {
+			sc.setPod(sc.db, 3)
+			sc.cycle(s)
+			if got := sc.cpus(sc.qos); got != "5-6" {
 				t.Errorf("after the spike the best-effort cpuset is %s, want 5-6", got)
 			}
 			// db back to 0.5: target 3.5, loosened by 0.16 a run: 1.16, 1.32 ... still 2 CPUs, nothing written,
 			// until the share passes 2 (after 7 runs: 1 + 7 x 0.16 = 2.12): 3 CPUs, 4-6.
-			r.setPod(db, 0.5)
-			n = len(r.exec.Audit())
+			sc.setPod(sc.db, 0.5)
+			n = len(sc.exec.Audit())
 			for range 6 {
-				r.cycle(s)
+				sc.cycle(s)
 			}
-			if got := r.writes(n); len(got) != 0 || r.cpus(qos) != "5-6" {
-				t.Errorf("a share still under 2 CPUs wrote %v (cpuset %s)", got, r.cpus(qos))
+			if got := sc.writes(n); len(got) != 0 || sc.cpus(sc.qos) != "5-6" {
+				t.Errorf("a share still under 2 CPUs wrote %v (cpuset %s)", got, sc.cpus(sc.qos))
 			}
-			r.cycle(s)
-			if got := r.cpus(qos); got != "4-6" {
+			sc.cycle(s)
+			if got := sc.cpus(sc.qos); got != "4-6" {
 				t.Errorf("after 7 steps the best-effort cpuset is %s, want 4-6", got)
 			}
 
-			// Switch to cfsQuota: the cpuset goes back to every CPU (containers: every CPU not held exclusively),
-			// and the quota follows the formula at once, etl now outside what the knob confines, so non-BE:
+			// Switch to cfsQuota: the cpusets go back to every CPU (containers: every CPU but db's), and the
+			// quota follows the formula at once, etl now outside what the knob confines, so non-BE:
 			// node 2.5 - BE 1 = 1.5; 4 - 1.5 = 2.5 cores.
-			n = len(r.exec.Audit())
-			r.cycle(spec(slov1alpha1.CPUSuppressCFSQuota, 50, 0))
-			dirs, values = cpusetWrites(r.writes(n))
-			if d := cmp.Diff(want, dirs); d != "" {
-				t.Errorf("cgroups restored (-want +got):\n%s", d)
-			}
-			containers := []string{ctr(b, "containerd://batch-a"), ctr(b, "containerd://batch-b"), ctr(etl, "containerd://etl"), ctr(plain, "containerd://plain")}
-			for _, d := range want {
-				wantCPUs := "0-7"
-				if slices.Contains(containers, d) {
-					wantCPUs = "0-6" // every CPU but db's
+			n = len(sc.exec.Audit())
+			sc.cycle(spec(slov1alpha1.CPUSuppressCFSQuota, 50, 0))
+			sc.expectCPUSets(t, n, func(d string) string {
+				if slices.Contains(sc.containers, d) {
+					return "0-6"
 				}
-				if values[d] != wantCPUs {
-					t.Errorf("%s restored to %q, want %q", d, values[d], wantCPUs)
-				}
-			}
-			if q := r.quota(); !near(q, 2.5) {
+				return "0-7"
+			})
+			if q := sc.quota(); !near(q, 2.5) {
 				t.Errorf("quota after the switch %v, want 2.5", q)
 			}
 
-			// Off: the quota is lifted, once; the cpuset, restored already, is not written again.
-			n = len(r.exec.Audit())
-			r.cycle(off())
-			r.cycle(off())
-			got := r.writes(n)
-			if len(got) != 1 || got[0].Resource != executor.ResourceCPUQuota || r.quota() != -1 {
-				t.Errorf("turning suppression off wrote %v (quota %v), want the quota lifted once", got, r.quota())
+			// Off: the quota is lifted, once; the cpusets, restored already, are not written again.
+			n = len(sc.exec.Audit())
+			sc.cycle(off())
+			sc.cycle(off())
+			if got := sc.writes(n); len(got) != 1 || got[0].Resource != executor.ResourceCPUQuota || sc.quota() != -1 {
+				t.Errorf("turning suppression off wrote %v (quota %v), want the quota lifted once", got, sc.quota())
 			}
-			if g := r.gauge(); g != -1 {
+			if g := sc.gauge(); g != -1 {
 				t.Errorf("gauge %v while off, want -1", g)
 			}
 
 			// On again with cpuset: the first run measures, the second decides (3-6 as at first).
-			r.cycle(s)
-			r.cycle(s)
-			if got := r.cpus(qos); got != "3-6" {
+			sc.cycle(s)
+			sc.cycle(s)
+			if got := sc.cpus(sc.qos); got != "3-6" {
 				t.Errorf("on again: cpuset %s, want 3-6", got)
 			}
 		})
