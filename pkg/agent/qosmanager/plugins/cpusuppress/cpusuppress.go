@@ -71,8 +71,10 @@ type Plugin struct {
 	cpus    cpuset.CPUSet                 // the cpuset in force
 	dirsKey uint64                        // the best-effort pods the cpuset was written to
 
-	// restored says the knob is back at its unlimited value and needs nothing more.
+	// restored says the knob is back at its unlimited value and needs nothing more; set says this process has
+	// handed the executor a limit of the knob (which the executor keeps in force until it is replaced).
 	quotaRestored, cpusetRestored bool
+	quotaSet, cpusetSet           bool
 
 	be  beView
 	set cpuView
@@ -253,7 +255,7 @@ func (p *Plugin) applyQuota(ctx context.Context, log klog.Logger, share float64,
 	}
 	explain := d.String()
 	log.V(2).Info("best-effort CPU quota", "from", p.share, "cores", limit, "numbers", explain)
-	p.share = share
+	p.share, p.quotaSet = share, true
 	p.limit.Set(limit)
 	err := p.d.Executor.Apply(ctx, Name, executor.Update{Dir: p.qosDir, Value: q, Reason: fmt.Sprintf("limit %.3f cores %s", limit, explain)})
 	p.pending = err != nil
@@ -287,7 +289,7 @@ func (p *Plugin) applyCPUSet(ctx context.Context, log klog.Logger, pods []*state
 	if !cpus.Equals(p.cpus) {
 		log.V(2).Info("best-effort cpuset", "from", p.cpus.String(), "cpus", cpus.String(), "share", share, "exclusive", p.set.exclusive.String(), "numbers", explain)
 	}
-	p.share, p.cpus, p.dirsKey = share, cpus, p.be.key
+	p.share, p.cpus, p.dirsKey, p.cpusetSet = share, cpus, p.be.key, true
 	p.limit.Set(float64(cpus.Size()))
 	reason := fmt.Sprintf("%d CPUs for a share of %.3f cores (at least %d, away from exclusive CPUs %s) %s", cpus.Size(), share, p.minCPUs, p.set.exclusive, explain)
 	updates := make([]executor.Update, 0, len(p.be.dirs))
@@ -304,6 +306,14 @@ func (p *Plugin) restoreQuota(ctx context.Context, reason string) error {
 	if p.quotaRestored {
 		return nil
 	}
+	if !p.quotaSet {
+		// Nothing of this process to replace in the executor: write only when the kernel holds a limit (left by an
+		// earlier agent), so that a node that never suppresses gets no value held and re-asserted for ever.
+		if q, err := p.d.Cgroups.CPUQuota(p.qosDir); err == nil && q.Unlimited() {
+			p.quotaRestored = true
+			return nil
+		}
+	}
 	err := p.d.Executor.Apply(ctx, Name, executor.Update{Dir: p.qosDir, Value: executor.CPUQuota{Quota: -1, Period: cgroup.CFSPeriod}, Reason: reason})
 	p.quotaRestored = err == nil
 	return err
@@ -316,10 +326,17 @@ func (p *Plugin) restoreCPUSet(ctx context.Context, reason string) error {
 		return nil
 	}
 	pods := p.d.States.GetAllPods()
-	p.be.update(p, pods)
 	if err := p.set.refresh(p, pods); err != nil {
 		return err
 	}
+	if !p.cpusetSet {
+		// As for the quota: only a cpuset left by an earlier agent needs writing.
+		if cpus, err := p.d.Cgroups.CPUSet(p.qosDir); err == nil && cpus.Equals(p.set.universe) {
+			p.cpusetRestored = true
+			return nil
+		}
+	}
+	p.be.update(p, pods)
 	all, shared := executor.NewCPUSet(p.set.universe), executor.NewCPUSet(p.set.universe.Difference(p.set.exclusive))
 	updates := make([]executor.Update, 0, len(p.be.dirs))
 	for i, dir := range p.be.dirs {

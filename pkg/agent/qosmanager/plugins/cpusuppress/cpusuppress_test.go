@@ -468,6 +468,37 @@ func TestCPUSetPolicy(t *testing.T) {
 	}
 }
 
+// TestOffRestoresOnlyWhatWasLeft: with suppression off, a node whose besteffort cgroup has no limit gets nothing
+// written (so the executor holds nothing to re-assert), and limits an earlier agent left are lifted, once.
+func TestOffRestoresOnlyWhatWasLeft(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  hostsim.Config
+		want []string // resource and dir of each write
+	}{
+		{name: "nothing left", cfg: hostsim.Config{}},
+		{name: "a quota and a cpuset left", cfg: hostsim.Config{BEQuotaCores: 1, BECPUs: "2-3"},
+			want: []string{"cpu.cfs_quota_us kubepods/besteffort max 100000", "cpuset.cpus kubepods/besteffort 0-3", "cpuset.cpus kubepods/besteffort/poduid-plain 0-3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, cgroup.V1, 4, "4", tt.cfg)
+			r.addPod(tu.Pod("plain").Obj(), 0)
+			for range 3 {
+				r.cycle(off())
+			}
+			var got []string
+			for _, rec := range r.writes(0) {
+				got = append(got, string(rec.Resource)+" "+rec.Dir+" "+rec.Value)
+			}
+			slices.Sort(got)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("writes (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
 // TestNewPodsGetTheCPUSet: a best-effort pod that starts while the cpuset policy holds gets the set at the next run.
 func TestNewPodsGetTheCPUSet(t *testing.T) {
 	r := newRig(t, cgroup.V1, 4, "4", hostsim.Config{})
