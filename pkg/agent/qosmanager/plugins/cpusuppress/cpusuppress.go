@@ -1,0 +1,395 @@
+package cpusuppress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/cpuset"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
+)
+
+// Name is the plugin's name in --qos-plugins, logs, the executor's audit trail and metrics.
+const Name = "cpusuppress"
+
+// DefaultInterval is how often the plugin runs: five times a second, so that a service's spike tightens the
+// best-effort limit within about half a second (two samples) instead of waiting for the once-a-second collectors.
+const DefaultInterval = 200 * time.Millisecond
+
+const (
+	// loosenPerSecond is how fast the limit may grow, as a share of the node's capacity per second of window: 10 %
+	// a second, 2 % per run at the default interval. A limit never shrinks in steps: it drops at once.
+	loosenPerSecond = 0.10
+	// skipBelow is the smallest change made, as a share of the node's capacity.
+	skipBelow = 0.01
+	// minCPUSetCPUs is the fewest CPUs the cpuset policy leaves best-effort pods.
+	minCPUSetCPUs = 2
+	// minWindow is the shortest window a decision is based on: runs closer together (RunOnce in tests, a late
+	// tick followed by an on-time one) keep measuring from the older sample.
+	minWindow = 50 * time.Millisecond
+	// cacheWindow is how old the collectors' system and host application usage may be.
+	cacheWindow = 5 * time.Second
+	// cpusRefresh is how often the CPUs that Guaranteed pods hold exclusively, and the CPUs of the kubepods
+	// cgroup, are read again when no pod changed (the kubelet's CPU manager reconciles every 10 s by default).
+	cpusRefresh = 10 * time.Second
+)
+
+// Plugin suppresses the CPU of best-effort pods so that the node's services keep the CPU they use, with the
+// NodeSLO's cpuSuppressPolicy: a CFS quota on the besteffort QoS cgroup, or a set of whole CPUs for best-effort
+// pods. It is a prometheus.Collector of its one gauge.
+type Plugin struct {
+	d        qosmanager.Deps
+	statPath string
+	buf      []byte
+	v1       bool // each cpuset cgroup holds its own cpuset.cpus, which must be within its parent's
+	qosDir   string
+	qosDirs  []string // qosDir alone: what the cfsQuota policy confines
+	minCPUs  int      // minCPUSetCPUs; tests on a two-CPU machine lower it
+	limit    prometheus.Gauge
+
+	// prev is the last sample, the next one is measured against; spare is a buffer for the next one's usages.
+	prev  sample
+	spare []time.Duration
+
+	active  slov1alpha1.CPUSuppressPolicy // the knob in force; "" while suppression is off
+	share   float64                       // the limit in force, cores; < 0 until read from the kernel
+	pending bool                          // the limit in force has not reached the executor yet (or failed)
+	cpus    cpuset.CPUSet                 // the cpuset in force
+	dirsKey uint64                        // the best-effort pods the cpuset was written to
+
+	// restored says the knob is back at its unlimited value and needs nothing more; set says this process has
+	// handed the executor a limit of the knob (which the executor keeps in force until it is replaced).
+	quotaRestored, cpusetRestored bool
+	quotaSet, cpusetSet           bool
+
+	be  beView
+	set cpuView
+}
+
+var (
+	_ qosmanager.RunPlugin        = &Plugin{}
+	_ qosmanager.ValidatingPlugin = &Plugin{}
+	_ prometheus.Collector        = &Plugin{}
+)
+
+// New returns the plugin. It needs Deps.States, Cache, Executor, Cgroups, Proc and Clock.
+func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
+	var missing []string
+	for _, dep := range []struct {
+		name  string
+		unset bool
+	}{{"States", d.States == nil}, {"Cache", d.Cache == nil}, {"Executor", d.Executor == nil}, {"Cgroups", d.Cgroups == nil}, {"Proc", d.Proc == nil}, {"Clock", d.Clock == nil}} {
+		if dep.unset {
+			missing = append(missing, dep.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("building the %s plugin: missing %s", Name, strings.Join(missing, ", "))
+	}
+	p := &Plugin{
+		d:        d,
+		statPath: filepath.Join(d.Proc.Root(), "stat"),
+		buf:      make([]byte, statBufSize),
+		v1:       true,
+		qosDir:   d.Layout.QoSDir(corev1.PodQOSBestEffort),
+		qosDirs:  []string{d.Layout.QoSDir(corev1.PodQOSBestEffort)},
+		minCPUs:  minCPUSetCPUs,
+		share:    -1,
+		limit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gleaner_agent_cpusuppress_be_cpu_limit_cores",
+			Help: "CPU that CPU suppression leaves best-effort pods, cores: the besteffort cgroup's CFS quota (cfsQuota policy) or the number of CPUs of their cpuset (cpuset policy); -1 while suppression is off.",
+		}),
+	}
+	if v, ok := d.Cgroups.(interface{ Version() cgroup.Version }); ok {
+		p.v1 = v.Version() == cgroup.V1
+	}
+	p.limit.Set(-1)
+	return p, nil
+}
+
+// Name implements qosmanager.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// Describe implements prometheus.Collector.
+func (p *Plugin) Describe(ch chan<- *prometheus.Desc) { p.limit.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (p *Plugin) Collect(ch chan<- prometheus.Metric) { p.limit.Collect(ch) }
+
+// Validate implements qosmanager.ValidatingPlugin: with the strategy on, cpuSuppressThresholdPercent must be in
+// [1, 100], cpuSuppressMinPercent in [0, 100] and not above it, and cpuSuppressPolicy cfsQuota or cpuset. A
+// strategy that is off is accepted whatever its values: there is nothing to enforce.
+func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
+	s := spec.ResourceUsedThresholdWithBE
+	if !enabled(s) {
+		return nil
+	}
+	const f = "resourceUsedThresholdWithBE."
+	errs := []error{
+		qosmanager.CheckPercent(f+"cpuSuppressThresholdPercent", s.CPUSuppressThresholdPercent, 1),
+		qosmanager.CheckPercent(f+"cpuSuppressMinPercent", s.CPUSuppressMinPercent, 0),
+		qosmanager.CheckOrder(f+"cpuSuppressMinPercent", s.CPUSuppressMinPercent, f+"cpuSuppressThresholdPercent", s.CPUSuppressThresholdPercent),
+	}
+	if pol := s.CPUSuppressPolicy; pol != slov1alpha1.CPUSuppressCFSQuota && pol != slov1alpha1.CPUSuppressCPUSet {
+		errs = append(errs, fmt.Errorf("%scpuSuppressPolicy is %q, want %q or %q", f, pol, slov1alpha1.CPUSuppressCFSQuota, slov1alpha1.CPUSuppressCPUSet))
+	}
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+func enabled(s *slov1alpha1.ResourceThresholdStrategy) bool {
+	return s != nil && s.Enable != nil && *s.Enable
+}
+
+// Run implements qosmanager.RunPlugin. With the strategy off it gives best-effort pods all CPU back, once. With
+// it on, it measures the node's and the best-effort cgroups' CPU since the last run and sets the limit of the
+// policy's knob, after giving the other knob back once.
+func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
+	s := spec.ResourceUsedThresholdWithBE
+	log := klog.FromContext(ctx)
+	if !enabled(s) {
+		if p.active != "" {
+			log.Info("CPU suppression is off; giving best-effort pods their CPU back", "policy", p.active)
+		}
+		p.active, p.prev = "", sample{}
+		p.limit.Set(-1)
+		return errors.Join(p.restoreQuota(ctx, "CPU suppression is off"), p.restoreCPUSet(ctx, "CPU suppression is off"))
+	}
+	var errs []error
+	if s.CPUSuppressPolicy != p.active {
+		if p.active != "" {
+			log.Info("CPU suppression policy changed", "from", p.active, "to", s.CPUSuppressPolicy)
+		}
+		reason := fmt.Sprintf("CPU suppression policy is %s", s.CPUSuppressPolicy)
+		switch s.CPUSuppressPolicy {
+		case slov1alpha1.CPUSuppressCFSQuota:
+			errs = append(errs, p.restoreCPUSet(ctx, reason))
+			p.quotaRestored = false
+		case slov1alpha1.CPUSuppressCPUSet:
+			errs = append(errs, p.restoreQuota(ctx, reason))
+			p.cpusetRestored = false
+		}
+		p.active, p.share, p.pending, p.cpus, p.dirsKey = s.CPUSuppressPolicy, -1, true, cpuset.CPUSet{}, 0
+	}
+	errs = append(errs, p.enforce(ctx, spec))
+	return errors.Join(errs...)
+}
+
+// enforce measures and sets the active knob's limit.
+func (p *Plugin) enforce(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
+	now := p.d.Clock.Now()
+	pinning := p.active == slov1alpha1.CPUSuppressCPUSet
+	var pods []*statesinformer.PodMeta
+	confined := p.qosDirs
+	if pinning {
+		pods = p.d.States.GetAllPods()
+		p.be.update(p, pods)
+		confined = p.be.confined
+	}
+	in, ok, err := p.measure(now, confined, spec)
+	if err != nil || !ok {
+		return err
+	}
+	if p.share < 0 {
+		if p.share, err = p.current(in.capacity); err != nil {
+			return err
+		}
+	}
+	s := spec.ResourceUsedThresholdWithBE
+	d := decision{in: in, threshold: *s.CPUSuppressThresholdPercent, min: *s.CPUSuppressMinPercent}
+	d.target, d.floor = in.share(d.threshold, d.min)
+	next, changed := step(p.share, d.target, in.capacity, loosenPerSecond*in.capacity*in.window.Seconds())
+	log := klog.FromContext(ctx)
+	if pinning {
+		return p.applyCPUSet(ctx, log, pods, next, changed, &d)
+	}
+	return p.applyQuota(ctx, log, next, changed, &d)
+}
+
+// decision is one run's numbers, formatted only for a log line or a write.
+type decision struct {
+	in             inputs
+	threshold, min int64
+	target, floor  float64
+}
+
+func (d *decision) String() string {
+	in := d.in
+	return fmt.Sprintf("over %s: node %.3f - best-effort %.3f - best-effort host applications %.3f = non-best-effort %.3f cores; "+
+		"share = capacity %.3f x %d%% - %.3f - max(0, reserved %.3f - system %.3f) = %.3f cores (floor %.3f at %d%%)",
+		in.window.Round(time.Millisecond), in.node, in.be, in.beHostApps, in.nonBE(), in.capacity, d.threshold,
+		in.nonBE(), in.reserved, in.system, d.target, d.floor, d.min)
+}
+
+// applyQuota hands the besteffort cgroup's quota for share cores to the executor when it changed.
+func (p *Plugin) applyQuota(ctx context.Context, log klog.Logger, share float64, changed bool, d *decision) error {
+	q := quotaOf(share)
+	limit := cgroup.CPUQuota(q).Cores()
+	if !changed && !p.pending {
+		if v := log.V(5); v.Enabled() {
+			v.Info("best-effort CPU quota unchanged", "cores", limit, "numbers", d.String())
+		}
+		return nil
+	}
+	explain := d.String()
+	log.V(2).Info("best-effort CPU quota", "from", p.share, "cores", limit, "numbers", explain)
+	p.share, p.quotaSet = share, true
+	p.limit.Set(limit)
+	err := p.d.Executor.Apply(ctx, Name, executor.Update{Dir: p.qosDir, Value: q, Reason: fmt.Sprintf("limit %.3f cores %s", limit, explain)})
+	p.pending = err != nil
+	return err
+}
+
+// quotaOf is the CFS quota of cores over the kubelet's 100 ms period, at least the kernel's 1 ms.
+func quotaOf(cores float64) executor.CPUQuota {
+	us := time.Duration(math.Round(cores*float64(cgroup.CFSPeriod.Microseconds()))) * time.Microsecond
+	return executor.CPUQuota{Quota: max(us, cgroup.MinCFSQuota), Period: cgroup.CFSPeriod}
+}
+
+// applyCPUSet gives best-effort pods the CPUs for share cores: whole CPUs, at least minCPUs, chosen by
+// chooseCPUs, written to the besteffort cgroup and (see beView) its pods and containers.
+func (p *Plugin) applyCPUSet(ctx context.Context, log klog.Logger, pods []*statesinformer.PodMeta, share float64, changed bool, d *decision) error {
+	if err := p.set.update(p, pods); err != nil {
+		return err
+	}
+	n := max(p.minCPUs, int(math.Ceil(share-1e-9)))
+	cpus := p.set.choose(p, n)
+	if !p.pending && cpus.Equals(p.cpus) && p.dirsKey == p.be.key {
+		if changed {
+			p.share = share // the same CPUs still fit the new share
+		}
+		if v := log.V(5); v.Enabled() {
+			v.Info("best-effort cpuset unchanged", "cpus", cpus.String(), "share", share, "numbers", d.String())
+		}
+		return nil
+	}
+	explain := d.String()
+	if !cpus.Equals(p.cpus) {
+		log.V(2).Info("best-effort cpuset", "from", p.cpus.String(), "cpus", cpus.String(), "share", share, "exclusive", p.set.exclusive.String(), "numbers", explain)
+	}
+	p.share, p.cpus, p.dirsKey, p.cpusetSet = share, cpus, p.be.key, true
+	p.limit.Set(float64(cpus.Size()))
+	reason := fmt.Sprintf("%d CPUs for a share of %.3f cores (at least %d, away from exclusive CPUs %s) %s", cpus.Size(), share, p.minCPUs, p.set.exclusive, explain)
+	updates := make([]executor.Update, 0, len(p.be.dirs))
+	for _, dir := range p.be.dirs {
+		updates = append(updates, executor.Update{Dir: dir, Value: executor.NewCPUSet(cpus), Reason: reason})
+	}
+	err := p.d.Executor.Apply(ctx, Name, updates...)
+	p.pending = err != nil
+	return err
+}
+
+// restoreQuota lifts the besteffort cgroup's quota, once.
+func (p *Plugin) restoreQuota(ctx context.Context, reason string) error {
+	if p.quotaRestored {
+		return nil
+	}
+	if !p.quotaSet {
+		// Nothing of this process to replace in the executor: write only when the kernel holds a limit (left by an
+		// earlier agent), so that a node that never suppresses gets no value held and re-asserted for ever.
+		if q, err := p.d.Cgroups.CPUQuota(p.qosDir); err == nil && q.Unlimited() {
+			p.quotaRestored = true
+			return nil
+		}
+	}
+	err := p.d.Executor.Apply(ctx, Name, executor.Update{Dir: p.qosDir, Value: executor.CPUQuota{Quota: -1, Period: cgroup.CFSPeriod}, Reason: reason})
+	p.quotaRestored = err == nil
+	return err
+}
+
+// restoreCPUSet gives the besteffort cgroup, and on cgroup v1 its pods and containers, every CPU of the kubepods
+// cgroup, once; containers get those not held exclusively, as the kubelet's CPU manager would.
+func (p *Plugin) restoreCPUSet(ctx context.Context, reason string) error {
+	if p.cpusetRestored {
+		return nil
+	}
+	pods := p.d.States.GetAllPods()
+	if err := p.set.refresh(p, pods); err != nil {
+		return err
+	}
+	if !p.cpusetSet {
+		// As for the quota: only a cpuset left by an earlier agent needs writing.
+		if cpus, err := p.d.Cgroups.CPUSet(p.qosDir); err == nil && cpus.Equals(p.set.universe) {
+			p.cpusetRestored = true
+			return nil
+		}
+	}
+	p.be.update(p, pods)
+	all, shared := executor.NewCPUSet(p.set.universe), executor.NewCPUSet(p.set.universe.Difference(p.set.exclusive))
+	updates := make([]executor.Update, 0, len(p.be.dirs))
+	for i, dir := range p.be.dirs {
+		v := all
+		if p.be.container[i] {
+			v = shared
+		}
+		updates = append(updates, executor.Update{Dir: dir, Value: v, Reason: reason})
+	}
+	err := p.d.Executor.Apply(ctx, Name, updates...)
+	p.cpusetRestored = err == nil
+	return err
+}
+
+// current is the limit the active knob holds in the kernel, cores (capacity when unlimited): where a decision
+// starts from after the agent (re)started or the policy changed.
+func (p *Plugin) current(capacity float64) (float64, error) {
+	if p.active == slov1alpha1.CPUSuppressCPUSet {
+		cpus, err := p.d.Cgroups.CPUSet(p.qosDir)
+		if err != nil {
+			return 0, fmt.Errorf("reading the best-effort cpuset: %w", err)
+		}
+		p.cpus = cpus
+		return min(float64(cpus.Size()), capacity), nil
+	}
+	q, err := p.d.Cgroups.CPUQuota(p.qosDir)
+	if err != nil {
+		return 0, fmt.Errorf("reading the best-effort CPU quota: %w", err)
+	}
+	if q.Unlimited() {
+		return capacity, nil
+	}
+	return min(q.Cores(), capacity), nil
+}
+
+func (p *Plugin) topology() *topology.Topology {
+	if v, ok := p.d.Cache.Info(metriccache.InfoNodeTopology); ok {
+		if t, ok := v.(*topology.Topology); ok {
+			return t
+		}
+	}
+	return nil
+}
+
+// step moves the limit from cur toward target: at once when target is lower, by at most maxUp when it is higher;
+// a change under skipBelow of capacity is not made. changed says whether next differs from cur.
+func step(cur, target, capacity, maxUp float64) (next float64, changed bool) {
+	d := target - cur
+	switch {
+	case math.Abs(d) < skipBelow*capacity-1e-9: // exactly 1 % is made, whatever the float rounding
+		return cur, false
+	case d < 0:
+		return target, true
+	}
+	return min(target, cur+maxUp), true
+}

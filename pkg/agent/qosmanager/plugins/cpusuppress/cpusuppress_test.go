@@ -1,0 +1,720 @@
+package cpusuppress
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
+	"github.com/gleaner-sh/gleaner/test/hostsim"
+	tu "github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// rig is a simulated node (hostsim: /proc, /sys and a cgroup tree in a temporary directory) with the plugin on it,
+// a fake clock, and the real executor, metric cache and states store. Usages are multiples of 0.25 cores, so that
+// 200 ms of them is a whole number of /proc/stat's 10 ms ticks and the arithmetic below is exact.
+type rig struct {
+	t     testing.TB
+	v     cgroup.Version
+	host  *hostsim.Host
+	clk   *clocktesting.FakeClock
+	store *statesinformer.Store
+	cache *metriccache.MemoryCache
+	exec  *executor.Executor
+	fs    *cgroup.FS
+	p     *Plugin
+}
+
+func newRig(t testing.TB, v cgroup.Version, cpus int, allocatable string, cfg hostsim.Config) *rig {
+	t.Helper()
+	cfg.Version, cfg.Driver, cfg.CPUs = v, cgroup.Cgroupfs, cpus
+	host, err := hostsim.New(t.TempDir(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Read(host.SysRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.SetInfo(metriccache.InfoNodeTopology, top)
+	fs := cgroup.NewFS(host.CgroupRoot(), v)
+	exec, err := executor.New(fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := proc.New(host.ProcRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := statesinformer.NewStore()
+	store.SetNode(tu.Node("node-1").Capacity("cpu", strconv.Itoa(cpus)).Allocatable("cpu", allocatable).Obj())
+	p, err := New(qosmanager.Deps{
+		States: store, Cache: cache, Executor: exec, Cgroups: fs, Layout: host.Layout(), Proc: pr, Clock: clk, Interval: DefaultInterval,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, v: v, host: host, clk: clk, store: store, cache: cache, exec: exec, fs: fs, p: p.(*Plugin)}
+}
+
+func (r *rig) addPod(pod *corev1.Pod, cores float64) {
+	r.t.Helper()
+	if err := r.host.AddPod(pod, hostsim.Usage{CPU: cores}); err != nil {
+		r.t.Fatal(err)
+	}
+	r.store.SetPod(pod)
+}
+
+func (r *rig) setPod(pod *corev1.Pod, cores float64) {
+	r.t.Helper()
+	if err := r.host.SetPodUsage(pod.UID, hostsim.Usage{CPU: cores}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// cacheSystem is the system usage the system resource collector would have put in the cache now.
+func (r *rig) cacheSystem(cores float64) {
+	r.cache.Append(r.clk.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.SystemCPUUsage), Value: cores})
+}
+
+func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
+	r.t.Helper()
+	if err := r.p.Run(context.Background(), spec); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// cycle lets 200 ms pass on the host and the clock, and runs the plugin.
+func (r *rig) cycle(spec *slov1alpha1.NodeSLOSpec) {
+	r.t.Helper()
+	if err := r.host.Advance(DefaultInterval); err != nil {
+		r.t.Fatal(err)
+	}
+	r.clk.Step(DefaultInterval)
+	r.run(spec)
+}
+
+// quota is the besteffort cgroup's quota in cores, -1 when unlimited.
+func (r *rig) quota() float64 {
+	r.t.Helper()
+	q, err := r.fs.CPUQuota(r.host.Layout().QoSDir(corev1.PodQOSBestEffort))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return q.Cores()
+}
+
+// cpus is the cpuset.cpus file of dir as written ("" where the file does not exist).
+func (r *rig) cpus(dir string) string {
+	p := filepath.Join(r.host.CgroupRoot(), dir, "cpuset.cpus")
+	if r.v == cgroup.V1 {
+		p = filepath.Join(r.host.CgroupRoot(), "cpuset", dir, "cpuset.cpus")
+	}
+	b, _ := os.ReadFile(p)
+	return strings.TrimSpace(string(b))
+}
+
+// writes are the executor's audit records from index i on.
+func (r *rig) writes(from int) []executor.Record { return r.exec.Audit()[from:] }
+
+func (r *rig) gauge() float64 { return promtestutil.ToFloat64(r.p.limit) }
+
+func spec(policy slov1alpha1.CPUSuppressPolicy, threshold, minPercent int64, apps ...slov1alpha1.HostApplicationSpec) *slov1alpha1.NodeSLOSpec {
+	return (&slov1alpha1.NodeSLOSpec{
+		ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable: ptr.To(true), CPUSuppressPolicy: policy,
+			CPUSuppressThresholdPercent: ptr.To(threshold), CPUSuppressMinPercent: ptr.To(minPercent),
+		},
+		HostApplications: apps,
+	}).WithDefaults()
+}
+
+func off() *slov1alpha1.NodeSLOSpec { return (*slov1alpha1.NodeSLOSpec)(nil).WithDefaults() }
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// A service pod (Burstable, requests 1 CPU), a best-effort batch pod (BestEffort, Gleaner QoS class BE).
+func web() *corev1.Pod {
+	return tu.Pod("web").UID("web-uid").Container("c").Requests("cpu", "1").Running("containerd://web").Obj()
+}
+
+func batch() *corev1.Pod {
+	return tu.Pod("batch").UID("batch-uid").Label(slov1alpha1.LabelQoSClass, "BE").
+		Container("a").Running("containerd://batch-a").Container("b").Running("containerd://batch-b").Obj()
+}
+
+// TestQuotaFollowsTheServices runs the cfsQuota policy through a service's spike and its end on cgroup v1 and v2:
+// tightened at once, loosened in steps, changes under 1 % of capacity skipped, the floor held.
+func TestQuotaFollowsTheServices(t *testing.T) {
+	for _, v := range []cgroup.Version{cgroup.V1, cgroup.V2} {
+		t.Run(v.String(), func(t *testing.T) {
+			// 8 CPUs, 7.5 allocatable: reserved 0.5. Threshold 65 %: 8 x 0.65 = 5.2 cores. Floor 5 %: 0.4 cores.
+			r := newRig(t, v, 8, "7500m", hostsim.Config{})
+			s := spec(slov1alpha1.CPUSuppressCFSQuota, 65, 5)
+			w, b := web(), batch()
+			r.addPod(w, 1)
+			r.addPod(b, 1.5)
+			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+			r.cacheSystem(0.25)
+
+			r.run(s)
+			if q := r.quota(); q != -1 {
+				t.Fatalf("the first run has no window yet and must leave the quota alone; it is %v", q)
+			}
+			steps := []struct {
+				name string
+				web  float64
+				want float64
+			}{
+				// node 1 + 1.5 + 0.25 = 2.75; BE 1.5; non-BE 1.25; 5.2 - 1.25 - max(0, 0.5 - 0.25) = 3.7.
+				{"steady", 1, 3.7},
+				// non-BE 4 + 0.25 = 4.25; 5.2 - 4.25 - 0.25 = 0.7, tightened at once.
+				{"spike", 4, 0.7},
+				// node min(6.5 + 1.5 + 0.25, 8) = 8; non-BE 8 - 1.5 = 6.5; 5.2 - 6.5 - 0.25 < 0: the floor 0.4.
+				{"bigger spike", 6.5, 0.4},
+				// target 3.7 again; loosened by at most 10 %/s x 8 cores x 0.2 s = 0.16 a run: 0.4 + 0.16.
+				{"spike over", 1, 0.56},
+				{"loosening", 1, 0.72},
+			}
+			for _, st := range steps {
+				r.setPod(w, st.web)
+				r.cacheSystem(0.25)
+				r.cycle(s)
+				if got := r.quota(); !near(got, st.want) {
+					t.Fatalf("%s: quota %v cores, want %v", st.name, got, st.want)
+				}
+				if g := r.gauge(); !near(g, st.want) {
+					t.Errorf("%s: gauge %v, want %v", st.name, g, st.want)
+				}
+			}
+			// Up to 3.7 in steps of at most 0.16: (3.7 - 0.72) / 0.16 = 18.6, so 19 more runs.
+			prev, runs := r.quota(), 0
+			for ; runs < 30 && !near(prev, 3.7); runs++ {
+				r.cacheSystem(0.25)
+				r.cycle(s)
+				q := r.quota()
+				if q <= prev || q-prev > 0.16+1e-6 {
+					t.Fatalf("run %d loosened from %v to %v, want a step of at most 0.16", runs, prev, q)
+				}
+				prev = q
+			}
+			if !near(prev, 3.7) || runs != 19 {
+				t.Fatalf("after %d runs the quota is %v, want 3.7 after 19", runs, prev)
+			}
+
+			// System usage 0.2: 5.2 - 1.25 - (0.5 - 0.2) = 3.65, 0.05 below 3.7: under 1 % of 8 cores (0.08),
+			// skipped, with nothing written.
+			n := len(r.exec.Audit())
+			r.cacheSystem(0.2)
+			r.cycle(s)
+			if q := r.quota(); !near(q, 3.7) || len(r.writes(n)) != 0 {
+				t.Errorf("a change of 0.05 cores: quota %v (want 3.7 kept), writes %v", q, r.writes(n))
+			}
+			// System usage 0.1: 5.2 - 1.25 - 0.4 = 3.55, 0.15 below: tightened.
+			r.cacheSystem(0.1)
+			r.cycle(s)
+			if q := r.quota(); !near(q, 3.55) {
+				t.Errorf("a change of 0.15 cores: quota %v, want 3.55", q)
+			}
+			// System usage 0.75 above the 0.5 reserved: max(system, reserved) is the system's, already in non-BE.
+			// node 1 + 1.5 + 0.75 = 3.25; non-BE 1.75; 5.2 - 1.75 - 0 = 3.45.
+			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.75})
+			r.cacheSystem(0.75)
+			r.cycle(s)
+			if q := r.quota(); !near(q, 3.45) {
+				t.Errorf("system above reserved: quota %v, want 3.45", q)
+			}
+		})
+	}
+}
+
+// TestKernelMinimumQuota: with no floor, a node busy beyond the threshold leaves best-effort pods the kernel's
+// smallest quota, 1 ms a 100 ms period, not 0 (which the kernel refuses).
+func TestKernelMinimumQuota(t *testing.T) {
+	r := newRig(t, cgroup.V1, 4, "4", hostsim.Config{})
+	s := spec(slov1alpha1.CPUSuppressCFSQuota, 50, 0)
+	w := web()
+	r.addPod(w, 3)
+	r.addPod(batch(), 1)
+	r.run(s)
+	r.cycle(s) // 4 x 0.5 - 3 - 0 = -1: 0 cores, written as 1 ms / 100 ms.
+	if q := r.quota(); !near(q, 0.01) {
+		t.Errorf("quota %v cores, want 0.01 (1 ms per 100 ms)", q)
+	}
+	if got := quotaOf(0.0000001); got.Quota != time.Millisecond || got.Period != 100*time.Millisecond {
+		t.Errorf("quotaOf(~0) = %v", got)
+	}
+	if got := quotaOf(1.2345678); got.Quota != 123457*time.Microsecond {
+		t.Errorf("quotaOf(1.2345678) = %v, want 123457us (rounded to the file's microseconds)", got.Quota)
+	}
+}
+
+// TestBestEffortHostApplications: node - BE counts every host application; best-effort ones are taken out again
+// (from the cache), services' ones stay in non-BE.
+func TestBestEffortHostApplications(t *testing.T) {
+	tests := []struct {
+		name string
+		app  slov1alpha1.HostApplicationSpec
+		want float64
+	}{
+		// node 1 + 1.5 + 0.5 + 0.25 = 3.25; BE 1.5; BE host applications 0.5; non-BE 1.25;
+		// 5.2 - 1.25 - (0.5 - 0.25) = 3.7, as without the application.
+		{"best-effort application", slov1alpha1.HostApplicationSpec{Name: "spark", QoS: slov1alpha1.QoSBE}, 3.7},
+		{"batch-priority application", slov1alpha1.HostApplicationSpec{Name: "spark", Priority: slov1alpha1.PriorityBatch}, 3.7},
+		// non-BE 1.75: 5.2 - 1.75 - 0.25 = 3.2.
+		{"service application", slov1alpha1.HostApplicationSpec{Name: "nginx", QoS: slov1alpha1.QoSLS}, 3.2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, cgroup.V1, 8, "7500m", hostsim.Config{})
+			s := spec(slov1alpha1.CPUSuppressCFSQuota, 65, 0, tt.app)
+			base, parent, rel := tt.app.CgroupLocation()
+			if err := r.host.AddHostApp(tt.app.Name, r.host.Layout().HostDir(cgroup.HostBase(base), parent, rel), hostsim.Usage{CPU: 0.5}); err != nil {
+				t.Fatal(err)
+			}
+			r.addPod(web(), 1)
+			r.addPod(batch(), 1.5)
+			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+			r.cacheSystem(0.25)
+			r.cache.Append(r.clk.Now(), metriccache.Sample{Key: metriccache.NamedKey(metriccache.HostAppCPUUsage, tt.app.Name), Value: 0.5})
+			r.run(s)
+			r.cycle(s)
+			if q := r.quota(); !near(q, tt.want) {
+				t.Errorf("quota %v, want %v", q, tt.want)
+			}
+		})
+	}
+}
+
+// cpusetScene is a node of 8 CPUs, nothing reserved, whose besteffort cgroup starts with a 1-core quota left from
+// before, with:
+//   - db, Guaranteed with one whole CPU, which the CPU manager pinned to CPU 7; it uses 0.5 cores;
+//   - batch, best-effort (Gleaner class BE, Kubernetes BestEffort) with two containers; 1 core;
+//   - etl, best-effort by its label but requesting CPU, so in the burstable cgroup; 1 core;
+//   - plain, Kubernetes BestEffort without a Gleaner class: in the besteffort cgroup, so confined with it; idle.
+type cpusetScene struct {
+	*rig
+	l                   cgroup.Layout
+	qos                 string
+	db, b, etl, plain   *corev1.Pod
+	written, containers []string // the cgroups the cpuset is written to, sorted; the container cgroups among them
+}
+
+func newCPUSetScene(t *testing.T, v cgroup.Version) *cpusetScene {
+	sc := &cpusetScene{rig: newRig(t, v, 8, "8", hostsim.Config{BEQuotaCores: 1})}
+	sc.l = sc.host.Layout()
+	sc.qos = sc.l.QoSDir(corev1.PodQOSBestEffort)
+	sc.db = tu.Pod("db").UID("db-uid").Container("c").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Running("containerd://db").Obj()
+	sc.etl = tu.Pod("etl").UID("etl-uid").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Requests("cpu", "500m").Running("containerd://etl").Obj()
+	sc.plain = tu.Pod("plain").UID("plain-uid").Container("c").Running("containerd://plain").Obj()
+	sc.b = batch()
+	sc.addPod(sc.db, 0.5)
+	sc.addPod(sc.b, 1)
+	sc.addPod(sc.etl, 1)
+	sc.addPod(sc.plain, 0)
+	effective := "cpuset/" + sc.ctr(sc.db, "containerd://db") + "/cpuset.effective_cpus"
+	if v == cgroup.V2 {
+		effective = sc.ctr(sc.db, "containerd://db") + "/cpuset.cpus.effective"
+		// hostsim's v2 tree has no cpuset.cpus files: give the two cgroups the plugin writes on v2 one.
+		for _, d := range []string{sc.qos, sc.l.PodDir(sc.etl)} {
+			if err := sc.host.WriteFile("cgroup/"+d+"/cpuset.cpus", "\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := sc.host.WriteFile("cgroup/"+effective, "7\n"); err != nil {
+		t.Fatal(err)
+	}
+	sc.containers = []string{sc.ctr(sc.b, "containerd://batch-a"), sc.ctr(sc.b, "containerd://batch-b"), sc.ctr(sc.etl, "containerd://etl"), sc.ctr(sc.plain, "containerd://plain")}
+	sc.written = []string{sc.qos, sc.l.PodDir(sc.etl)}
+	if v == cgroup.V1 {
+		sc.written = append(sc.written, sc.l.PodDir(sc.b), sc.l.PodDir(sc.plain))
+		sc.written = append(sc.written, sc.containers...)
+	}
+	slices.Sort(sc.written)
+	return sc
+}
+
+func (sc *cpusetScene) ctr(p *corev1.Pod, id string) string {
+	d, _ := sc.l.ContainerDir(sc.l.PodDir(p), id)
+	return d
+}
+
+// expectCPUSets checks that the writes from index from on gave exactly the scene's cgroups a cpuset, each the one
+// want returns for it.
+func (sc *cpusetScene) expectCPUSets(t *testing.T, from int, want func(dir string) string) {
+	t.Helper()
+	values := map[string]string{}
+	var dirs []string
+	for _, rec := range sc.writes(from) {
+		if rec.Resource == executor.ResourceCPUSet && rec.Result == executor.ResultWritten {
+			dirs = append(dirs, rec.Dir)
+			values[rec.Dir] = rec.Value
+		}
+	}
+	slices.Sort(dirs)
+	if d := cmp.Diff(sc.written, slices.Compact(dirs)); d != "" {
+		t.Fatalf("cgroups given a cpuset (-want +got):\n%s", d)
+	}
+	for _, d := range sc.written {
+		if w := want(d); values[d] != w || sc.cpus(d) != w {
+			t.Errorf("%s: written %q, file %q, want %s", d, values[d], sc.cpus(d), w)
+		}
+	}
+}
+
+// TestCPUSetPolicy runs the cpuset policy, a switch to cfsQuota, the strategy turned off and on again, on cgroup v1
+// (every confined pod and container cgroup written) and v2 (the besteffort cgroup and best-effort pods outside it).
+func TestCPUSetPolicy(t *testing.T) {
+	for _, v := range []cgroup.Version{cgroup.V1, cgroup.V2} {
+		t.Run(v.String(), func(t *testing.T) {
+			sc := newCPUSetScene(t, v)
+			s := spec(slov1alpha1.CPUSuppressCPUSet, 50, 0)
+			sc.run(s)
+			if q := sc.quota(); q != -1 {
+				t.Errorf("the cpuset policy must lift the quota left from before: %v", q)
+			}
+			// Threshold 50 %: 4 cores. node 0.5 + 1 + 1 = 2.5; BE: the besteffort cgroup (1) and etl (1) = 2;
+			// non-BE 0.5; 4 - 0.5 - 0 = 3.5: 4 CPUs, whole cores from the top, without db's CPU 7: 3-6.
+			n := len(sc.exec.Audit())
+			sc.cycle(s)
+			sc.expectCPUSets(t, n, func(string) string { return "3-6" })
+			if got := sc.cpus(sc.l.PodDir(sc.db)); v == cgroup.V1 && got != "0-7" {
+				t.Errorf("the Guaranteed pod's cpuset was changed to %s", got)
+			}
+			if g := sc.gauge(); g != 4 {
+				t.Errorf("gauge %v, want 4 CPUs", g)
+			}
+
+			// db spikes to 3: non-BE 3; 4 - 3 = 1 core: 2 CPUs (the minimum), 5-6, at once.
+			sc.setPod(sc.db, 3)
+			sc.cycle(s)
+			if got := sc.cpus(sc.qos); got != "5-6" {
+				t.Errorf("after the spike the best-effort cpuset is %s, want 5-6", got)
+			}
+			// db back to 0.5: target 3.5, loosened by 0.16 a run: 1.16, 1.32 ... still 2 CPUs, nothing written,
+			// until the share passes 2 (after 7 runs: 1 + 7 x 0.16 = 2.12): 3 CPUs, 4-6.
+			sc.setPod(sc.db, 0.5)
+			n = len(sc.exec.Audit())
+			for range 6 {
+				sc.cycle(s)
+			}
+			if got := sc.writes(n); len(got) != 0 || sc.cpus(sc.qos) != "5-6" {
+				t.Errorf("a share still under 2 CPUs wrote %v (cpuset %s)", got, sc.cpus(sc.qos))
+			}
+			sc.cycle(s)
+			if got := sc.cpus(sc.qos); got != "4-6" {
+				t.Errorf("after 7 steps the best-effort cpuset is %s, want 4-6", got)
+			}
+
+			// Switch to cfsQuota: the cpusets go back to every CPU (containers: every CPU but db's), and the
+			// quota follows the formula at once, etl now outside what the knob confines, so non-BE:
+			// node 2.5 - BE 1 = 1.5; 4 - 1.5 = 2.5 cores.
+			n = len(sc.exec.Audit())
+			sc.cycle(spec(slov1alpha1.CPUSuppressCFSQuota, 50, 0))
+			sc.expectCPUSets(t, n, func(d string) string {
+				if slices.Contains(sc.containers, d) {
+					return "0-6"
+				}
+				return "0-7"
+			})
+			if q := sc.quota(); !near(q, 2.5) {
+				t.Errorf("quota after the switch %v, want 2.5", q)
+			}
+
+			// Off: the quota is lifted, once; the cpusets, restored already, are not written again.
+			n = len(sc.exec.Audit())
+			sc.cycle(off())
+			sc.cycle(off())
+			if got := sc.writes(n); len(got) != 1 || got[0].Resource != executor.ResourceCPUQuota || sc.quota() != -1 {
+				t.Errorf("turning suppression off wrote %v (quota %v), want the quota lifted once", got, sc.quota())
+			}
+			if g := sc.gauge(); g != -1 {
+				t.Errorf("gauge %v while off, want -1", g)
+			}
+
+			// On again with cpuset: the first run measures, the second decides (3-6 as at first).
+			sc.cycle(s)
+			sc.cycle(s)
+			if got := sc.cpus(sc.qos); got != "3-6" {
+				t.Errorf("on again: cpuset %s, want 3-6", got)
+			}
+		})
+	}
+}
+
+// TestOffRestoresOnlyWhatWasLeft: with suppression off, a node whose besteffort cgroup has no limit gets nothing
+// written (so the executor holds nothing to re-assert), and limits an earlier agent left are lifted, once.
+func TestOffRestoresOnlyWhatWasLeft(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  hostsim.Config
+		want []string // resource and dir of each write
+	}{
+		{name: "nothing left", cfg: hostsim.Config{}},
+		{name: "a quota and a cpuset left", cfg: hostsim.Config{BEQuotaCores: 1, BECPUs: "2-3"},
+			want: []string{"cpu.cfs_quota_us kubepods/besteffort max 100000", "cpuset.cpus kubepods/besteffort 0-3", "cpuset.cpus kubepods/besteffort/poduid-plain 0-3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, cgroup.V1, 4, "4", tt.cfg)
+			r.addPod(tu.Pod("plain").Obj(), 0)
+			for range 3 {
+				r.cycle(off())
+			}
+			var got []string
+			for _, rec := range r.writes(0) {
+				got = append(got, string(rec.Resource)+" "+rec.Dir+" "+rec.Value)
+			}
+			slices.Sort(got)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("writes (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestNewPodsGetTheCPUSet: a best-effort pod that starts while the cpuset policy holds gets the set at the next run.
+func TestNewPodsGetTheCPUSet(t *testing.T) {
+	r := newRig(t, cgroup.V1, 4, "4", hostsim.Config{})
+	s := spec(slov1alpha1.CPUSuppressCPUSet, 50, 0)
+	r.addPod(batch(), 0.5)
+	r.run(s)
+	r.cycle(s) // 2 - 0 = 2 cores: CPUs 2-3.
+	late := tu.Pod("late").UID("late-uid").Container("c").Running("containerd://late").Obj()
+	r.addPod(late, 0)
+	r.cycle(s)
+	l := r.host.Layout()
+	ctr, _ := l.ContainerDir(l.PodDir(late), "containerd://late")
+	for _, d := range []string{l.PodDir(late), ctr} {
+		if got := r.cpus(d); got != "2-3" {
+			t.Errorf("%s: cpuset %s, want 2-3", d, got)
+		}
+	}
+}
+
+func TestShare(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        inputs
+		threshold int64
+		min       int64
+		want      float64
+	}{
+		// 10 x 0.7 = 7; non-BE 6 - 2 - 0 = 4; reserved 1 above system 0.5: 0.5 more. 7 - 4 - 0.5 = 2.5.
+		{"reserved above system", inputs{capacity: 10, reserved: 1, node: 6, be: 2, system: 0.5}, 70, 0, 2.5},
+		// system 1.5 above reserved 1: already in non-BE. 7 - 4 = 3.
+		{"system above reserved", inputs{capacity: 10, reserved: 1, node: 6, be: 2, system: 1.5}, 70, 0, 3},
+		// BE host applications 1 leave non-BE: 6 - 2 - 1 = 3; 7 - 3 - 0.5 = 3.5.
+		{"best-effort host applications", inputs{capacity: 10, reserved: 1, node: 6, be: 2, beHostApps: 1, system: 0.5}, 70, 0, 3.5},
+		// 7 - 8 - 0 < 0: the floor, 10 x 0.2 = 2.
+		{"floor", inputs{capacity: 10, node: 9, be: 1}, 70, 20, 2},
+		// node below BE (ticks against nanoseconds over a short window): non-BE 0, not negative. 7 - 0 = 7.
+		{"non-BE never negative", inputs{capacity: 10, node: 1.9, be: 2}, 70, 0, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := tt.in.share(tt.threshold, tt.min)
+			if !near(got, tt.want) {
+				t.Errorf("share = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStep(t *testing.T) {
+	tests := []struct {
+		name         string
+		cur, target  float64
+		wantNext     float64
+		wantChanged  bool
+		capacity, up float64
+	}{
+		{name: "tighten at once", cur: 6, target: 1, capacity: 10, up: 0.2, wantNext: 1, wantChanged: true},
+		{name: "loosen by at most up", cur: 1, target: 6, capacity: 10, up: 0.2, wantNext: 1.2, wantChanged: true},
+		{name: "loosen the last bit", cur: 5.85, target: 6, capacity: 10, up: 0.2, wantNext: 6, wantChanged: true},
+		// 1 % of 10 is 0.1.
+		{name: "skip a small rise", cur: 5, target: 5.09, capacity: 10, up: 0.2, wantNext: 5},
+		{name: "skip a small drop", cur: 5, target: 4.91, capacity: 10, up: 0.2, wantNext: 5},
+		{name: "1 % is made", cur: 5, target: 4.9, capacity: 10, up: 0.2, wantNext: 4.9, wantChanged: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, changed := step(tt.cur, tt.target, tt.capacity, tt.up)
+			if !near(next, tt.wantNext) || changed != tt.wantChanged {
+				t.Errorf("step = %v, %v; want %v, %v", next, changed, tt.wantNext, tt.wantChanged)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	p := &Plugin{}
+	with := func(f func(*slov1alpha1.ResourceThresholdStrategy)) *slov1alpha1.NodeSLOSpec {
+		s := spec(slov1alpha1.CPUSuppressCPUSet, 65, 0)
+		f(s.ResourceUsedThresholdWithBE)
+		return s
+	}
+	tests := []struct {
+		name string
+		spec *slov1alpha1.NodeSLOSpec
+		want []string // substrings of the error; none: accepted
+	}{
+		{name: "defaults, off", spec: off()},
+		{name: "valid", spec: spec(slov1alpha1.CPUSuppressCFSQuota, 65, 10)},
+		{name: "threshold 100, min 100", spec: spec(slov1alpha1.CPUSuppressCFSQuota, 100, 100)},
+		{name: "threshold 0", spec: spec(slov1alpha1.CPUSuppressCPUSet, 0, 0),
+			want: []string{"resourceUsedThresholdWithBE.cpuSuppressThresholdPercent is 0, outside [1, 100]"}},
+		{name: "threshold above 100", spec: spec(slov1alpha1.CPUSuppressCPUSet, 150, 0),
+			want: []string{"cpuSuppressThresholdPercent is 150, outside [1, 100]"}},
+		{name: "min above threshold", spec: spec(slov1alpha1.CPUSuppressCPUSet, 50, 60),
+			want: []string{"resourceUsedThresholdWithBE.cpuSuppressMinPercent (60) is above resourceUsedThresholdWithBE.cpuSuppressThresholdPercent (50)"}},
+		{name: "min negative", spec: with(func(s *slov1alpha1.ResourceThresholdStrategy) { s.CPUSuppressMinPercent = ptr.To[int64](-1) }),
+			want: []string{"cpuSuppressMinPercent is -1, outside [0, 100]"}},
+		{name: "unknown policy", spec: with(func(s *slov1alpha1.ResourceThresholdStrategy) { s.CPUSuppressPolicy = "freeze" }),
+			want: []string{`cpuSuppressPolicy is "freeze", want "cfsQuota" or "cpuset"`}},
+		{name: "every error at once", spec: with(func(s *slov1alpha1.ResourceThresholdStrategy) {
+			s.CPUSuppressThresholdPercent, s.CPUSuppressPolicy = ptr.To[int64](0), "freeze"
+		}), want: []string{"cpuSuppressThresholdPercent is 0", "; ", `cpuSuppressPolicy is "freeze"`}},
+		{name: "off with bad values: nothing to enforce", spec: with(func(s *slov1alpha1.ResourceThresholdStrategy) {
+			s.Enable, s.CPUSuppressThresholdPercent, s.CPUSuppressPolicy = ptr.To(false), ptr.To[int64](0), "freeze"
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(tt.spec)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestRefusedNodeSLOKeepsTheLastLimit: through the Manager, a NodeSLO the plugin refuses leaves the last accepted
+// one in force.
+func TestRefusedNodeSLOKeepsTheLastLimit(t *testing.T) {
+	r := newRig(t, cgroup.V1, 8, "7500m", hostsim.Config{})
+	r.addPod(web(), 1)
+	r.addPod(batch(), 1.5)
+	r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+	m, err := qosmanager.NewManager(r.p.d, r.clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
+		New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}}, []string{"*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slo := &slov1alpha1.NodeSLO{Spec: *spec(slov1alpha1.CPUSuppressCFSQuota, 65, 0)}
+	slo.Name = "node-1"
+	r.store.SetNodeSLO(slo)
+	once := func() {
+		t.Helper()
+		_ = r.host.Advance(DefaultInterval)
+		r.clk.Step(DefaultInterval)
+		r.cacheSystem(0.25)
+		if err := m.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	once()
+	once() // 3.7, as in TestQuotaFollowsTheServices.
+	bad := slo.DeepCopy()
+	bad.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent = ptr.To[int64](0)
+	r.store.SetNodeSLO(bad)
+	once()
+	if q := r.quota(); !near(q, 3.7) {
+		t.Errorf("with a refused NodeSLO the quota is %v, want 3.7 kept", q)
+	}
+}
+
+func TestNewNeedsItsDeps(t *testing.T) {
+	_, err := New(qosmanager.Deps{})
+	if err == nil || !strings.Contains(err.Error(), "missing States, Cache, Executor, Cgroups, Proc, Clock") {
+		t.Errorf("New without deps: %v", err)
+	}
+}
+
+func TestParseBusy(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    time.Duration
+		wantErr string
+	}{
+		// user 4705 + nice 356 + system 584 + irq 23 + softirq 7 = 5675 ticks of 10 ms.
+		{name: "kernel text", in: "cpu  4705 356 584 3699 23 23 7 0 0 0\ncpu0 1393 280 32 1813 10 12 0 0 0 0\n", want: 56750 * time.Millisecond},
+		{name: "old kernel, 7 counters", in: "cpu 1 2 3 400 500 6 7\n", want: 190 * time.Millisecond},
+		{name: "no newline", in: "cpu  4705 356 584", wantErr: "no complete first line"},
+		{name: "not the total", in: "cpu0 1 2 3 4 5 6 7\n", wantErr: "is not the \"cpu\" total"},
+		{name: "too few counters", in: "cpu  1 2 3\n", wantErr: "has 3 counters, want at least 7"},
+		{name: "not a number", in: "cpu  1 2 x 4 5 6 7\n", wantErr: "counter 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseBusy([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("parseBusy = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestReadBusyOfThisMachine reads the real /proc/stat the way the plugin does and compares it with the agent's
+// procfs reader.
+func TestReadBusyOfThisMachine(t *testing.T) {
+	pr, err := proc.New("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	got, err := readBusy("/proc/stat", make([]byte, statBufSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := pr.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ct.Busy - got; d < 0 || d > time.Second {
+		t.Errorf("busy %v here, %v by procfs read just after: they must agree within a second", got, ct.Busy)
+	}
+}
