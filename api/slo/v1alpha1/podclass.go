@@ -72,6 +72,10 @@ func (a HostApplicationMetricInfo) EffectivePriority() PriorityClass {
 	return reportedPriority(a.Priority, a.QoS)
 }
 
+// EffectivePriority is the priority class of a host application as the NodeSLO describes it, by the same rule as
+// HostApplicationMetricInfo.EffectivePriority.
+func (a HostApplicationSpec) EffectivePriority() PriorityClass { return reportedPriority(a.Priority, a.QoS) }
+
 func reportedPriority(p PriorityClass, q QoSClass) PriorityClass {
 	switch p {
 	case PriorityProd, PriorityMid, PriorityBatch, PriorityFree:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
@@ -81,6 +82,8 @@ type Deps struct {
 	Events EventRecorder
 	// Clock is the plugins' clock.
 	Clock clock.PassiveClock
+	// Registerer receives the metrics of plugins that are prometheus.Collectors; nil registers nothing.
+	Registerer prometheus.Registerer
 	// Interval is how often the plugin runs (set per plugin by the Manager).
 	Interval time.Duration
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -63,6 +64,12 @@ func NewManager(d Deps, clk clock.WithTicker, factories []Factory, selection []s
 		if err != nil {
 			errs = append(errs, fmt.Errorf("QoS plugin %s: %w", f.Name, err))
 			continue
+		}
+		if c, ok := p.(prometheus.Collector); ok && d.Registerer != nil {
+			if err := d.Registerer.Register(c); err != nil {
+				errs = append(errs, fmt.Errorf("registering the metrics of QoS plugin %s: %w", f.Name, err))
+				continue
+			}
 		}
 		m.running = append(m.running, &running{name: f.Name, interval: dd.Interval, p: p})
 	}

@@ -127,11 +127,9 @@ func confinedDelta(prev, s sample) time.Duration {
 	return sum
 }
 
-// isBestEffortApp tells a host application that counts as best-effort work: QoS class BE or the batch or free
-// priority band, as qosmanager.IsBestEffort decides for pods.
-func isBestEffortApp(a *slov1alpha1.HostApplicationSpec) bool {
-	return a.QoS == slov1alpha1.QoSBE || a.Priority == slov1alpha1.PriorityBatch || a.Priority == slov1alpha1.PriorityFree
-}
+// isBestEffortApp tells a host application that counts as best-effort work: its effective priority (its priority
+// class, else its QoS class's) is batch or free, the rule the manager's batch plugin applies to it too.
+func isBestEffortApp(a *slov1alpha1.HostApplicationSpec) bool { return !a.EffectivePriority().HighPriority() }
 
 // within reports whether cgroup dir is one of dirs or below one.
 func within(dir string, dirs []string) bool {
