@@ -74,7 +74,9 @@ func (a HostApplicationMetricInfo) EffectivePriority() PriorityClass {
 
 // EffectivePriority is the priority class of a host application as the NodeSLO describes it, by the same rule as
 // HostApplicationMetricInfo.EffectivePriority.
-func (a HostApplicationSpec) EffectivePriority() PriorityClass { return reportedPriority(a.Priority, a.QoS) }
+func (a HostApplicationSpec) EffectivePriority() PriorityClass {
+	return reportedPriority(a.Priority, a.QoS)
+}
 
 func reportedPriority(p PriorityClass, q QoSClass) PriorityClass {
 	switch p {

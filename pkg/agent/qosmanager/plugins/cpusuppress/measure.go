@@ -129,7 +129,9 @@ func confinedDelta(prev, s sample) time.Duration {
 
 // isBestEffortApp tells a host application that counts as best-effort work: its effective priority (its priority
 // class, else its QoS class's) is batch or free, the rule the manager's batch plugin applies to it too.
-func isBestEffortApp(a *slov1alpha1.HostApplicationSpec) bool { return !a.EffectivePriority().HighPriority() }
+func isBestEffortApp(a *slov1alpha1.HostApplicationSpec) bool {
+	return !a.EffectivePriority().HighPriority()
+}
 
 // within reports whether cgroup dir is one of dirs or below one.
 func within(dir string, dirs []string) bool {
