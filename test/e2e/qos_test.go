@@ -1,0 +1,408 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// EaterImage is the image of a container that holds the memory its --size flag asks for (test/workloads/eater).
+const EaterImage = "gleaner.local/eater:dev"
+
+// agentMetricsURL is where config/local serves the agent's metrics on the node.
+const agentMetricsURL = "http://127.0.0.1:10282/metrics"
+
+// besteffortCPU is the besteffort QoS cgroup in the node's cpu hierarchy (cgroup v1, cgroupfs, --cgroup-root=/).
+const besteffortCPU = "/sys/fs/cgroup/cpu/kubepods/besteffort"
+
+// TestCPUSuppressFollowsTheService: with CPU suppression on (cfsQuota policy, threshold 60% of the node's 2 CPUs), a
+// best-effort pod burning every CPU is held to what the services leave; when a service pod starts burning a core,
+// the best-effort quota drops at once (the reaction time is logged), and the best-effort pod's measured CPU follows
+// it; when the service goes, the quota loosens again in steps.
+func TestCPUSuppressFollowsTheService(t *testing.T) {
+	e := suite.Env(t)
+	setThresholds(e, `{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 60, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": 99}}`)
+	ns := e.Namespace()
+	be := startPod(e, ns, testutil.Pod("be-burner").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").
+		Image(BurnerImage, "--load=2", "--report=0").Obj())
+
+	// Suppression on: the besteffort quota is what the node's services leave of 60% of its CPUs.
+	var before float64
+	e.Eventually(time.Minute, func(context.Context) (bool, string) {
+		before = quotaCores(t, besteffortCPU)
+		return before > 0, fmt.Sprintf("besteffort quota %.3f cores (-1: none yet)", before)
+	})
+	t.Logf("best-effort quota with an idle service: %.2f cores", before)
+
+	svcPod := testutil.Pod("ls-burner").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+		Image(BurnerImage, "--load=1.2", "--report=0").Requests("cpu", "100m", "memory", "32Mi").Obj()
+	svcPod.Namespace = ns
+	created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, svcPod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Watch the service's cgroup and the besteffort quota every 10 ms: the spike is the first 50 ms in which the
+	// service burns more than 0.3 cores, the reaction the first change of the quota to under half of before.
+	svcCgroup := filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/burstable", "pod"+string(created.UID), "cpuacct.usage")
+	spike, reacted := watchReaction(e.Ctx, svcCgroup, func() bool { q := quotaCores(t, besteffortCPU); return q >= 0 && q < before/2 })
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		p, err := e.Clientset.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning, "service pod " + string(p.Status.Phase)
+	})
+	var after float64
+	e.Eventually(30*time.Second, func(context.Context) (bool, string) {
+		after = quotaCores(t, besteffortCPU)
+		// 60% of 2 CPUs = 1.2 cores, all of it (and more) taken by the service and the system: the minimum is left.
+		return after >= 0 && after <= 0.3, fmt.Sprintf("besteffort quota %.3f cores while the service burns 1.2", after)
+	})
+	if s, r := spike(), reacted(); !s.IsZero() && !r.IsZero() {
+		t.Logf("reaction: service spike at %s, besteffort quota under %.2f cores %s later (now %.2f cores)", s.Format("15:04:05.000"), before/2, r.Sub(s).Round(time.Millisecond), after)
+	} else {
+		t.Errorf("the reaction was not observed: spike %v, quota change %v", s, r)
+	}
+	// The best-effort pod's own CPU follows the quota.
+	used := podCPU(t, be, 3*time.Second)
+	if used > after+0.15 {
+		t.Errorf("the best-effort pod used %.2f cores under a quota of %.2f", used, after)
+	}
+	t.Logf("best-effort pod used %.2f cores under a quota of %.2f", used, after)
+
+	if err := e.Clientset.CoreV1().Pods(ns).Delete(e.Ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(time.Minute, func(context.Context) (bool, string) {
+		q := quotaCores(t, besteffortCPU)
+		return q > 0.5, fmt.Sprintf("besteffort quota %.3f cores after the service left (loosening in steps)", q)
+	})
+	metrics := agentMetrics(e)
+	for _, want := range []string{"gleaner_agent_cpusuppress_be_cpu_limit_cores", `gleaner_agent_executor_writes_total{resource="cpu.cfs_quota_us",result="written"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("the agent's metrics lack %s", want)
+		}
+	}
+}
+
+// TestMemoryEvictionSparesPodsUnderABudget: with memory eviction on and its threshold a little above what the node
+// uses now, a service pod that takes 2.5 GiB pushes the node over it; the agent evicts the best-effort pod through
+// the Eviction API, while another best-effort pod covered by a PodDisruptionBudget that allows no disruption stays.
+// Events on both pods and the agent's counters show it; the reaction time from the crossing to the eviction is
+// logged.
+func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
+	e := suite.Env(t)
+	total, used := meminfo(t)
+	threshold := int64(math.Ceil(float64(used+1<<30) / float64(total) * 100))
+	if threshold > 90 {
+		t.Fatalf("this machine uses %d of %d MiB already: no room for the test's 2.5 GiB", used>>20, total>>20)
+	}
+	setThresholds(e, fmt.Sprintf(`{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 100, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": %d, "memoryEvictLowerPercent": %d}}`, threshold, threshold-1))
+	ns := e.Namespace()
+	batch := func(name string) *corev1.Pod {
+		return testutil.Pod(name).PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").Label("app", name).
+			Image(EaterImage, "--size=64Mi").Obj()
+	}
+	free := startPod(e, ns, batch("unguarded"))
+	guarded := startPod(e, ns, batch("guarded"))
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &intstr.IntOrString{Type: intstr.Int, IntVal: 1},
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
+		},
+	}
+	if err := e.Client.Create(e.Ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		got := &policyv1.PodDisruptionBudget{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
+			return false, err.Error()
+		}
+		return got.Status.ObservedGeneration == got.Generation && got.Status.CurrentHealthy == 1 && got.Status.DisruptionsAllowed == 0,
+			fmt.Sprintf("PDB status %+v", got.Status)
+	})
+	// The agent samples the pods' memory every second; eviction considers only pods with a fresh sample.
+	time.Sleep(3 * time.Second)
+
+	evicted := watchEviction(e, ns, free.Name)
+	thresholdBytes := total * threshold / 100
+	crossed := watchMemory(e.Ctx, thresholdBytes)
+	hog := startPod(e, ns, testutil.Pod("ls-eater").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+		Image(EaterImage, "--size=2560Mi").Requests("cpu", "100m", "memory", "64Mi").Obj())
+	defer func() {
+		_ = e.Clientset.CoreV1().Pods(ns).Delete(context.Background(), hog.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	}()
+
+	e.Eventually(time.Minute, func(context.Context) (bool, string) {
+		return !evicted().IsZero(), fmt.Sprintf("pod %s not evicted yet (threshold %d%% = %d MiB)", free.Name, threshold, thresholdBytes>>20)
+	})
+	if c := crossed(); !c.IsZero() {
+		t.Logf("reaction: node memory above %d MiB at %s, eviction of %s seen %s later", thresholdBytes>>20, c.Format("15:04:05.000"), free.Name, evicted().Sub(c).Round(time.Millisecond))
+	}
+	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
+		reasons := eventReasons(ctx, e, ns, free.Name)
+		return strings.Contains(reasons, "Evicted"), "events on the evicted pod: " + reasons
+	})
+	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
+		reasons := eventReasons(ctx, e, ns, guarded.Name)
+		return strings.Contains(reasons, "EvictionRefused"), "events on the guarded pod: " + reasons
+	})
+	p, err := e.Clientset.CoreV1().Pods(ns).Get(e.Ctx, guarded.Name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("the pod under a PodDisruptionBudget must stay: %v, %+v", err, p.Status)
+	}
+	metrics := agentMetrics(e)
+	for _, want := range []string{
+		`gleaner_agent_evictions_total{action="evict",reason="NodeMemoryUsage",result="evicted"}`,
+		`gleaner_agent_evictions_total{action="evict",reason="NodeMemoryUsage",result="refused"}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("the agent's metrics lack %s", want)
+		}
+	}
+}
+
+// setThresholds sets resource-threshold-config in slo-controller-config and waits until the node's NodeSLO carries
+// it; the test's end puts the key back as it was.
+func setThresholds(e *Env, value string) {
+	e.t.Helper()
+	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(e.Ctx, "slo-controller-config", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	old, had := cm.Data["resource-threshold-config"]
+	cm.Data["resource-threshold-config"] = value
+	if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(e.Ctx, cm, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx := context.Background()
+		cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(ctx, "slo-controller-config", metav1.GetOptions{})
+		if err != nil {
+			e.t.Error(err)
+			return
+		}
+		delete(cm.Data, "resource-threshold-config")
+		if had {
+			cm.Data["resource-threshold-config"] = old
+		}
+		if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			e.t.Error(err)
+		}
+	})
+	var want struct {
+		ClusterStrategy slov1alpha1.ResourceThresholdStrategy `json:"clusterStrategy"`
+	}
+	if err := json.Unmarshal([]byte(value), &want); err != nil {
+		e.t.Fatal(err)
+	}
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		slo := &slov1alpha1.NodeSLO{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, slo); err != nil {
+			return false, err.Error()
+		}
+		got := slo.Spec.ResourceUsedThresholdWithBE
+		ok := got != nil && got.Enable != nil && *got.Enable == *want.ClusterStrategy.Enable &&
+			got.MemoryEvictThresholdPercent != nil && *got.MemoryEvictThresholdPercent == *want.ClusterStrategy.MemoryEvictThresholdPercent
+		return ok, fmt.Sprintf("NodeSLO threshold strategy %+v", got)
+	})
+}
+
+// startPod creates pod in ns and waits until it runs.
+func startPod(e *Env, ns string, pod *corev1.Pod) *corev1.Pod {
+	e.t.Helper()
+	pod.Namespace = ns
+	created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating pod %s: %v", pod.Name, err)
+	}
+	var got *corev1.Pod
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		got, err = e.Clientset.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s is %s", got.Name, got.Status.Phase)
+	})
+	return got
+}
+
+// quotaCores reads a cgroup's CFS quota in cores, -1 when unlimited.
+func quotaCores(t *testing.T, dir string) float64 {
+	q := readInt(t, filepath.Join(dir, "cpu.cfs_quota_us"))
+	if q < 0 {
+		return -1
+	}
+	return float64(q) / float64(readInt(t, filepath.Join(dir, "cpu.cfs_period_us")))
+}
+
+// podCPU measures a BestEffort pod's CPU over d, in cores, from its cgroup.
+func podCPU(t *testing.T, pod *corev1.Pod, d time.Duration) float64 {
+	file := filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/besteffort", "pod"+string(pod.UID), "cpuacct.usage")
+	start, t0 := readInt(t, file), time.Now()
+	time.Sleep(d)
+	return float64(readInt(t, file)-start) / float64(time.Since(t0).Nanoseconds())
+}
+
+// watchReaction polls every 10 ms until ctx ends: spike returns the first time the cgroup whose cpuacct.usage is
+// usageFile burned more than 0.3 cores over 50 ms, reacted the first time after that done() held.
+func watchReaction(ctx context.Context, usageFile string, done func() bool) (spike, reacted func() time.Time) {
+	var mu sync.Mutex
+	var s, r time.Time
+	go func() {
+		var window []struct {
+			at    time.Time
+			usage int64
+		}
+		for ctx.Err() == nil && r.IsZero() {
+			time.Sleep(10 * time.Millisecond)
+			now := time.Now()
+			mu.Lock()
+			if s.IsZero() {
+				if b, err := os.ReadFile(usageFile); err == nil {
+					u, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+					window = append(window, struct {
+						at    time.Time
+						usage int64
+					}{now, u})
+					for len(window) > 1 && now.Sub(window[0].at) > 50*time.Millisecond {
+						first := window[0]
+						if float64(u-first.usage)/float64(now.Sub(first.at).Nanoseconds()) > 0.3 {
+							s = first.at
+						}
+						window = window[1:]
+					}
+				}
+			} else if done() {
+				r = now
+			}
+			mu.Unlock()
+		}
+	}()
+	get := func(v *time.Time) func() time.Time {
+		return func() time.Time { mu.Lock(); defer mu.Unlock(); return *v }
+	}
+	return get(&s), get(&r)
+}
+
+// watchEviction watches the pods of ns and returns when pod name was first seen marked for deletion or gone.
+func watchEviction(e *Env, ns, name string) func() time.Time {
+	e.t.Helper()
+	w, err := e.Clientset.CoreV1().Pods(ns).Watch(e.Ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var at time.Time
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if ok && (ev.Type == watch.Deleted || p.DeletionTimestamp != nil) {
+				mu.Lock()
+				at = time.Now()
+				mu.Unlock()
+				return
+			}
+		}
+	}()
+	return func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+}
+
+// watchMemory polls /proc/meminfo every 10 ms and returns the first time the node used more than threshold bytes.
+func watchMemory(ctx context.Context, threshold int64) func() time.Time {
+	var mu sync.Mutex
+	var at time.Time
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+			if total, available, err := readMeminfo(); err == nil && total-available > threshold {
+				mu.Lock()
+				at = time.Now()
+				mu.Unlock()
+				return
+			}
+		}
+	}()
+	return func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+}
+
+// meminfo returns the node's memory and its use (MemTotal - MemAvailable), in bytes.
+func meminfo(t *testing.T) (total, used int64) {
+	total, available, err := readMeminfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total, total - available
+}
+
+func readMeminfo() (total, available int64, err error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "MemTotal:":
+			total = kb << 10
+		case "MemAvailable:":
+			available = kb << 10
+		}
+	}
+	if total == 0 || available == 0 {
+		return 0, 0, fmt.Errorf("/proc/meminfo lacks MemTotal or MemAvailable")
+	}
+	return total, available, s.Err()
+}
+
+// eventReasons lists the reasons of the events on pod name in ns.
+func eventReasons(ctx context.Context, e *Env, ns, name string) string {
+	list, err := e.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		return err.Error()
+	}
+	var reasons []string
+	for _, ev := range list.Items {
+		reasons = append(reasons, ev.Reason)
+	}
+	return strings.Join(reasons, ",")
+}
+
+// agentMetrics reads the agent's /metrics on the node.
+func agentMetrics(e *Env) string {
+	e.t.Helper()
+	body, err := get(e.Ctx, agentMetricsURL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return body
+}
