@@ -48,9 +48,7 @@ func TestMakeE2E(t *testing.T) {
 
 	tests := []struct {
 		name, ci, check, suiteRC string
-		// compiles says the case builds the e2e test binary (slow on a cold cache).
-		compiles bool
-		wantFail bool
+		wantFail                 bool
 		// wantOutput are lines of make's output (stdout and stderr).
 		wantOutput []string
 		// wantLog is what the stand-ins were asked to do, in order.
@@ -72,20 +70,17 @@ func TestMakeE2E(t *testing.T) {
 			wantLog:    []string{"check"},
 		},
 		{
-			name: "can run, CI=true: runs the suite and tears the cluster down", ci: "true", check: "pass", suiteRC: "0", compiles: true,
+			name: "can run, CI=true: runs the suite and tears the cluster down", ci: "true", check: "pass", suiteRC: "0",
 			wantOutput: []string{"the local cluster can run on this machine"},
 			wantLog:    []string{"check", ranSuite, down},
 		},
 		{
-			name: "the suite fails: make fails, the cluster is still torn down", ci: "true", check: "pass", suiteRC: "1", compiles: true, wantFail: true,
+			name: "the suite fails: make fails, the cluster is still torn down", ci: "true", check: "pass", suiteRC: "1", wantFail: true,
 			wantLog: []string{"check", ranSuite, down},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.compiles && testing.Short() {
-				t.Skip("-short: builds the e2e test binary") // a choice of whoever runs the tests, not a missing part
-			}
 			log := filepath.Join(t.TempDir(), "log")
 			cmd := exec.Command("make", "-C", root, "--no-print-directory", "-o", "gleaner-local", "e2e",
 				"LOCAL="+local, "E2E_STATE="+state, "GO_TEST_FLAGS=-exec="+suite)
