@@ -50,13 +50,17 @@ func TestDemoWorkload(t *testing.T) {
 		return s.Count >= 50 && s.P50 > 0, "stats " + body
 	})
 
+	// On a busy 2-core machine the sample config's safety margin can leave less batch-cpu than one batch pod asks.
+	e.MakeRoomForBatch(batchBurnerCPU)
 	expectBatchPodsFollowBatchCPU(e)
 }
 
-// The scheduler places the batch pods (500 millicores of batch-cpu each) by the batch-cpu Gleaner publishes from
-// the agent's measurements. On a busy 2-core machine that may be less than a pod asks for, so the test asserts
-// the scheduler's agreement with the node: once batch-cpu is published, every batch pod that fits runs, and a
-// pod still Pending is one that does not fit in what is left.
+// batchBurnerCPU is what each of the demo's two batch pods asks, in millicores of batch-cpu (config/demo).
+const batchBurnerCPU = 500
+
+// The scheduler places the batch pods by the batch-cpu Gleaner publishes from the agent's measurements: at least
+// one of them runs (MakeRoomForBatch made room for one), every one that fits runs, and a pod still Pending is one
+// that does not fit in what is left.
 func expectBatchPodsFollowBatchCPU(e *Env) {
 	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {
 		node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
@@ -99,7 +103,7 @@ func expectBatchPodsFollowBatchCPU(e *Env) {
 		if used > alloc.Value() {
 			return false, msg + " (more requested than published)"
 		}
-		return running+pending == 2 && (pending == 0 || alloc.Value()-used < 500), msg
+		return running >= 1 && running+pending == 2 && (pending == 0 || alloc.Value()-used < batchBurnerCPU), msg
 	})
 }
 

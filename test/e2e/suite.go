@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -259,6 +260,22 @@ func (e *Env) RunPod(pod *corev1.Pod) *corev1.Pod {
 		return got.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s is %s: %+v", got.Name, got.Status.Phase, got.Status.ContainerStatuses)
 	})
 	return got
+}
+
+// DeletePod deletes the pod and waits until it is gone.
+func (e *Env) DeletePod(pod *corev1.Pod) {
+	e.t.Helper()
+	pods := e.Clientset.CoreV1().Pods(pod.Namespace)
+	if err := pods.Delete(e.Ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatalf("deleting pod %s: %v", pod.Name, err)
+	}
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		_, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("pod %s still there (%v)", pod.Name, err)
+	})
 }
 
 // Namespace creates a namespace named after the test and deletes it when the test ends.
