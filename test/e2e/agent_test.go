@@ -74,7 +74,7 @@ func TestAgentMeasuresTheRealNode(t *testing.T) {
 	// has been measured; removing it and the safety margin leaves batch-cpu for the pod even on a busy node.
 	e.DeletePod(burner)
 	const ask = 100 // millicores of batch-cpu
-	e.MakeRoomForBatch(ask)
+	_ = e.MakeRoomForBatch(ask)
 	batch := testutil.Pod("batch").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").Image(PauseImage).Obj()
 	batchResources := corev1.ResourceList{
 		slov1alpha1.BatchCPU: *resource.NewQuantity(ask, resource.DecimalSI), slov1alpha1.BatchMemory: resource.MustParse("64Mi"),

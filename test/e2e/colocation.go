@@ -19,24 +19,27 @@ import (
 // SLOConfigName is the ConfigMap in GleanerNamespace that config/samples deploys: the colocation configuration.
 const SLOConfigName = "slo-controller-config"
 
-// MakeRoomForBatch makes the node publish at least milli millicores of batch-cpu, or fails the test saying why it
-// could not. The single node also runs the control plane and the tests themselves, and the sample configuration
+// MakeRoomForBatch makes the node publish at least milli millicores of batch-cpu, and returns what it publishes,
+// or fails the test saying why it could not. The single node also runs the control plane and the tests themselves, and the sample configuration
 // keeps 40% of the CPU as a safety margin (cpuReclaimThresholdPercent 60), so on a 2-core machine batch-cpu is
 // often 0; a test that runs a batch pod must not depend on that. Until the test ends the colocation config reclaims
 // everything the system and the high-priority pods leave (cpuReclaimThresholdPercent 100); the caller removes what
 // it no longer needs of its own high-priority load first.
-func (e *Env) MakeRoomForBatch(milli int64) {
+func (e *Env) MakeRoomForBatch(milli int64) int64 {
 	e.t.Helper()
 	e.setColocation(map[string]any{"cpuReclaimThresholdPercent": 100})
+	var published int64
 	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {
 		node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		q := node.Status.Allocatable[slov1alpha1.BatchCPU]
-		return q.Value() >= milli, fmt.Sprintf("batch-cpu %s, want at least %d with no safety margin: %s",
+		published = q.Value()
+		return published >= milli, fmt.Sprintf("batch-cpu %s, want at least %d with no safety margin: %s",
 			q.String(), milli, batchCPUDerivation(node))
 	})
+	return published
 }
 
 // setColocation overrides fields of the colocation config until the test ends, when the config is put back.
