@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
@@ -72,17 +74,12 @@ func makeRoomForBatchBurners(e *Env) int64 {
 		return ask
 	}
 	e.t.Logf("the node publishes %dm of batch-cpu: the demo's batch pods ask %dm each instead of %dm", published, ask, batchBurnerCPU)
-	deployments := e.Clientset.AppsV1().Deployments("gleaner-demo")
-	dep, err := deployments.Get(e.Ctx, "batch-burner", metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	// Down to no pod first: a rolling update would wait for the Pending pods of the old size.
-	replicas := *dep.Spec.Replicas
-	dep.Spec.Replicas = ptr.To[int32](0)
-	if dep, err = deployments.Update(e.Ctx, dep, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
+	var replicas int32
+	e.updateBatchBurners(func(dep *appsv1.Deployment) {
+		replicas = *dep.Spec.Replicas
+		dep.Spec.Replicas = ptr.To[int32](0)
+	})
 	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
 		pods, err := e.Clientset.CoreV1().Pods("gleaner-demo").List(ctx, metav1.ListOptions{LabelSelector: "app=batch-burner"})
 		if err != nil {
@@ -90,15 +87,33 @@ func makeRoomForBatchBurners(e *Env) int64 {
 		}
 		return len(pods.Items) == 0, fmt.Sprintf("%d batch pods left", len(pods.Items))
 	})
-	c := &dep.Spec.Template.Spec.Containers[0]
-	q := *resource.NewQuantity(ask, resource.DecimalSI)
-	c.Resources.Requests[slov1alpha1.BatchCPU], c.Resources.Limits[slov1alpha1.BatchCPU] = q, q
-	c.Args = []string{fmt.Sprintf("--load=%dm", ask)}
-	dep.Spec.Replicas = &replicas
-	if _, err := deployments.Update(e.Ctx, dep, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
+	e.updateBatchBurners(func(dep *appsv1.Deployment) {
+		c := &dep.Spec.Template.Spec.Containers[0]
+		q := *resource.NewQuantity(ask, resource.DecimalSI)
+		c.Resources.Requests[slov1alpha1.BatchCPU], c.Resources.Limits[slov1alpha1.BatchCPU] = q, q
+		c.Args = []string{fmt.Sprintf("--load=%dm", ask)}
+		dep.Spec.Replicas = &replicas
+	})
 	return ask
+}
+
+// updateBatchBurners changes the demo's batch-burner Deployment, reading it again when the deployment controller
+// wrote it in between.
+func (e *Env) updateBatchBurners(change func(*appsv1.Deployment)) {
+	e.t.Helper()
+	deployments := e.Clientset.AppsV1().Deployments("gleaner-demo")
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep, err := deployments.Get(e.Ctx, "batch-burner", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(dep)
+		_, err = deployments.Update(e.Ctx, dep, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("updating the demo's batch-burner Deployment: %v", err)
+	}
 }
 
 // The scheduler places the batch pods, each asking ask millicores of batch-cpu, by the batch-cpu Gleaner publishes
