@@ -148,9 +148,6 @@ func TestWriteTarballErrors(t *testing.T) {
 // BuildBinaries builds real commands of this repository as static executables: nothing in an image provides a
 // dynamic loader or libc.
 func TestBuildBinariesStatic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles a command")
-	}
 	dir := t.TempDir()
 	bins, err := BuildBinaries(t.Context(), filepath.Join("..", ".."), dir, []string{"./test/workloads/pause"})
 	if err != nil {

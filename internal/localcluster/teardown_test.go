@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/gleaner-sh/gleaner/test/ci"
 )
 
 func mkdirs(t *testing.T, root string, dirs ...string) {
@@ -97,7 +99,7 @@ func TestMissingPathsAndResolve(t *testing.T) {
 // deepest first.
 func TestUnmountAll(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
+		ci.Skipf(t, "mounting needs root; effective uid is %d", os.Geteuid())
 	}
 	c, err := New(Config{StateDir: t.TempDir()})
 	if err != nil {
@@ -107,7 +109,7 @@ func TestUnmountAll(t *testing.T) {
 	inner := filepath.Join(outer, "inner")
 	mkdirs(t, "/", outer)
 	if err := unix.Mount("tmpfs", outer, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount tmpfs here: %v", err)
+		ci.Skipf(t, "root cannot mount tmpfs here (a container without CAP_SYS_ADMIN?): %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(outer, unix.MNT_DETACH) })
 	mkdirs(t, "/", inner)

@@ -3,8 +3,8 @@
 //
 // The hierarchy lives under /sys/fs/cgroup/<subsystem>/gleaner-test-<random>/ for the cpu, cpuacct, cpuset and
 // memory subsystems, so it never touches a kubelet's own /kubepods on the same machine. Point the agent's cgroup
-// layout at it with Layout(). Tests skip, saying why, when not root, not on cgroup v1, or when the kernel refuses
-// to create cgroups.
+// layout at it with Layout(). When not root, not on cgroup v1, or when the kernel refuses to create cgroups, tests
+// skip saying why, and fail under CI=true (test/ci).
 package cgrouptest
 
 import (
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/ci"
 )
 
 // Root is the cgroup v1 mount point the sandbox lives under.
@@ -35,21 +36,21 @@ type Sandbox struct {
 	Parent string
 }
 
-// New creates the sandbox or skips t.
+// New creates the sandbox, or skips t (fails it under CI=true) where the machine cannot hold one.
 func New(t *testing.T) *Sandbox {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("cgrouptest: creating cgroups needs root")
+		ci.Skipf(t, "cgrouptest: creating cgroups needs root; effective uid is %d", os.Geteuid())
 	}
 	if v, err := cgroup.DetectVersion(Root); err != nil || v != cgroup.V1 {
-		t.Skipf("cgrouptest: this test builds a cgroup v1 hierarchy; %s is %v (%v)", Root, v, err)
+		ci.Skipf(t, "cgrouptest: this test builds a cgroup v1 hierarchy; %s is %v (%v)", Root, v, err)
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	s := &Sandbox{t: t, Parent: "gleaner-test-" + hex.EncodeToString(b)}
 	if err := s.mkdir(s.Parent); err != nil {
 		s.remove()
-		t.Skipf("cgrouptest: the kernel refused to create cgroups under %s: %v", Root, err)
+		ci.Skipf(t, "cgrouptest: the kernel refused to create cgroups under %s: %v", Root, err)
 	}
 	t.Cleanup(s.remove)
 	return s

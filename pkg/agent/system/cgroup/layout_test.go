@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gleaner-sh/gleaner/test/ci"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -67,7 +68,7 @@ func TestDetectVersionAndDriver(t *testing.T) {
 // (tmpfs) root holding the subsystem directories.
 func TestDetectVersionThisMachine(t *testing.T) {
 	if _, err := os.Stat("/sys/fs/cgroup"); err != nil {
-		t.Skip("no /sys/fs/cgroup here")
+		ci.Skipf(t, "no /sys/fs/cgroup here: %v", err)
 	}
 	v, err := DetectVersion("/sys/fs/cgroup")
 	if err != nil {

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
+	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+)
+
+// SLOConfigName is the ConfigMap in GleanerNamespace that config/samples deploys: the colocation configuration.
+const SLOConfigName = "slo-controller-config"
+
+// MakeRoomForBatch makes the node publish at least milli millicores of batch-cpu, and returns what it publishes,
+// or fails the test saying why it could not. The single node also runs the control plane and the tests themselves, and the sample configuration
+// keeps 40% of the CPU as a safety margin (cpuReclaimThresholdPercent 60), so on a 2-core machine batch-cpu is
+// often 0; a test that runs a batch pod must not depend on that. Until the test ends the colocation config reclaims
+// everything the system and the high-priority pods leave (cpuReclaimThresholdPercent 100); the caller removes what
+// it no longer needs of its own high-priority load first.
+func (e *Env) MakeRoomForBatch(milli int64) int64 {
+	e.t.Helper()
+	e.setColocation(map[string]any{"cpuReclaimThresholdPercent": 100})
+	var published int64
+	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {
+		node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		q := node.Status.Allocatable[slov1alpha1.BatchCPU]
+		published = q.Value()
+		return published >= milli, fmt.Sprintf("batch-cpu %s, want at least %d with no safety margin: %s",
+			q.String(), milli, batchCPUDerivation(node))
+	})
+	return published
+}
+
+// setColocation overrides fields of the colocation config until the test ends, when the config is put back.
+func (e *Env) setColocation(fields map[string]any) {
+	e.t.Helper()
+	key := client.ObjectKey{Namespace: GleanerNamespace, Name: SLOConfigName}
+	var cm corev1.ConfigMap
+	if err := e.Client.Get(e.Ctx, key, &cm); err != nil {
+		e.t.Fatalf("reading the colocation config: %v", err)
+	}
+	original := cm.Data[sloconfig.ColocationConfigKey]
+	config := map[string]any{}
+	if err := json.Unmarshal([]byte(original), &config); err != nil {
+		e.t.Fatalf("parsing %s of ConfigMap %s: %v", sloconfig.ColocationConfigKey, key, err)
+	}
+	for k, v := range fields {
+		config[k] = v
+	}
+	b, err := json.Marshal(config)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		var cm corev1.ConfigMap
+		if err := e.Client.Get(context.Background(), key, &cm); err != nil {
+			e.t.Errorf("putting the colocation config back: %v", err)
+			return
+		}
+		cm.Data[sloconfig.ColocationConfigKey] = original
+		if err := e.Client.Update(context.Background(), &cm); err != nil {
+			e.t.Errorf("putting the colocation config back: %v", err)
+		}
+	})
+	cm.Data[sloconfig.ColocationConfigKey] = string(b)
+	if err := e.Client.Update(e.Ctx, &cm); err != nil {
+		e.t.Fatalf("changing the colocation config: %v", err)
+	}
+}
+
+// batchCPUDerivation is the terms gleaner-manager gives for the node's batch-cpu, as `kubectl glean explain` shows
+// them.
+func batchCPUDerivation(node *corev1.Node) string {
+	var x slov1alpha1.NodeResourceExplanation
+	if err := json.Unmarshal([]byte(node.Annotations[slov1alpha1.AnnotationResourceExplanation]), &x); err != nil {
+		return "no explanation on the node yet"
+	}
+	for _, d := range x.Resources {
+		if d.Resource != slov1alpha1.BatchCPU {
+			continue
+		}
+		if d.Reason != "" {
+			return d.Reason
+		}
+		terms := make([]string, 0, len(d.Terms))
+		for _, t := range d.Terms {
+			terms = append(terms, fmt.Sprintf("%s %s (%s)", t.Name, t.Value.String(), t.Detail))
+		}
+		return fmt.Sprintf("strategy %s; %s", x.Strategy, strings.Join(terms, ", "))
+	}
+	return "the explanation has no batch-cpu"
+}
