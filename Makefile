@@ -109,6 +109,13 @@ bench-agent: ## The agent's benchmarks: collection cycle, metric cache, process 
 	@# with the agent's reads (on ext4 it adds about 1.5 ms a cycle; docs/benchmarks.md shows both).
 	TMPDIR=$$(test -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp}) go test -run '^$$' -bench . -benchmem ./pkg/agent/collector/ ./pkg/agent/metriccache/
 
+.PHONY: bench-qos
+bench-qos: gleaner-local ## QoS reaction times on the real local node, five times each (docs/benchmarks.md; root, cgroup v1; ~10 min).
+	rc=0; GLEANER_E2E=1 GLEANER_E2E_STATE=$(E2E_STATE) go test -count=5 -timeout 40m -v \
+	  -run '^(TestCPUSuppressFollowsTheService|TestMemoryEvictionSparesPodsUnderABudget)$$' ./test/e2e/ | grep -E 'reaction:|^(---|ok|FAIL)' || rc=$$?; \
+	$(LOCAL) --state-dir $(E2E_STATE) down >/dev/null 2>&1 || true; \
+	exit $$rc
+
 .PHONY: run
 run: gleaner-local ## A real local cluster with Gleaner and a demo workload (root, cgroup v1); Ctrl-C tears it down.
 	$(LOCAL) run

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,12 +90,16 @@ func Run(ctx context.Context, opts *Options) error {
 	return a.Run(ctx)
 }
 
-// newScheme knows the kinds the agent reads and writes: the core group and slo.gleaner.sh. (Not the whole
+// newScheme knows the kinds the agent reads and writes: the core group, policy/v1 (evictions) and slo.gleaner.sh. (Not the whole
 // client-go scheme: the agent's binary and memory stay smaller without the other API groups.)
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding the core kinds to the scheme: %w", err)
+	}
+	// The Eviction API's kind: the evictor posts policy/v1 Evictions.
+	if err := policyv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding policy/v1 to the scheme: %w", err)
 	}
 	if err := slov1alpha1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding %s to the scheme: %w", slov1alpha1.GroupVersion, err)

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -74,8 +75,10 @@ func benchHeap(b *testing.B, pods, seconds int) {
 	b.ReportMetric(float64(stats.Bytes)/(1<<20), "cache-MiB")
 }
 
-// benchNode creates a node with a NodeSLO (one host application), a NodeMetric with the default policy, and pods
-// running pods of two containers each through the API server, and a simulated host running them.
+// benchNode creates a node with a NodeSLO (one host application; CPU suppression by quota and memory and CPU
+// eviction on, so the QoS plugins do their work every round), a NodeMetric with the default policy, and pods running
+// pods of two containers each through the API server, and a simulated host running them. GLEANER_BENCH_QOS=off
+// leaves the QoS strategies off, as before they existed.
 func benchNode(b *testing.B, e *testenv.Env, pods int) (string, *hostsim.Host) {
 	ctx := context.Background()
 	node := fmt.Sprintf("bench-%d", time.Now().UnixNano())
@@ -84,9 +87,18 @@ func benchNode(b *testing.B, e *testenv.Env, pods int) (string, *hostsim.Host) {
 		b.Fatal(err)
 	}
 	app := slov1alpha1.HostApplicationSpec{Name: "nginx", QoS: slov1alpha1.QoSLS}
+	spec := slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{app}}
+	if os.Getenv("GLEANER_BENCH_QOS") != "off" {
+		// Thresholds the simulated node never crosses: the plugins measure and decide every run, nothing is evicted.
+		spec.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{
+			Enable: ptr.To(true), CPUSuppressPolicy: slov1alpha1.CPUSuppressCFSQuota, CPUSuppressThresholdPercent: ptr.To[int64](65),
+			MemoryEvictThresholdPercent: ptr.To[int64](90), CPUEvictBESatisfactionLowerPercent: ptr.To[int64](10),
+			CPUEvictBESatisfactionUpperPercent: ptr.To[int64](20),
+		}
+	}
 	create(b, e.Client,
 		testutil.Node(node).Obj(),
-		&slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{app}}},
+		&slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: spec},
 		&slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}},
 	)
 	if err := host.AddHostApp(app.Name, path.Join(host.Layout().Parent, "host-latency-sensitive", app.Name), hostsim.Usage{CPU: 0.5, Memory: 1 << 30}); err != nil {

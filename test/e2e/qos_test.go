@@ -83,12 +83,14 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	} else {
 		t.Errorf("the reaction was not observed: spike %v, quota change %v", s, r)
 	}
-	// The best-effort pod's own CPU follows the quota.
+	// The best-effort pod's own CPU follows the quota (which may tighten further while it is measured, down to the
+	// 1 ms minimum once the service and the system take the whole 60%).
 	used := podCPU(t, be, 3*time.Second)
-	if used > after+0.15 {
-		t.Errorf("the best-effort pod used %.2f cores under a quota of %.2f", used, after)
+	bound := max(after, quotaCores(t, besteffortCPU))
+	if used > bound+0.15 {
+		t.Errorf("the best-effort pod used %.2f cores under a quota of at most %.2f", used, bound)
 	}
-	t.Logf("best-effort pod used %.2f cores under a quota of %.2f", used, after)
+	t.Logf("best-effort pod used %.2f cores under a quota of at most %.2f (%.2f at the end)", used, bound, quotaCores(t, besteffortCPU))
 
 	if err := e.Clientset.CoreV1().Pods(ns).Delete(e.Ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -351,8 +354,12 @@ func unreachable(err error) bool {
 		return false // the agent is stopping
 	}
 	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return true
+	if errors.As(err, &status) {
+		return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 	}
-	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+	// Only a failure to talk to the API server at all counts: a request that never got an answer. Any other error
+	// (a client that cannot encode the request, say) is a bug to report, never a reason to kill processes.
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }

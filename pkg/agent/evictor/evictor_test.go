@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -661,5 +664,33 @@ func TestEventOnNodeSLO(t *testing.T) {
 	if ev.Type != corev1.EventTypeWarning || ev.Reason != "NodeSLORefused" || ev.Message != "plugin memoryevict refused it: threshold 0" ||
 		ev.InvolvedObject.Kind != "NodeSLO" || ev.InvolvedObject.APIVersion != slov1alpha1.GroupVersion.String() {
 		t.Errorf("event %+v", ev)
+	}
+}
+
+// TestUnreachable: only an API server that does not answer sends the memory plugin to the local last resort; an
+// answer (a refusal, an error) or a request the client could not even build never does.
+func TestUnreachable(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", &url.Error{Op: "Post", URL: "https://10.0.0.1:6443", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, true},
+		{"deadline", fmt.Errorf("posting: %w", context.DeadlineExceeded), true},
+		{"connection reset", fmt.Errorf("reading: %w", syscall.ECONNRESET), true},
+		{"EOF", fmt.Errorf("reading: %w", io.EOF), true},
+		{"503", apierrors.NewServiceUnavailable("starting"), true},
+		{"504", apierrors.NewTimeoutError("slow", 1), true},
+		{"cancelled", context.Canceled, false},
+		{"429", apierrors.NewTooManyRequests("budget", 1), false},
+		{"403", apierrors.NewForbidden(gr, "p", errors.New("no")), false},
+		{"500", apierrors.NewInternalError(errors.New("boom")), false},
+		{"a client that cannot encode the request", errors.New(`no kind is registered for the type v1.Eviction in scheme "pkg/runtime/scheme.go:110"`), false},
+	}
+	for _, tt := range tests {
+		if got := unreachable(tt.err); got != tt.want {
+			t.Errorf("%s: unreachable = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
