@@ -43,7 +43,7 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	e := suite.Env(t)
 	setThresholds(e, `{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 60, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": 99}}`)
 	ns := e.Namespace()
-	be := startPod(e, ns, testutil.Pod("be-burner").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").
+	be := e.RunPodIn(ns, testutil.Pod("be-burner").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").
 		Image(BurnerImage, "--load=2", "--report=0").Obj())
 
 	// Suppression on: the besteffort quota is what the node's services leave of 60% of its CPUs.
@@ -125,8 +125,8 @@ func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 		return testutil.Pod(name).PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").Label("app", name).
 			Image(EaterImage, "--size=64Mi").Obj()
 	}
-	free := startPod(e, ns, batch("unguarded"))
-	guarded := startPod(e, ns, batch("guarded"))
+	free := e.RunPodIn(ns, batch("unguarded"))
+	guarded := e.RunPodIn(ns, batch("guarded"))
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "guard", Namespace: ns},
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -151,7 +151,7 @@ func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 	evicted := watchEviction(e, ns, free.Name)
 	thresholdBytes := total * threshold / 100
 	crossed := watchMemory(e.Ctx, thresholdBytes)
-	hog := startPod(e, ns, testutil.Pod("ls-eater").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+	hog := e.RunPodIn(ns, testutil.Pod("ls-eater").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
 		Image(EaterImage, "--size=2560Mi").Requests("cpu", "100m", "memory", "64Mi").Obj())
 	defer func() {
 		_ = e.Clientset.CoreV1().Pods(ns).Delete(context.Background(), hog.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
@@ -230,25 +230,6 @@ func setThresholds(e *Env, value string) {
 			got.MemoryEvictThresholdPercent != nil && *got.MemoryEvictThresholdPercent == *want.ClusterStrategy.MemoryEvictThresholdPercent
 		return ok, fmt.Sprintf("NodeSLO threshold strategy %+v", got)
 	})
-}
-
-// startPod creates pod in ns and waits until it runs.
-func startPod(e *Env, ns string, pod *corev1.Pod) *corev1.Pod {
-	e.t.Helper()
-	pod.Namespace = ns
-	created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating pod %s: %v", pod.Name, err)
-	}
-	var got *corev1.Pod
-	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
-		got, err = e.Clientset.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return got.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s is %s", got.Name, got.Status.Phase)
-	})
-	return got
 }
 
 // quotaCores reads a cgroup's CFS quota in cores, -1 when unlimited.

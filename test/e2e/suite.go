@@ -245,7 +245,12 @@ func (e *Env) Eventually(timeout time.Duration, cond func(ctx context.Context) (
 // RunPod creates the pod in a namespace of its own (deleted with the test) and waits until it runs.
 func (e *Env) RunPod(pod *corev1.Pod) *corev1.Pod {
 	e.t.Helper()
-	ns := e.Namespace()
+	return e.RunPodIn(e.Namespace(), pod)
+}
+
+// RunPodIn creates the pod in namespace ns and waits until it runs.
+func (e *Env) RunPodIn(ns string, pod *corev1.Pod) *corev1.Pod {
+	e.t.Helper()
 	pod.Namespace = ns
 	created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
 	if err != nil {

@@ -2,6 +2,8 @@ package qosmanager
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,4 +100,27 @@ type Factory struct {
 	Default bool
 	// New builds the plugin.
 	New func(Deps) (RunPlugin, error)
+}
+
+// Need returns an error naming every dependency in what ("States", "Cache", "Executor", "Cgroups", "Proc",
+// "Evictor", "Events", "Clock") that d lacks, for plugin's constructor.
+func (d Deps) Need(plugin string, what ...string) error {
+	has := map[string]bool{
+		"States": d.States != nil, "Cache": d.Cache != nil, "Executor": d.Executor != nil, "Cgroups": d.Cgroups != nil,
+		"Proc": d.Proc != nil, "Evictor": d.Evictor != nil, "Events": d.Events != nil, "Clock": d.Clock != nil,
+	}
+	var missing []string
+	for _, w := range what {
+		ok, known := has[w]
+		if !known {
+			panic(fmt.Sprintf("qosmanager: plugin %s needs an unknown dependency %q", plugin, w))
+		}
+		if !ok {
+			missing = append(missing, w)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("building the %s plugin: missing %s", plugin, strings.Join(missing, ", "))
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -58,17 +57,8 @@ var (
 
 // New returns the CPU satisfaction eviction plugin. It needs d.States, d.Cache, d.Evictor and d.Clock.
 func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
-	var missing []string
-	for _, dep := range []struct {
-		name string
-		ok   bool
-	}{{"States", d.States != nil}, {"Cache", d.Cache != nil}, {"Evictor", d.Evictor != nil}, {"Clock", d.Clock != nil}} {
-		if !dep.ok {
-			missing = append(missing, dep.name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("building the %s plugin: missing %s", Name, strings.Join(missing, ", "))
+	if err := d.Need(Name, "States", "Cache", "Evictor", "Clock"); err != nil {
+		return nil, err
 	}
 	p := &Plugin{states: d.States, cache: d.Cache, evictor: d.Evictor, clock: d.Clock, evictions: qosmanager.NewEvictions(settle)}
 	if c, ok := d.Cache.(interface{ Config() metriccache.Config }); ok {

@@ -2,64 +2,22 @@ package cpuevict
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
-	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
-
-// fakeEvictor records every eviction asked for. Pods named in refuse get evicted=false (a PodDisruptionBudget, the
-// rate limit), pods named in fail an error.
-type fakeEvictor struct {
-	mu      sync.Mutex
-	refuse  map[string]bool
-	fail    map[string]bool
-	asked   []string
-	evicted []string
-	killed  []string
-	msgs    []string
-}
-
-func (f *fakeEvictor) Evict(_ context.Context, pod *corev1.Pod, reason, message string) (evictor.Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if reason != Reason {
-		return "", fmt.Errorf("reason %q, want %q", reason, Reason)
-	}
-	f.asked = append(f.asked, pod.Name)
-	switch {
-	case f.fail[pod.Name]:
-		return "", errors.New("the server is currently unable to handle the request")
-	case f.refuse[pod.Name]:
-		return evictor.Refused, nil
-	}
-	f.evicted = append(f.evicted, pod.Name)
-	f.msgs = append(f.msgs, message)
-	return evictor.Evicted, nil
-}
-
-func (f *fakeEvictor) KillLocally(_ context.Context, pod *corev1.Pod, podDir, _, message string) (evictor.Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.killed = append(f.killed, pod.Name+" in "+podDir)
-	f.msgs = append(f.msgs, message)
-	return evictor.Killed, nil
-}
 
 // pod is a pod on the node with its CPU use in cores (the same in every second of the window).
 type pod struct {
@@ -103,7 +61,7 @@ type env struct {
 	clk     *clocktesting.FakeClock
 	store   *statesinformer.Store
 	cache   *metriccache.MemoryCache
-	evictor *fakeEvictor
+	evictor *qosmanagertest.Evictor
 	deps    qosmanager.Deps
 }
 
@@ -114,7 +72,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{clk: clk, store: statesinformer.NewStore(), cache: cache, evictor: &fakeEvictor{}}
+	e := &env{clk: clk, store: statesinformer.NewStore(), cache: cache, evictor: &qosmanagertest.Evictor{Reason: Reason}}
 	e.deps = qosmanager.Deps{States: e.store, Cache: cache, Evictor: e.evictor, Clock: clk, Interval: DefaultInterval}
 	return e
 }
@@ -247,7 +205,7 @@ func TestRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.fill(tt.series, tt.pods...)
-			e.evictor.refuse, e.evictor.fail = set(tt.refuse), set(tt.fail)
+			e.evictor.Refuse, e.evictor.Fail = set(tt.refuse), set(tt.fail)
 			p, err := New(e.deps)
 			if err != nil {
 				t.Fatal(err)
@@ -258,10 +216,10 @@ func TestRun(t *testing.T) {
 			if wantAsked == nil {
 				wantAsked = tt.wantEvict
 			}
-			if diff := cmp.Diff(wantAsked, e.evictor.asked); diff != "" {
+			if diff := cmp.Diff(wantAsked, e.evictor.Asked()); diff != "" {
 				t.Errorf("pods asked for (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantEvict, e.evictor.evicted); diff != "" {
+			if diff := cmp.Diff(tt.wantEvict, e.evictor.Evicted()); diff != "" {
 				t.Errorf("pods evicted (-want +got):\n%s", diff)
 			}
 		})
@@ -285,7 +243,7 @@ func TestRunMessage(t *testing.T) {
 		head + "projected 40%, this pod requests 2.00 and uses 0.90 cores, projected after it 67%",
 		head + "projected 67%, this pod requests 1.00 and uses 0.30 cores, projected after it 100%",
 	}
-	if diff := cmp.Diff(want, e.evictor.msgs); diff != "" {
+	if diff := cmp.Diff(want, e.evictor.Messages()); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
@@ -305,7 +263,7 @@ func TestRunCountsItsOwnRequests(t *testing.T) {
 		}
 		e.clk.Step(time.Second)
 		e.fill(flat(1, 2, 5, 1.9), usual()...)
-		if diff := cmp.Diff([]string{"be-b", "be-a"}, e.evictor.asked); diff != "" {
+		if diff := cmp.Diff([]string{"be-b", "be-a"}, e.evictor.Asked()); diff != "" {
 			t.Fatalf("run %d: pods asked for (-want +got):\n%s", i, diff)
 		}
 	}

@@ -88,17 +88,8 @@ var (
 
 // New returns the plugin. It needs Deps.States, Cache, Executor, Cgroups, Proc and Clock.
 func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
-	var missing []string
-	for _, dep := range []struct {
-		name  string
-		unset bool
-	}{{"States", d.States == nil}, {"Cache", d.Cache == nil}, {"Executor", d.Executor == nil}, {"Cgroups", d.Cgroups == nil}, {"Proc", d.Proc == nil}, {"Clock", d.Clock == nil}} {
-		if dep.unset {
-			missing = append(missing, dep.name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("building the %s plugin: missing %s", Name, strings.Join(missing, ", "))
+	if err := d.Need(Name, "States", "Cache", "Executor", "Cgroups", "Proc", "Clock"); err != nil {
+		return nil, err
 	}
 	p := &Plugin{
 		d:        d,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -58,17 +57,8 @@ var (
 
 // New returns the memory eviction plugin. It needs d.States, d.Cache, d.Proc, d.Evictor and d.Clock.
 func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
-	var missing []string
-	for _, dep := range []struct {
-		name string
-		ok   bool
-	}{{"States", d.States != nil}, {"Cache", d.Cache != nil}, {"Proc", d.Proc != nil}, {"Evictor", d.Evictor != nil}, {"Clock", d.Clock != nil}} {
-		if !dep.ok {
-			missing = append(missing, dep.name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("building the %s plugin: missing %s", Name, strings.Join(missing, ", "))
+	if err := d.Need(Name, "States", "Cache", "Proc", "Evictor", "Clock"); err != nil {
+		return nil, err
 	}
 	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, layout: d.Layout, clock: d.Clock, evictions: qosmanager.NewEvictions(settle)}, nil
 }

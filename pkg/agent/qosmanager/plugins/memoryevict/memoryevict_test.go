@@ -2,25 +2,22 @@ package memoryevict
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
-	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
@@ -31,47 +28,6 @@ const mi = 1 << 20
 
 // The node of every test: 10240 MiB. Threshold 70 % = 7168 MiB, lower 60 % = 6144 MiB.
 const totalMiB = 10240
-
-// fakeEvictor records every eviction asked for. Pods named in refuse get evicted=false (a PodDisruptionBudget, the
-// rate limit), pods named in fail an error (the API server unreachable).
-type fakeEvictor struct {
-	mu      sync.Mutex
-	refuse  map[string]bool
-	fail    map[string]bool
-	offline bool // the API server does not answer
-	asked   []string
-	evicted []string
-	killed  []string
-	msgs    []string
-}
-
-func (f *fakeEvictor) Evict(_ context.Context, pod *corev1.Pod, reason, message string) (evictor.Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if reason != Reason {
-		return "", fmt.Errorf("reason %q, want %q", reason, Reason)
-	}
-	f.asked = append(f.asked, pod.Name)
-	switch {
-	case f.offline:
-		return "", fmt.Errorf("evicting %s: %w", pod.Name, evictor.ErrUnreachable)
-	case f.fail[pod.Name]:
-		return "", errors.New("the server is currently unable to handle the request")
-	case f.refuse[pod.Name]:
-		return evictor.Refused, nil
-	}
-	f.evicted = append(f.evicted, pod.Name)
-	f.msgs = append(f.msgs, message)
-	return evictor.Evicted, nil
-}
-
-func (f *fakeEvictor) KillLocally(_ context.Context, pod *corev1.Pod, podDir, _, message string) (evictor.Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.killed = append(f.killed, pod.Name+" in "+podDir)
-	f.msgs = append(f.msgs, message)
-	return evictor.Killed, nil
-}
 
 // pod is a pod on the node with its memory use in MiB; usage < 0 leaves it without a sample.
 type pod struct {
@@ -93,7 +49,7 @@ type env struct {
 	procDir string
 	store   *statesinformer.Store
 	cache   *metriccache.MemoryCache
-	evictor *fakeEvictor
+	evictor *qosmanagertest.Evictor
 	deps    qosmanager.Deps
 }
 
@@ -104,7 +60,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{clk: clk, procDir: t.TempDir(), store: statesinformer.NewStore(), cache: cache, evictor: &fakeEvictor{}}
+	e := &env{clk: clk, procDir: t.TempDir(), store: statesinformer.NewStore(), cache: cache, evictor: &qosmanagertest.Evictor{Reason: Reason}}
 	e.setUsed(t, 0)
 	fs, err := proc.New(e.procDir)
 	if err != nil {
@@ -247,7 +203,7 @@ func TestRun(t *testing.T) {
 			e := newEnv(t)
 			e.setUsed(t, tt.usedMiB)
 			e.add(tt.sampleAge, tt.pods...)
-			e.evictor.refuse, e.evictor.fail = set(tt.refuse), set(tt.fail)
+			e.evictor.Refuse, e.evictor.Fail = set(tt.refuse), set(tt.fail)
 			p, err := New(e.deps)
 			if err != nil {
 				t.Fatal(err)
@@ -258,10 +214,10 @@ func TestRun(t *testing.T) {
 			if wantAsked == nil {
 				wantAsked = tt.wantEvict
 			}
-			if diff := cmp.Diff(wantAsked, e.evictor.asked); diff != "" {
+			if diff := cmp.Diff(wantAsked, e.evictor.Asked()); diff != "" {
 				t.Errorf("pods asked for (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantEvict, e.evictor.evicted); diff != "" {
+			if diff := cmp.Diff(tt.wantEvict, e.evictor.Evicted()); diff != "" {
 				t.Errorf("pods evicted (-want +got):\n%s", diff)
 			}
 		})
@@ -284,7 +240,7 @@ func TestRunMessage(t *testing.T) {
 		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods until the projected use is under 60% (6144Mi): projected 8192Mi, this pod uses 700Mi, projected after it 7492Mi",
 		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods until the projected use is under 60% (6144Mi): projected 7492Mi, this pod uses 2500Mi, projected after it 4992Mi",
 	}
-	if diff := cmp.Diff(want, e.evictor.msgs); diff != "" {
+	if diff := cmp.Diff(want, e.evictor.Messages()); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
@@ -309,7 +265,7 @@ func TestRunCountsItsOwnRequests(t *testing.T) {
 		if err := p.Run(context.Background(), spec); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, e.evictor.asked); diff != "" {
+		if diff := cmp.Diff(want, e.evictor.Asked()); diff != "" {
 			t.Errorf("after %s: pods asked for (-want +got):\n%s", after, diff)
 		}
 	}
@@ -334,8 +290,8 @@ func TestRunMeminfoError(t *testing.T) {
 	}
 	err = p.Run(context.Background(), enabled(70, 60))
 	checkErr(t, err, "reading the node's memory use: reading "+e.procDir+"/meminfo: MemTotal or MemAvailable missing")
-	if len(e.evictor.asked) != 0 {
-		t.Errorf("evicted %v without knowing the node's memory use", e.evictor.asked)
+	if len(e.evictor.Asked()) != 0 {
+		t.Errorf("evicted %v without knowing the node's memory use", e.evictor.Asked())
 	}
 }
 
@@ -417,7 +373,7 @@ func TestManagerKeepsTheLastGoodThresholds(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 8192-1500 = 6692 >= 6144; -500 = 6192 >= 6144; -400 = 5792.
-	if diff := cmp.Diff([]string{"free-a", "batch-a", "batch-b"}, e.evictor.evicted); diff != "" {
+	if diff := cmp.Diff([]string{"free-a", "batch-a", "batch-b"}, e.evictor.Evicted()); diff != "" {
 		t.Fatalf("evicted (-want +got):\n%s", diff)
 	}
 
@@ -425,22 +381,22 @@ func TestManagerKeepsTheLastGoodThresholds(t *testing.T) {
 	for _, n := range []string{"free-a", "batch-a", "batch-b"} {
 		e.store.DeletePod(testutil.Pod(n).Obj().UID)
 	}
-	e.evictor.evicted = nil
+	e.evictor.Reset()
 	e.setUsed(t, 7000)
 	e.add(0, be("batch-c", 5500, 200))
 	e.store.SetNodeSLO(nodeSLO(0, 0))
 	if err := m.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.evictor.evicted) != 0 {
-		t.Fatalf("evicted %v at 7000 MiB: the refused threshold 0 was enforced", e.evictor.evicted)
+	if len(e.evictor.Evicted()) != 0 {
+		t.Fatalf("evicted %v at 7000 MiB: the refused threshold 0 was enforced", e.evictor.Evicted())
 	}
 	e.setUsed(t, 7300)
 	if err := m.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// 7300 > 7168 under the kept 70 %: 7300-200 = 7100, and nothing else to evict.
-	if diff := cmp.Diff([]string{"batch-c"}, e.evictor.evicted); diff != "" {
+	if diff := cmp.Diff([]string{"batch-c"}, e.evictor.Evicted()); diff != "" {
 		t.Errorf("evicted under the last good thresholds (-want +got):\n%s", diff)
 	}
 }
@@ -468,7 +424,7 @@ func checkErr(t *testing.T, err error, want string) {
 func TestRunKillsLocallyWhenTheAPIServerIsGone(t *testing.T) {
 	e := newEnv(t)
 	e.deps.Layout = cgroup.Layout{Driver: cgroup.Cgroupfs}
-	e.evictor.offline = true
+	e.evictor.Offline = true
 	e.setUsed(t, 8192)
 	e.add(0, be("free-a", 3500, 1500), be("batch-a", 5500, 1000), svc("web", 3000))
 	p, err := New(e.deps)
@@ -481,13 +437,13 @@ func TestRunKillsLocallyWhenTheAPIServerIsGone(t *testing.T) {
 	// 8192 > 7168; 8192-1500 (free-a) = 6692 >= 6144; -1000 (batch-a) = 5692 < 6144: both killed, web untouched.
 	uid := func(name string) string { return string(e.store.GetAllPods()[indexOf(e, name)].Pod.UID) }
 	want := []string{"free-a in kubepods/besteffort/pod" + uid("free-a"), "batch-a in kubepods/besteffort/pod" + uid("batch-a")}
-	if diff := cmp.Diff(want, e.evictor.killed); diff != "" {
+	if diff := cmp.Diff(want, e.evictor.Killed()); diff != "" {
 		t.Errorf("pods killed (-want +got):\n%s", diff)
 	}
-	if len(e.evictor.evicted) != 0 {
-		t.Errorf("evicted %v with the API server gone", e.evictor.evicted)
+	if len(e.evictor.Evicted()) != 0 {
+		t.Errorf("evicted %v with the API server gone", e.evictor.Evicted())
 	}
-	for _, m := range e.evictor.msgs {
+	for _, m := range e.evictor.Messages() {
 		if !strings.Contains(m, "the API server cannot be reached") {
 			t.Errorf("kill message %q does not say why it is local", m)
 		}
