@@ -112,7 +112,7 @@ bench-agent: ## The agent's benchmarks: collection cycle, metric cache, process 
 .PHONY: bench-qos
 bench-qos: gleaner-local ## QoS reaction times on the real local node, five times each (docs/benchmarks.md; root, cgroup v1; ~10 min).
 	rc=0; GLEANER_E2E=1 GLEANER_E2E_STATE=$(E2E_STATE) go test -count=5 -timeout 40m -v \
-	  -run '^(TestCPUSuppressFollowsTheService|TestMemoryEvictionSparesPodsUnderABudget)$$' ./test/e2e/ | grep -E 'reaction:|^(---|ok|FAIL)' || rc=$$?; \
+	  -run '^(TestCPUSuppressFollowsTheService|TestMemoryEvictionSparesPodsUnderABudget)$$' ./test/e2e/ | grep -E 'qos_test.go|^(---|ok|FAIL)' || rc=$$?; \
 	$(LOCAL) --state-dir $(E2E_STATE) down >/dev/null 2>&1 || true; \
 	exit $$rc
 

@@ -95,9 +95,11 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	if err := e.Clientset.CoreV1().Pods(ns).Delete(e.Ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
+	// Loosening: by at most 10% of the node a second, to 60% less what the node's other work takes (on a busy CI
+	// machine that can be most of it), so only the direction is checked.
 	e.Eventually(time.Minute, func(context.Context) (bool, string) {
 		q := quotaCores(t, besteffortCPU)
-		return q > 0.5, fmt.Sprintf("besteffort quota %.3f cores after the service left (loosening in steps)", q)
+		return q > after+0.05 || q < 0, fmt.Sprintf("besteffort quota %.3f cores after the service left (%.3f while it ran; loosening in steps)", q, after)
 	})
 	metrics := agentMetrics(e)
 	for _, want := range []string{"gleaner_agent_cpusuppress_be_cpu_limit_cores", `gleaner_agent_executor_writes_total{resource="cpu.cfs_quota_us",result="written"}`} {
