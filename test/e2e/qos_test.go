@@ -74,9 +74,9 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Watch the service's cgroup and the besteffort quota every 10 ms: the spike is the first 50 ms in which the
-	// service burns more than 0.3 cores, the reaction the first change of the quota to under half of before.
+	// service burns more than 0.3 cores, the reaction the first tightening of the quota by 0.15 cores or more.
 	svcCgroup := filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/burstable", "pod"+string(created.UID), "cpuacct.usage")
-	spike, reacted := watchReaction(e.Ctx, svcCgroup, func() bool { q := quotaCores(t, besteffortCPU); return q >= 0 && q < before/2 })
+	spike, reacted := watchReaction(e.Ctx, svcCgroup, func() bool { q := quotaCores(t, besteffortCPU); return q >= 0 && q <= before-0.15 })
 	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
 		p, err := e.Clientset.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
 		if err != nil {
@@ -91,7 +91,7 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 		return after >= 0 && after <= 0.3, fmt.Sprintf("besteffort quota %.3f cores while the service burns 1.6", after)
 	})
 	if s, r := spike(), reacted(); !s.IsZero() && !r.IsZero() {
-		t.Logf("reaction: service spike at %s, besteffort quota under %.2f cores %s later (now %.2f cores)", s.Format("15:04:05.000"), before/2, r.Sub(s).Round(time.Millisecond), after)
+		t.Logf("reaction: service spike at %s, besteffort quota down to %.2f cores %s later (now %.2f cores)", s.Format("15:04:05.000"), before-0.15, r.Sub(s).Round(time.Millisecond), after)
 	} else {
 		t.Errorf("the reaction was not observed: spike %v, quota change %v", s, r)
 	}

@@ -34,8 +34,13 @@ const (
 	// loosenPerSecond is how fast the limit may grow, as a share of the node's capacity per second of window: 10 %
 	// a second, 2 % per run at the default interval. A limit never shrinks in steps: it drops at once.
 	loosenPerSecond = 0.10
-	// skipBelow is the smallest change made, as a share of the node's capacity.
+	// skipBelow is the smallest change made, as a share of the node's capacity; never less than skipTicks of
+	// /proc/stat's resolution over the window (see minChange).
 	skipBelow = 0.01
+	// skipTicks is how many of /proc/stat's 10 ms ticks a change must exceed: a window's busy time is off by up to
+	// a tick at each end, so on a small node a change within two ticks is noise (0.1 cores over 200 ms), and
+	// following it would rewrite the limit every run.
+	skipTicks = 2
 	// minCPUSetCPUs is the fewest CPUs the cpuset policy leaves best-effort pods.
 	minCPUSetCPUs = 2
 	// minWindow is the shortest window a decision is based on: runs closer together (RunOnce in tests, a late
@@ -211,7 +216,7 @@ func (p *Plugin) enforce(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) err
 	s := spec.ResourceUsedThresholdWithBE
 	d := decision{in: in, threshold: *s.CPUSuppressThresholdPercent, min: *s.CPUSuppressMinPercent}
 	d.target, d.floor = in.share(d.threshold, d.min)
-	next, changed := step(p.share, d.target, in.capacity, loosenPerSecond*in.capacity*in.window.Seconds())
+	next, changed := step(p.share, d.target, minChange(in.capacity, in.window), loosenPerSecond*in.capacity*in.window.Seconds())
 	log := klog.FromContext(ctx)
 	if pinning {
 		return p.applyCPUSet(ctx, log, pods, next, changed, &d)
@@ -372,12 +377,22 @@ func (p *Plugin) topology() *topology.Topology {
 	return nil
 }
 
+// minChange is the smallest change of the limit made, in cores: skipBelow of capacity, and at least skipTicks of
+// /proc/stat's resolution over a window of w.
+func minChange(capacity float64, w time.Duration) float64 {
+	resolution := 0.0
+	if w > 0 {
+		resolution = skipTicks * float64(time.Second/userHZ) / float64(w)
+	}
+	return max(skipBelow*capacity, resolution)
+}
+
 // step moves the limit from cur toward target: at once when target is lower, by at most maxUp when it is higher;
-// a change under skipBelow of capacity is not made. changed says whether next differs from cur.
-func step(cur, target, capacity, maxUp float64) (next float64, changed bool) {
+// a change under minChange cores is not made. changed says whether next differs from cur.
+func step(cur, target, minChange, maxUp float64) (next float64, changed bool) {
 	d := target - cur
 	switch {
-	case math.Abs(d) < skipBelow*capacity-1e-9: // exactly 1 % is made, whatever the float rounding
+	case math.Abs(d) < minChange-1e-9: // exactly the minimum is made, whatever the float rounding
 		return cur, false
 	case d < 0:
 		return target, true

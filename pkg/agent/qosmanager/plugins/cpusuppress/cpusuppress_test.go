@@ -562,10 +562,14 @@ func TestStep(t *testing.T) {
 		{name: "skip a small rise", cur: 5, target: 5.09, capacity: 10, up: 0.2, wantNext: 5},
 		{name: "skip a small drop", cur: 5, target: 4.91, capacity: 10, up: 0.2, wantNext: 5},
 		{name: "1 % is made", cur: 5, target: 4.9, capacity: 10, up: 0.2, wantNext: 4.9, wantChanged: true},
+		// On 2 CPUs 1 % is 0.02 cores, but over a window of 1 s two ticks of 10 ms are 0.02 cores too; the larger
+		// decides. (Over 200 ms: 0.1 cores, TestMinChange.)
+		{name: "2 CPUs: 0.02 is made", cur: 1, target: 0.98, capacity: 2, up: 0.2, wantNext: 0.98, wantChanged: true},
+		{name: "2 CPUs: 0.019 is not", cur: 1, target: 0.981, capacity: 2, up: 0.2, wantNext: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			next, changed := step(tt.cur, tt.target, tt.capacity, tt.up)
+			next, changed := step(tt.cur, tt.target, minChange(tt.capacity, time.Second), tt.up)
 			if !near(next, tt.wantNext) || changed != tt.wantChanged {
 				t.Errorf("step = %v, %v; want %v, %v", next, changed, tt.wantNext, tt.wantChanged)
 			}
@@ -716,5 +720,24 @@ func TestReadBusyOfThisMachine(t *testing.T) {
 	}
 	if d := ct.Busy - got; d < 0 || d > time.Second {
 		t.Errorf("busy %v here, %v by procfs read just after: they must agree within a second", got, ct.Busy)
+	}
+}
+
+// TestMinChange: a change must exceed 1 % of the node and two of /proc/stat's ticks over the window.
+func TestMinChange(t *testing.T) {
+	tests := []struct {
+		capacity float64
+		window   time.Duration
+		want     float64
+	}{
+		{2, 200 * time.Millisecond, 0.1},   // 2 x 10 ms / 200 ms = 0.1 > 1 % of 2 = 0.02
+		{64, 200 * time.Millisecond, 0.64}, // 1 % of 64 = 0.64 > 0.1
+		{2, time.Second, 0.02},             // 2 x 10 ms / 1 s = 0.02 = 1 % of 2
+		{8, 0, 0.08},                       // no window yet: 1 % of 8
+	}
+	for _, tt := range tests {
+		if got := minChange(tt.capacity, tt.window); !near(got, tt.want) {
+			t.Errorf("minChange(%v, %s) = %v, want %v", tt.capacity, tt.window, got, tt.want)
+		}
 	}
 }
