@@ -64,10 +64,18 @@ func (f fitter) podValues(podDir string, plan Plan) Values {
 	return fitQuota(plan.Pod, limit, ok)
 }
 
-// containerValues are v fitted under the pod cgroup and its ancestors, as they are now: the pod cgroup holds the
-// kubelet's quota until the hook's pod values are written.
-func (f fitter) containerValues(podDir string, v Values) Values {
-	limit, ok := f.quotaCap(append(f.ancestors(podDir), podDir)...)
+// containerValues are v fitted under the pod cgroup and its ancestors. pod is the pod cgroup's quota as it will be
+// when the container's values are written (the reconciler writes both in one batch); nil means as it is now (at
+// creation the pod cgroup holds the hook's values from RunPodSandbox, or the kubelet's if that failed).
+func (f fitter) containerValues(podDir string, pod *Values, v Values) Values {
+	dirs := f.ancestors(podDir)
+	if pod == nil {
+		dirs = append(dirs, podDir)
+	}
+	limit, ok := f.quotaCap(dirs...)
+	if pod != nil && pod.HasQuota() && f.v1 && (!ok || pod.CPUQuota.Cores() < limit.Cores()) {
+		limit, ok = pod.CPUQuota, true
+	}
 	return fitQuota(v, limit, ok)
 }
 

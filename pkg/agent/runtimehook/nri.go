@@ -273,7 +273,7 @@ func (p *NRI) containerValues(sb *api.PodSandbox, ctr *api.Container, requested 
 		if !ok {
 			return Values{}, cpuset.CPUSet{}, ResultContainerUnknown
 		}
-		v = p.fit.containerValues(dir, cv)
+		v = p.fit.containerValues(dir, nil, cv)
 	}
 	var cpus cpuset.CPUSet
 	narrow := false

@@ -77,7 +77,8 @@ func (r *Reconciler) Reconcile(ctx context.Context) error {
 func (r *Reconciler) podUpdates(ctx context.Context, pod *corev1.Pod, plan Plan) []executor.Update {
 	dir := r.d.Layout.PodDir(pod)
 	reason := "runtime hook reconciler, batch/mid pod " + pod.Namespace + "/" + pod.Name
-	u := updates(dir, r.fit.podValues(dir, plan), reason)
+	pv := r.fit.podValues(dir, plan)
+	u := updates(dir, pv, reason)
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, cs := range statuses {
 			v, ok := plan.Containers[cs.Name]
@@ -89,7 +90,7 @@ func (r *Reconciler) podUpdates(ctx context.Context, pod *corev1.Pod, plan Plan)
 				klog.FromContext(ctx).V(2).Info("runtime hook reconciler: skipping a container", "pod", pod.Namespace+"/"+pod.Name, "container", cs.Name, "reason", err)
 				continue
 			}
-			u = append(u, updates(cdir, r.fit.containerValues(dir, v), reason+" container "+cs.Name)...)
+			u = append(u, updates(cdir, r.fit.containerValues(dir, &pv, v), reason+" container "+cs.Name)...)
 		}
 	}
 	return u
