@@ -29,6 +29,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
+	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
@@ -50,6 +51,8 @@ type Agent struct {
 	Evictor *evictor.Evictor
 	// QoS runs the QoS plugins.
 	QoS *qosmanager.Manager
+	// RuntimeHook gives batch and mid pods their cgroup limits (NRI plugin and reconciler).
+	RuntimeHook *runtimehook.Hook
 	// Metrics are the agent's Prometheus metrics.
 	Metrics *metrics.Metrics
 	// Host is what the agent found out about the host.
@@ -86,7 +89,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	klog.FromContext(ctx).Info("gleaner-agent starting", "node", opts.NodeName, "apiServer", cfg.Host,
 		"cgroup", a.Host.CgroupVersion.String(), "driver", a.Host.Layout.Driver, "collectors", a.Collectors.Names(), "qosPlugins", a.QoS.Names(),
-		"podSource", opts.PodSource, "metrics", opts.MetricsAddr, "health", opts.HealthAddr)
+		"podSource", opts.PodSource, "runtimeHook", opts.RuntimeHook.Mode, "nriSocket", opts.RuntimeHook.NRISocket, "metrics", opts.MetricsAddr, "health", opts.HealthAddr)
 	return a.Run(ctx)
 }
 
@@ -225,21 +228,36 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	if err != nil {
 		return nil, err
 	}
+	hook, err := runtimehook.New(runtimehook.Deps{
+		States: states, Executor: exec, Cgroups: cgroups, Layout: host.Layout, CgroupVersion: host.CgroupVersion, Clock: clk,
+	}, opts.RuntimeHook, m.Registry)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{
 		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, Evictor: ev, QoS: qos,
-		Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
+		RuntimeHook: hook, Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
 	}
 	if opts.MetricsAddr != "0" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
 		mux.Handle("/debug/executor", exec.AuditHandler())
+		mux.Handle("/debug/runtimehook", hook.Status.Handler())
 		a.runnables = append(a.runnables, &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout, handler: mux})
 	}
 	if opts.HealthAddr != "0" {
 		a.runnables = append(a.runnables, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})
 	}
-	// The executor and the evictor start before the QoS plugins that use them.
-	a.runnables = append(a.runnables, cache, states, runner, exec, ev, qos, a.Reporter)
+	// The executor and the evictor start before the QoS plugins that use them; the runtime hook right after the
+	// executor, so that the NRI plugin connects before the collectors' first round is waited for.
+	a.runnables = append(a.runnables, cache, states, exec)
+	if hook.NRI != nil {
+		a.runnables = append(a.runnables, hook.NRI)
+	}
+	if hook.Reconciler != nil {
+		a.runnables = append(a.runnables, hook.Reconciler)
+	}
+	a.runnables = append(a.runnables, runner, ev, qos, a.Reporter)
 	return a, nil
 }
 

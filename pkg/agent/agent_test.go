@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/nri/pkg/adaptation"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	"github.com/gleaner-sh/gleaner/test/testenv"
@@ -201,6 +203,10 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 // error) and waits until it is ready. done receives Run's result.
 func startAgent(tb testing.TB, cfg *rest.Config, o *Options, clk clock.WithTicker) (a *Agent, done <-chan error) {
 	tb.Helper()
+	if o.RuntimeHook.NRISocket == runtimehook.DefaultNRISocket {
+		// Never the node's real runtime: a test agent must not become a plugin of a containerd that runs pods.
+		o.RuntimeHook.NRISocket = filepath.Join(tb.TempDir(), "nri.sock")
+	}
 	a, err := New(cfg, o, clk)
 	if err != nil {
 		tb.Fatal(err)
@@ -302,7 +308,8 @@ func complete(st slov1alpha1.NodeMetricStatus, now time.Time) error {
 }
 
 // TestRunServesAndStops runs the agent the way the binary does (real clock, from Options): it gets ready, serves
-// its probes and metrics, and stops cleanly on cancel.
+// its probes and metrics, connects its runtime hook to a runtime's NRI socket (the NRI project's runtime side) and
+// says so, and stops cleanly on cancel.
 func TestRunServesAndStops(t *testing.T) {
 	e := env.Start(t)
 	host, _, _ := simulatedHost(t, e, "run-node")
@@ -310,6 +317,7 @@ func TestRunServesAndStops(t *testing.T) {
 	o.Kubeconfig, o.NodeName = e.Kubeconfig, "run-node"
 	o.ProcRoot, o.SysRoot, o.CgroupRoot = host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
 	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
+	o.RuntimeHook.NRISocket = startNRIRuntime(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -318,6 +326,8 @@ func TestRunServesAndStops(t *testing.T) {
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "ok")
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="nodeinfo",result="success"} 1`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_runtime_hook_mode{mode="nri"} 1`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/debug/runtimehook", `"mode": "nri"`)
 	cancel()
 	select {
 	case err := <-done:
@@ -502,6 +512,32 @@ func waitHTTP(t testing.TB, done <-chan error, url, want string) {
 		}
 		return nil
 	})
+}
+
+// startNRIRuntime starts the runtime side of NRI (the NRI project's adaptation, what containerd embeds) on a socket
+// of the test's and returns the socket's path.
+func startNRIRuntime(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nri") // short: a unix socket's path has a length limit t.TempDir() can exceed
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "nri.sock")
+	sync := func(ctx context.Context, cb adaptation.SyncCB) error { _, err := cb(ctx, nil, nil); return err }
+	update := func(context.Context, []*adaptation.ContainerUpdate) ([]*adaptation.ContainerUpdate, error) {
+		return nil, nil
+	}
+	r, err := adaptation.New("containerd", "v2.4.2", sync, update, adaptation.WithSocketPath(socket),
+		adaptation.WithPluginPath(filepath.Join(dir, "plugins")), adaptation.WithPluginConfigPath(filepath.Join(dir, "conf.d")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return socket
 }
 
 func newFlagSet(o *Options) *pflag.FlagSet {

@@ -184,7 +184,9 @@ func benchProcess(b *testing.B, pods int, duration time.Duration) {
 	defer func() { _ = log.Close() }()
 	cmd := exec.Command(bin, "--kubeconfig", e.Kubeconfig, "--node-name", node,
 		"--proc-root", host.ProcRoot(), "--sys-root", host.SysRoot(), "--cgroup-root", host.CgroupRoot(),
-		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", health)
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", health,
+		// The runtime hook as deployed, retrying a socket that is not there: never the node's real containerd.
+		"--nri-socket", filepath.Join(dir, "nri.sock"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), daemonSetEnv(b)...)
 	if err := cmd.Start(); err != nil {

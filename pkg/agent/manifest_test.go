@@ -17,6 +17,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 )
 
 // manifests is the agent's DaemonSet; rbacManifests are its service account, binding and generated ClusterRole.
@@ -27,9 +29,9 @@ var rbacManifests = []string{
 }
 
 // TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
-// agent's flags, the node name comes from the downward API, the probes hit the configured ports, the only host path
-// is the cgroup tree where --cgroup-root points, and the privileges are exactly those the QoS plugins and the
-// evictor need.
+// agent's flags, the node name comes from the downward API, the probes hit the configured ports, the only host paths
+// are the cgroup tree where --cgroup-root points and the NRI socket's directory, and the privileges are exactly
+// those the QoS plugins, the evictor and the runtime hook need.
 func TestDaemonSetManifest(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(manifests, "daemonset.yaml"))
 	if err != nil {
@@ -72,20 +74,55 @@ func expectProbesAndMounts(t *testing.T, spec corev1.PodSpec, o *Options) {
 	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Errorf("probes: %+v %+v", c.LivenessProbe.HTTPGet, c.ReadinessProbe.HTTPGet)
 	}
-	var hostPaths []string
+	expectHostAccess(t, spec, o)
+}
+
+// expectHostAccess checks the DaemonSet's host paths, mounts and privileges against the options it sets.
+func expectHostAccess(t *testing.T, spec corev1.PodSpec, o *Options) {
+	t.Helper()
+	c := spec.Containers[0]
+	hostPaths := map[string]string{} // volume name -> host path
+	var paths []string
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
-			hostPaths = append(hostPaths, v.HostPath.Path)
+			hostPaths[v.Name] = v.HostPath.Path
+			paths = append(paths, v.HostPath.Path)
 		}
 	}
-	if strings.Join(hostPaths, ",") != "/sys/fs/cgroup" {
-		t.Errorf("host paths = %v, want only /sys/fs/cgroup", hostPaths)
+	// The cgroup tree, and with the NRI runtime hook the directory of the runtime's NRI socket.
+	want := []string{"/sys/fs/cgroup"}
+	if o.RuntimeHook.Mode == string(runtimehook.ModeNRI) {
+		want = append(want, filepath.Dir(o.RuntimeHook.NRISocket))
+	}
+	if strings.Join(paths, ",") != strings.Join(want, ",") {
+		t.Errorf("host paths = %v, want only %v", paths, want)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[hostPaths[m.Name]] = m
 	}
 	// Writable: the executor writes best-effort limits.
-	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].ReadOnly || c.VolumeMounts[0].MountPath != o.CgroupRoot {
+	if m, ok := mounts["/sys/fs/cgroup"]; !ok || m.ReadOnly || m.MountPath != o.CgroupRoot {
 		t.Errorf("the cgroup tree must be mounted writable at --cgroup-root %s: %+v", o.CgroupRoot, c.VolumeMounts)
 	}
-	sc := c.SecurityContext
+	// Read-only, at the host's own path (the socket's path is the same inside), the directory rather than the
+	// socket file (containerd creates a new socket when it restarts).
+	if o.RuntimeHook.Mode == string(runtimehook.ModeNRI) {
+		dir := filepath.Dir(o.RuntimeHook.NRISocket)
+		if m, ok := mounts[dir]; !ok || !m.ReadOnly || m.MountPath != dir {
+			t.Errorf("the NRI socket's directory %s must be mounted read-only at the same path: %+v", dir, c.VolumeMounts)
+		}
+	}
+	if len(c.VolumeMounts) != len(want) {
+		t.Errorf("volume mounts %+v: want one per host path %v", c.VolumeMounts, want)
+	}
+	expectPrivileges(t, spec, o)
+}
+
+// expectPrivileges checks the DaemonSet's security context and host namespaces.
+func expectPrivileges(t *testing.T, spec corev1.PodSpec, o *Options) {
+	t.Helper()
+	sc := spec.Containers[0].SecurityContext
 	if spec.HostNetwork || (sc.Privileged != nil && *sc.Privileged) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		t.Error("the agent asks for host namespaces or privileges it does not need")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
+	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
@@ -63,6 +64,9 @@ type Options struct {
 	Executor executor.Options
 	// Eviction configures the evictor (NodeName is the agent's).
 	Eviction evictor.Options
+	// RuntimeHook configures the runtime hook: the NRI plugin and the reconciler that give batch and mid pods
+	// their cgroup limits.
+	RuntimeHook runtimehook.Options
 
 	// PodSource is PodSourceAPIServer or PodSourceKubelet.
 	PodSource string
@@ -97,6 +101,7 @@ func NewOptions() *Options {
 		QoSPlugins:          []string{"*"},
 		Executor:            executor.DefaultOptions(),
 		Eviction:            evictor.DefaultOptions(),
+		RuntimeHook:         runtimehook.DefaultOptions(),
 		PodSource:           PodSourceAPIServer,
 		Kubelet:             statesinformer.KubeletConfig{URL: "https://127.0.0.1:10250", Interval: 10 * time.Second},
 		Cache:               metriccache.DefaultConfig(),
@@ -129,6 +134,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Eviction.Burst, "eviction-burst", o.Eviction.Burst, "pods this node may evict at once after a quiet period")
 	fs.DurationVar(&o.Eviction.RetryAfter, "eviction-retry-after", o.Eviction.RetryAfter, "how long a pod whose eviction a PodDisruptionBudget refused waits before it is asked for again")
 	fs.BoolVar(&o.Eviction.LocalKill, "eviction-local-kill", o.Eviction.LocalKill, "while the API server cannot be reached and memory stays above the eviction threshold, kill best-effort pods' processes on the node (the last resort)")
+	fs.StringVar(&o.RuntimeHook.Mode, "runtime-hook", o.RuntimeHook.Mode, "how batch and mid pods get their cgroup limits: nri (an NRI plugin of the container runtime sets them at creation, with the reconciler behind it), reconciler (written every --runtime-reconcile-interval only) or off (docs/runtime-hook.md)")
+	fs.StringVar(&o.RuntimeHook.NRISocket, "nri-socket", o.RuntimeHook.NRISocket, "the container runtime's NRI socket, for --runtime-hook=nri")
+	fs.DurationVar(&o.RuntimeHook.PodWait, "nri-pod-wait", o.RuntimeHook.PodWait, "how long an NRI request waits for the agent to learn of a new pod before the container starts without adjustments (at most half the runtime's plugin request timeout)")
+	fs.DurationVar(&o.RuntimeHook.ReconcileInterval, "runtime-reconcile-interval", o.RuntimeHook.ReconcileInterval, "how often the runtime hook's reconciler writes every batch and mid pod's cgroup limits (pods that started without the NRI plugin)")
 	fs.StringVar(&o.PodSource, "pod-source", o.PodSource, "where pods come from: apiserver (a watch on this node's pods) or kubelet (its pod list)")
 	fs.StringVar(&o.Kubelet.URL, "kubelet-url", o.Kubelet.URL, "the kubelet's HTTPS endpoint, for --pod-source=kubelet")
 	fs.DurationVar(&o.Kubelet.Interval, "kubelet-poll-interval", o.Kubelet.Interval, "how often the kubelet's pod list is read")
@@ -165,23 +174,7 @@ func (o *Options) Validate() error {
 	if !slices.Contains([]string{"auto", "systemd", "cgroupfs"}, o.CgroupDriver) {
 		errs = append(errs, fmt.Errorf("--cgroup-driver must be auto, systemd or cgroupfs, got %q", o.CgroupDriver))
 	}
-	if err := collector.ValidateSelection(collector.Registry(), o.Collectors, o.CollectorIntervals); err != nil {
-		errs = append(errs, err)
-	}
-	if err := toggle.ValidateNamed("--qos-plugins", "--qos-plugin-intervals", qosPluginNames(), o.QoSPlugins, o.QoSPluginIntervals); err != nil {
-		errs = append(errs, err)
-	}
-	ev := o.Eviction
-	ev.NodeName = "checked above"
-	if err := ev.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("--eviction-*: %w", err))
-	}
-	if o.Executor.Resync <= 0 {
-		errs = append(errs, fmt.Errorf("--executor-resync must be positive, got %s", o.Executor.Resync))
-	}
-	if o.Executor.AuditSize < 1 {
-		errs = append(errs, fmt.Errorf("--executor-audit-size must be at least 1, got %d", o.Executor.AuditSize))
-	}
+	errs = append(errs, o.validateModules()...)
 	switch o.PodSource {
 	case PodSourceAPIServer:
 	case PodSourceKubelet:
@@ -190,12 +183,6 @@ func (o *Options) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--pod-source must be apiserver or kubelet, got %q", o.PodSource))
-	}
-	if err := o.Cache.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.Report.Validate(); err != nil {
-		errs = append(errs, err)
 	}
 	for _, a := range []struct{ flag, addr string }{{"--metrics-bind-address", o.MetricsAddr}, {"--health-probe-bind-address", o.HealthAddr}} {
 		if a.addr == "0" {
@@ -212,6 +199,34 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", o.ShutdownTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// validateModules checks the options of the agent's modules, each of which validates its own where it can.
+func (o *Options) validateModules() []error {
+	ev := o.Eviction
+	ev.NodeName = "checked by Validate"
+	var errs []error
+	for _, err := range []error{
+		collector.ValidateSelection(collector.Registry(), o.Collectors, o.CollectorIntervals),
+		toggle.ValidateNamed("--qos-plugins", "--qos-plugin-intervals", qosPluginNames(), o.QoSPlugins, o.QoSPluginIntervals),
+		o.RuntimeHook.Validate(),
+		o.Cache.Validate(),
+		o.Report.Validate(),
+	} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := ev.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--eviction-*: %w", err))
+	}
+	if o.Executor.Resync <= 0 {
+		errs = append(errs, fmt.Errorf("--executor-resync must be positive, got %s", o.Executor.Resync))
+	}
+	if o.Executor.AuditSize < 1 {
+		errs = append(errs, fmt.Errorf("--executor-audit-size must be at least 1, got %d", o.Executor.AuditSize))
+	}
+	return errs
 }
 
 func qosPluginNames() []string {

@@ -253,9 +253,43 @@ func (p *Plugin) applyQuota(ctx context.Context, log klog.Logger, share float64,
 	log.V(2).Info("best-effort CPU quota", "from", p.share, "cores", limit, "numbers", explain)
 	p.share, p.quotaSet = share, true
 	p.limit.Set(limit)
-	err := p.d.Executor.Apply(ctx, Name, executor.Update{Dir: p.qosDir, Value: q, Reason: fmt.Sprintf("limit %.3f cores %s", limit, explain)})
+	reason := fmt.Sprintf("limit %.3f cores %s", limit, explain)
+	updates := append([]executor.Update{{Dir: p.qosDir, Value: q, Reason: reason}}, p.clampBelow(q, reason)...)
+	err := p.d.Executor.Apply(ctx, Name, updates...)
 	p.pending = err != nil
 	return err
+}
+
+// clampBelow, on cgroup v1, lowers to q every quota below the besteffort cgroup that is larger: the kernel refuses
+// a parent's quota below a child's there, and the runtime hook gives batch pods and their containers quotas of
+// their own (from kubernetes.io/batch-cpu). The executor writes them before the besteffort cgroup's (children
+// first when tightening); the runtime hook's reconciler raises them again, up to the besteffort quota, when
+// suppression loosens. On v2 the kernel takes the smaller of the two itself.
+func (p *Plugin) clampBelow(q executor.CPUQuota, reason string) []executor.Update {
+	if !p.v1 {
+		return nil
+	}
+	var updates []executor.Update
+	clamp := func(dir string) {
+		cur, err := p.d.Cgroups.CPUQuota(dir)
+		if err != nil || cur.Unlimited() || cur.Cores() <= cgroup.CPUQuota(q).Cores() {
+			return
+		}
+		updates = append(updates, executor.Update{Dir: dir, Value: q, Reason: "within the besteffort cgroup's " + reason})
+	}
+	for _, m := range p.d.States.GetAllPods() {
+		if m.KubeQoS != corev1.PodQOSBestEffort {
+			continue
+		}
+		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
+		clamp(podDir)
+		forRunning(m.Pod, func(st *corev1.ContainerStatus) {
+			if dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID); err == nil {
+				clamp(dir)
+			}
+		})
+	}
+	return updates
 }
 
 // quotaOf is the CFS quota of cores over the kubelet's 100 ms period, at least the kernel's 1 ms.

@@ -253,6 +253,70 @@ func TestQuotaFollowsTheServices(t *testing.T) {
 	}
 }
 
+// TestQuotaClampsBatchPodsOnV1: the runtime hook gives a batch pod and its containers a quota of their own (2 cores
+// here, from batch-cpu 2000). On cgroup v1 the kernel refuses a besteffort quota below a child's, so suppression
+// lowers the larger ones to its own in the same batch, children first; smaller ones stay. On v2 nothing but the
+// besteffort cgroup is written.
+func TestQuotaClampsBatchPodsOnV1(t *testing.T) {
+	for _, v := range []cgroup.Version{cgroup.V1, cgroup.V2} {
+		t.Run(v.String(), func(t *testing.T) {
+			r := newRig(t, v, 8, "7500m", hostsim.Config{})
+			s := spec(slov1alpha1.CPUSuppressCFSQuota, 65, 5)
+			w, b := web(), batch()
+			small := tu.Pod("small").UID("small-uid").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Running("containerd://small-c").Obj()
+			r.addPod(w, 1)
+			r.addPod(b, 1.5)
+			r.addPod(small, 0)
+			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+			l := r.host.Layout()
+			podDir := l.PodDirOf(corev1.PodQOSBestEffort, b.UID)
+			ctrA, ctrB := podDir+"/batch-a", podDir+"/batch-b"
+			smallDir := l.PodDirOf(corev1.PodQOSBestEffort, small.UID)
+			hook := map[string]float64{podDir: 2, ctrA: 2, ctrB: 1, smallDir: 0.5, smallDir + "/small-c": 0.5}
+			for dir, cores := range hook {
+				if err := r.fs.SetCPUQuota(dir, cgroup.CPUQuota{Quota: time.Duration(cores * float64(100*time.Millisecond)), Period: 100 * time.Millisecond}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.cacheSystem(0.25)
+			r.run(s)
+			r.cacheSystem(0.25)
+			r.cycle(s) // steady: 3.7 cores, above every pod's quota
+			n := len(r.exec.Audit())
+			r.setPod(w, 4)
+			r.cacheSystem(0.25)
+			r.cycle(s) // spike: 0.7 cores
+			if q := r.quota(); !near(q, 0.7) {
+				t.Fatalf("besteffort quota %v, want 0.7", q)
+			}
+			var order []string
+			for _, rec := range r.writes(n) {
+				order = append(order, rec.Dir)
+			}
+			want := []string{l.QoSDir(corev1.PodQOSBestEffort)}
+			if v == cgroup.V1 {
+				want = []string{ctrA, ctrB, podDir, l.QoSDir(corev1.PodQOSBestEffort)}
+			}
+			if diff := cmp.Diff(want, order); diff != "" {
+				t.Errorf("writes of the spike, in order (-want +got):\n%s", diff)
+			}
+			for dir, cores := range hook {
+				want := cores
+				if v == cgroup.V1 && cores > 0.7 {
+					want = 0.7
+				}
+				q, err := r.fs.CPUQuota(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !near(q.Cores(), want) {
+					t.Errorf("%s: quota %v cores, want %v", dir, q.Cores(), want)
+				}
+			}
+		})
+	}
+}
+
 // TestKernelMinimumQuota: with no floor, a node busy beyond the threshold leaves best-effort pods the kernel's
 // smallest quota, 1 ms a 100 ms period, not 0 (which the kernel refuses).
 func TestKernelMinimumQuota(t *testing.T) {

@@ -1,0 +1,319 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// CgroupReportImage prints the cgroup values its container was created with at its first instruction
+// (test/workloads/cgroupreport).
+const CgroupReportImage = "gleaner.local/cgroupreport:dev"
+
+// The agent's runtime hook status and executor audit on the local cluster (config/local's metrics address).
+const (
+	runtimeHookURL   = "http://127.0.0.1:10282/debug/runtimehook"
+	executorAuditURL = "http://127.0.0.1:10282/debug/executor"
+)
+
+// The batch pod of these tests asks for 300 millicores of batch-cpu and 96 MiB of batch-memory: cpu.shares 307, a
+// quota of 30 ms per 100 ms, and a 96 MiB memory limit, on the container and on the pod cgroup.
+const (
+	hookBatchMilli  = 300
+	hookBatchMemory = 96 << 20
+)
+
+var hookWant = cgroupValues{Shares: expectedShares(hookBatchMilli), Quota: expectedQuota(hookBatchMilli), Period: cfsPeriod, MemoryLimit: hookBatchMemory}
+
+// kubeletBestEffort is what the kubelet alone gives a container of a pod that asks only for batch resources.
+var kubeletBestEffort = cgroupValues{Shares: expectedShares(0), Quota: unlimitedQuota, Period: cfsPeriod, MemoryLimit: unlimitedMemory}
+
+// hookBatchPod is a batch pod running cgroupreport, asking for hookBatchMilli and hookBatchMemory.
+func hookBatchPod(name string) *corev1.Pod {
+	return batchReportPod(name, hookBatchMilli, hookBatchMemory)
+}
+
+// batchReportPod is a batch pod running cgroupreport, asking for milli millicores of batch-cpu and memory bytes of
+// batch-memory.
+func batchReportPod(name string, milli, memory int64) *corev1.Pod {
+	q := strconv.FormatInt(milli, 10)
+	m := strconv.FormatInt(memory, 10)
+	p := testutil.Pod(name).PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").
+		Container("report").Image(CgroupReportImage).
+		Requests(string(slov1alpha1.BatchCPU), q, string(slov1alpha1.BatchMemory), m).
+		Limits(string(slov1alpha1.BatchCPU), q, string(slov1alpha1.BatchMemory), m).Obj()
+	p.Spec.TerminationGracePeriodSeconds = new(int64)
+	return p
+}
+
+// A batch pod's container holds its batch values from its first instruction: cgroupreport reads its own cgroup as
+// the first thing it does, before the kubelet has even reported the container running (so before any reconciler
+// could have seen it). The pod cgroup holds them too, written by the NRI plugin at RunPodSandbox.
+func TestRuntimeHookSetsBatchLimitsAtCreation(t *testing.T) {
+	e := suite.Env(t)
+	waitForHookMode(e, runtimehook.ModeNRI)
+	e.MakeRoomForBatch(hookBatchMilli)
+
+	pod := e.RunPod(hookBatchPod("hook-batch"))
+	if diff := cmp.Diff(hookWant, firstReport(e, pod)); diff != "" {
+		t.Errorf("the container's cgroup at its first instruction (-want +got):\n%s", diff)
+	}
+	podDir := filepath.Join("kubepods", "besteffort", "pod"+string(pod.UID))
+	if diff := cmp.Diff(hookWant, readCgroup(t, podDir)); diff != "" {
+		t.Errorf("pod cgroup %s (-want +got):\n%s", podDir, diff)
+	}
+	if diff := cmp.Diff(hookWant, readCgroup(t, filepath.Join(podDir, containerID(t, pod)))); diff != "" {
+		t.Errorf("container cgroup (-want +got):\n%s", diff)
+	}
+	if owners := auditOwners(e, podDir); !slices.Contains(owners, runtimehook.OwnerNRI) {
+		t.Errorf("the pod cgroup's writes were by %v; want %s (at RunPodSandbox)", owners, runtimehook.OwnerNRI)
+	}
+
+	// A service pod is left to the kubelet.
+	svc := e.RunPod(testutil.Pod("hook-service").Container("report").Image(CgroupReportImage).
+		Requests("cpu", "250m", "memory", "64Mi").Limits("cpu", "500m", "memory", "128Mi").Obj())
+	want := cgroupValues{Shares: expectedShares(250), Quota: expectedQuota(500), Period: cfsPeriod, MemoryLimit: 128 << 20}
+	if diff := cmp.Diff(want, firstReport(e, svc)); diff != "" {
+		t.Errorf("a service's container (-want +got):\n%s", diff)
+	}
+}
+
+// Restarting containerd ends the plugin's connection; it connects again on its own, and a batch pod created after
+// has its values from its first instruction.
+func TestRuntimeHookReconnectsAfterContainerdRestarts(t *testing.T) {
+	e := suite.Env(t)
+	before := waitForHookMode(e, runtimehook.ModeNRI)
+	e.MakeRoomForBatch(hookBatchMilli)
+
+	if err := e.Cluster.RestartContainerd(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		st, err := hookStatus(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Mode == runtimehook.ModeNRI && st.Connects > before.Connects, fmt.Sprintf("mode %s after %d connections (%d before the restart), last error %q", st.Mode, st.Connects, before.Connects, st.LastNRIError)
+	})
+	pod := e.RunPod(hookBatchPod("hook-after-restart"))
+	if diff := cmp.Diff(hookWant, firstReport(e, pod)); diff != "" {
+		t.Errorf("a container created after containerd restarted (-want +got):\n%s", diff)
+	}
+}
+
+// With the agent stopped, a batch pod still starts (with the kubelet's values: nothing holds containerd up); when
+// the agent is back, its reconciler gives the pod and its container their values.
+func TestRuntimeHookReconcilerFixesPodsStartedWithoutTheAgent(t *testing.T) {
+	e := suite.Env(t)
+	waitForHookMode(e, runtimehook.ModeNRI)
+	e.MakeRoomForBatch(hookBatchMilli)
+
+	restore := stopAgent(e)
+	pod := e.RunPod(hookBatchPod("hook-no-agent"))
+	if diff := cmp.Diff(kubeletBestEffort, firstReport(e, pod)); diff != "" {
+		t.Errorf("without the agent the container should have the kubelet's values (-want +got):\n%s", diff)
+	}
+	restore()
+
+	podDir := filepath.Join("kubepods", "besteffort", "pod"+string(pod.UID))
+	ctrDir := filepath.Join(podDir, containerID(t, pod))
+	e.Eventually(2*time.Minute, func(context.Context) (bool, string) {
+		p, c := readCgroup(t, podDir), readCgroup(t, ctrDir)
+		return p == hookWant && c == hookWant, fmt.Sprintf("pod cgroup %+v, container cgroup %+v, want %+v", p, c, hookWant)
+	})
+	if owners := auditOwners(e, ctrDir); !slices.Contains(owners, runtimehook.OwnerReconciler) {
+		t.Errorf("the container cgroup's writes were by %v; want %s", owners, runtimehook.OwnerReconciler)
+	}
+}
+
+// waitForHookMode waits until the agent's runtime hook reports mode, and returns its status.
+func waitForHookMode(e *Env, mode runtimehook.Mode) runtimehook.StatusInfo {
+	e.t.Helper()
+	var st runtimehook.StatusInfo
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		var err error
+		if st, err = hookStatus(ctx); err != nil {
+			return false, err.Error()
+		}
+		return st.Mode == mode, fmt.Sprintf("runtime hook %+v, want mode %s", st, mode)
+	})
+	return st
+}
+
+func hookStatus(ctx context.Context) (runtimehook.StatusInfo, error) {
+	var st runtimehook.StatusInfo
+	body, err := get(ctx, runtimeHookURL)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		return st, fmt.Errorf("parsing %s: %w", runtimeHookURL, err)
+	}
+	return st, nil
+}
+
+// reportLine is cgroupreport's line on cgroup v1.
+var reportLine = regexp.MustCompile(`cgroupreport start=(\d+) shares=(\S+) quota=(\S+) period=(\S+) memory=(\S+)`)
+
+// firstReport is what the pod's first container read from its own cgroup at its first instruction.
+func firstReport(e *Env, pod *corev1.Pod) cgroupValues {
+	e.t.Helper()
+	_, v := report(e, pod)
+	return v
+}
+
+// report is cgroupreport's line of pod's first container: when the container started, and the values it read.
+func report(e *Env, pod *corev1.Pod) (time.Time, cgroupValues) {
+	e.t.Helper()
+	var m []string
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		b, err := e.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: pod.Spec.Containers[0].Name}).DoRaw(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		m = reportLine.FindStringSubmatch(string(b))
+		return m != nil, fmt.Sprintf("no cgroupreport line in the log of %s: %q", pod.Name, b)
+	})
+	n := func(s string) int64 {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			e.t.Fatalf("cgroupreport of %s: %q is not a number (%v)", pod.Name, s, err)
+		}
+		return v
+	}
+	return time.Unix(0, n(m[1])), cgroupValues{Shares: n(m[2]), Quota: n(m[3]), Period: n(m[4]), MemoryLimit: n(m[5])}
+}
+
+// auditOwners are the owners of the executor's recorded writes of dir.
+func auditOwners(e *Env, dir string) []string {
+	e.t.Helper()
+	body, err := get(e.Ctx, executorAuditURL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var records []struct{ Owner, Dir string }
+	if err := json.Unmarshal([]byte(body), &records); err != nil {
+		e.t.Fatalf("parsing %s: %v", executorAuditURL, err)
+	}
+	var owners []string
+	for _, r := range records {
+		if r.Dir == dir && !slices.Contains(owners, r.Owner) {
+			owners = append(owners, r.Owner)
+		}
+	}
+	return owners
+}
+
+// agentOffLabel is a node label no node has: a nodeSelector on it takes the agent off the node.
+const agentOffLabel = "gleaner.sh/e2e-agent-off"
+
+// stopAgent takes gleaner-agent off the node (a nodeSelector no node matches) and waits until its pod is gone. The
+// returned func, also run when the test ends, puts it back and waits until it is ready.
+func stopAgent(e *Env) (restore func()) {
+	e.t.Helper()
+	e.Kubectl("-n", GleanerNamespace, "patch", "daemonset", "gleaner-agent", "--type=merge",
+		"-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:"true"}}}}}`, agentOffLabel))
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		pods, err := e.Clientset.CoreV1().Pods(GleanerNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=gleaner-agent"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d agent pods left", len(pods.Items))
+	})
+	restored := false
+	restore = func() {
+		if restored {
+			return
+		}
+		restored = true
+		if _, err := e.Cluster.Kubectl(context.Background(), "-n", GleanerNamespace, "patch", "daemonset", "gleaner-agent", "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:null}}}}}`, agentOffLabel)); err != nil {
+			e.t.Errorf("putting the agent back: %v", err)
+			return
+		}
+		if err := e.Cluster.WaitWorkloadsReady(context.Background(), GleanerNamespace, 3*time.Minute); err != nil {
+			e.t.Errorf("the agent did not come back: %v", err)
+		}
+	}
+	e.t.Cleanup(restore)
+	return restore
+}
+
+// BenchRuntimeHookVar must be 1 for TestBenchmarkRuntimeHookStartLatency to run (make bench-runtimehook sets it).
+const BenchRuntimeHookVar = "GLEANER_BENCH_RUNTIMEHOOK"
+
+// TestBenchmarkRuntimeHookStartLatency measures what the NRI plugin adds to a container's start on the real node:
+// 100 batch pods started one after another with the agent's plugin connected, and 100 with the agent taken off the
+// node (containerd then has no plugin to ask). A pod's start latency is from just before the pod is created to the
+// first instruction of its container (cgroupreport's own clock reading; same host). It logs p50 and p99 of each run
+// and of their difference, and the plugin's own answer times from gleaner_agent_runtime_hook_nri_duration_seconds.
+// The target is under 5 ms added at p99; the results go into docs/benchmarks.md. Not part of make e2e.
+func TestBenchmarkRuntimeHookStartLatency(t *testing.T) {
+	if os.Getenv(BenchRuntimeHookVar) != "1" {
+		t.Skipf("a benchmark: %s=1 runs it (make bench-runtimehook)", BenchRuntimeHookVar)
+	}
+	e := suite.Env(t)
+	waitForHookMode(e, runtimehook.ModeNRI)
+	e.MakeRoomForBatch(hookBatchMilli)
+	const pods = 100
+	with := startLatencies(e, "with", pods)
+	hook := agentMetrics(e)
+	restore := stopAgent(e)
+	without := startLatencies(e, "without", pods)
+	restore()
+
+	p := func(d []time.Duration, q float64) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[min(len(s)-1, int(q*float64(len(s))))]
+	}
+	t.Logf("start latency with the plugin:    p50 %s  p99 %s", p(with, 0.5), p(with, 0.99))
+	t.Logf("start latency without the plugin: p50 %s  p99 %s", p(without, 0.5), p(without, 0.99))
+	t.Logf("difference:                       p50 %s  p99 %s (target: under 5ms at p99)", p(with, 0.5)-p(without, 0.5), p(with, 0.99)-p(without, 0.99))
+	for _, line := range strings.Split(hook, "\n") {
+		if strings.HasPrefix(line, "gleaner_agent_runtime_hook_nri_duration_seconds") {
+			t.Log(line)
+		}
+	}
+}
+
+// startLatencies starts n batch pods one at a time and returns each one's latency from creation to its container's
+// first instruction. Each pod is deleted once measured, without waiting, so at most a few exist at once.
+func startLatencies(e *Env, run string, n int) []time.Duration {
+	e.t.Helper()
+	ns := e.Namespace()
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		// Small: a deleted pod counts against batch-cpu until it is gone, and what the hook does does not depend on
+		// the amount.
+		pod := batchReportPod(fmt.Sprintf("bench-%s-%d", run, i), 20, 32<<20)
+		pod.Namespace = ns
+		created := time.Now()
+		got, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			e.t.Fatalf("creating %s: %v", pod.Name, err)
+		}
+		started, _ := report(e, got)
+		out = append(out, started.Sub(created))
+		if err := e.Clientset.CoreV1().Pods(ns).Delete(e.Ctx, got.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			e.t.Fatalf("deleting %s: %v", got.Name, err)
+		}
+	}
+	return out
+}
