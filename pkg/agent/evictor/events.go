@@ -95,7 +95,7 @@ func (e *Evictor) Pending() int {
 // kept and written by Start. The QoS manager reports refused NodeSLOs through it: the agent has one event writer,
 // the one that must also work while the API server is away.
 func (e *Evictor) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	ref := corev1.ObjectReference{}
+	var ref corev1.ObjectReference
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		ref = corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: o.Namespace, Name: o.Name, UID: o.UID}
