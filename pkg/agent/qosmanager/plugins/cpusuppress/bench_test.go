@@ -27,7 +27,7 @@ func BenchmarkRun(b *testing.B) {
 			}
 			pr, err := proc.New("/proc")
 			if err != nil {
-				b.Skip(err)
+				b.Fatal(err)
 			}
 			r.p.statPath = pr.Root() + "/stat"
 			s := spec(slov1alpha1.CPUSuppressPolicy(policy), 65, 0)
@@ -64,7 +64,7 @@ func BenchmarkReadBusy(b *testing.B) {
 func BenchmarkProcStatFull(b *testing.B) {
 	pr, err := proc.New("/proc")
 	if err != nil {
-		b.Skip(err)
+		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
