@@ -86,6 +86,23 @@ func (r *rig) cycles(t testing.TB, n int) error {
 	return err
 }
 
+// start runs the runner on its own schedule until the test ends, after its first round.
+func (r *rig) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.runner.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	if !r.runner.WaitForSync(ctx) {
+		t.Fatal("no first round")
+	}
+}
+
 // last is the newest value of a series in the last 3 seconds, NaN when there is none.
 func (r *rig) last(k metriccache.Key) float64 {
 	res, ok := r.cache.Query(k, r.clock.Now().Add(-3*time.Second), r.clock.Now())
@@ -377,18 +394,7 @@ func TestSelection(t *testing.T) {
 // interval.
 func TestRunnerIntervals(t *testing.T) {
 	r := newRig(t, hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs}, NodeResourceName, PageCacheName)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.runner.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	if !r.runner.WaitForSync(ctx) {
-		t.Fatal("no first round")
-	}
+	r.start(t)
 	runs := func(name string) float64 {
 		return testutil.ToFloat64(r.metrics.CollectorRuns.WithLabelValues(name, metrics.ResultSuccess))
 	}
@@ -426,18 +432,7 @@ func TestDerivedUsageComesFromOneRound(t *testing.T) {
 	for _, p := range pods {
 		r.addPod(t, p, low)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.runner.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	if !r.runner.WaitForSync(ctx) {
-		t.Fatal("no first round")
-	}
+	r.start(t)
 	rounds := func() float64 {
 		var n float64
 		for _, res := range []string{metrics.ResultSuccess, metrics.ResultError, metrics.ResultUnsupported} {
