@@ -57,9 +57,10 @@ func (MemoryMin) read(t targets, dir string) (Value, error) {
 	return MemoryMin(v), err
 }
 
-// relax: a child may claim more protection than its parent has; the kernel caps the effective value instead of
-// refusing the write, so there is no order to keep.
-func (MemoryMin) relax(Value) int { return 0 }
+// relax: the kernel accepts a child claiming more protection than its parent has (it caps the effective value),
+// but in the meantime the child is less protected than asked. More protection is written parents first, less
+// children first, so that the QoS parents (kubepods, burstable, besteffort) always cover their pods.
+func (m MemoryMin) relax(old Value) int { return compareLimits(int64(m), old) }
 
 // MemoryLow is memory.low in bytes; negative is "max".
 type MemoryLow int64
@@ -77,7 +78,7 @@ func (MemoryLow) read(t targets, dir string) (Value, error) {
 }
 
 // relax: as MemoryMin.
-func (MemoryLow) relax(Value) int { return 0 }
+func (m MemoryLow) relax(old Value) int { return compareLimits(int64(m), old) }
 
 // MemoryHigh is memory.high in bytes; negative is "max" (no throttling).
 type MemoryHigh int64
@@ -94,8 +95,8 @@ func (MemoryHigh) read(t targets, dir string) (Value, error) {
 	return MemoryHigh(v), err
 }
 
-// relax: memory.high of a child may exceed its parent's (the parent's throttles both); no order.
-func (MemoryHigh) relax(Value) int { return 0 }
+// relax: a parent's memory.high throttles its children too, so a higher value is written parents first.
+func (m MemoryHigh) relax(old Value) int { return compareLimits(int64(m), old) }
 
 // MemoryOOMGroup is memory.oom.group.
 type MemoryOOMGroup bool
@@ -173,6 +174,22 @@ func (IOWeight) read(t targets, dir string) (Value, error) {
 
 // relax: weights are relative among siblings; no order.
 func (IOWeight) relax(Value) int { return 0 }
+
+// compareLimits orders two byte amounts of one kind, negative meaning "max", as compareCores does.
+func compareLimits(v int64, old Value) int {
+	var o int64
+	switch x := old.(type) {
+	case MemoryMin:
+		o = int64(x)
+	case MemoryLow:
+		o = int64(x)
+	case MemoryHigh:
+		o = int64(x)
+	default:
+		return 0
+	}
+	return compareCores(float64(v), float64(o))
+}
 
 func boolString(b bool) string {
 	if b {
