@@ -29,6 +29,12 @@ const (
 	LabelQoSClassAlias = "koordinator.sh/qosClass"
 )
 
+// AnnotationCPUBurst is the pod annotation that sets the pod's own CPU burst: a JSON CPUBurstConfig, such as
+// {"policy":"none"} to opt out or {"cpuBurstPercent":50,"cfsQuotaBurstPercent":200}. Fields it leaves out come from
+// the node's cpuBurstStrategy; its policy may only narrow the node's (a pod cannot turn on what the node has off).
+// A malformed value is ignored for that pod, with a Warning event, and the node's strategy applies.
+const AnnotationCPUBurst = "gleaner.sh/cpu-burst"
+
 // QoSClass is a pod's colocation QoS class. It is independent of the Kubernetes QoS class (Guaranteed, Burstable,
 // BestEffort): it says how much interference a pod tolerates, not how its requests relate to its limits.
 // +kubebuilder:validation:Enum=LSE;LSR;LS;BE;SYSTEM;NONE

@@ -1,0 +1,105 @@
+package cpuburst
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+// maxPercent bounds cpuBurstPercent and cfsQuotaBurstPercent: a quota a hundred times the limit no longer limits
+// anything, and the bound keeps quota x percent far from overflowing.
+const maxPercent = 10000
+
+// knobs are the mechanisms a policy turns on.
+type knobs struct {
+	burst bool // cpu.cfs_burst_us / cpu.max.burst
+	quota bool // raising cpu.cfs_quota_us / cpu.max while throttled
+}
+
+func (k knobs) any() bool { return k.burst || k.quota }
+
+// knobsOf is what policy turns on; ok is false for a policy this version does not know.
+func knobsOf(policy slov1alpha1.CPUBurstPolicy) (k knobs, ok bool) {
+	switch policy {
+	case slov1alpha1.CPUBurstNone:
+		return knobs{}, true
+	case slov1alpha1.CPUBurstOnly:
+		return knobs{burst: true}, true
+	case slov1alpha1.CFSQuotaBurstOnly:
+		return knobs{quota: true}, true
+	case slov1alpha1.CPUBurstAuto:
+		return knobs{burst: true, quota: true}, true
+	}
+	return knobs{}, false
+}
+
+// checkConfig lists what is wrong with c, each message starting with prefix (where c came from). partial allows
+// unset fields, as in a pod's annotation, which inherits them from the node.
+func checkConfig(prefix string, c *slov1alpha1.CPUBurstConfig, partial bool) []string {
+	var msgs []string
+	if _, ok := knobsOf(c.Policy); !ok && (c.Policy != "" || !partial) {
+		msgs = append(msgs, fmt.Sprintf("%spolicy is %q, want one of %s, %s, %s, %s", prefix, c.Policy,
+			slov1alpha1.CPUBurstNone, slov1alpha1.CPUBurstOnly, slov1alpha1.CFSQuotaBurstOnly, slov1alpha1.CPUBurstAuto))
+	}
+	inRange := func(field string, v *int64, lo, hi int64) {
+		switch {
+		case v == nil && !partial:
+			msgs = append(msgs, fmt.Sprintf("%s%s is unset", prefix, field))
+		case v != nil && (*v < lo || *v > hi):
+			msgs = append(msgs, fmt.Sprintf("%s%s is %d, outside [%d, %d]", prefix, field, *v, lo, hi))
+		}
+	}
+	inRange("cpuBurstPercent", c.CPUBurstPercent, 0, maxPercent)
+	inRange("cfsQuotaBurstPercent", c.CFSQuotaBurstPercent, 100, maxPercent)
+	if v := c.CFSQuotaBurstPeriodSeconds; v != nil && *v < -1 {
+		msgs = append(msgs, fmt.Sprintf("%scfsQuotaBurstPeriodSeconds is %d, want -1 (no limit) or more", prefix, *v))
+	} else if v == nil && !partial {
+		msgs = append(msgs, prefix+"cfsQuotaBurstPeriodSeconds is unset")
+	}
+	return msgs
+}
+
+// podConfig is the CPU burst configuration of pod under the node's: the node's, with what the pod's
+// AnnotationCPUBurst sets over it; its policy only narrows the node's. An annotation that is not a valid
+// CPUBurstConfig is an error (the caller then uses the node's).
+func podConfig(pod *corev1.Pod, node *slov1alpha1.CPUBurstConfig) (*slov1alpha1.CPUBurstConfig, knobs, error) {
+	nodeKnobs, _ := knobsOf(node.Policy)
+	raw, ok := pod.Annotations[slov1alpha1.AnnotationCPUBurst]
+	if !ok {
+		return node, nodeKnobs, nil
+	}
+	own, err := parseAnnotation(raw)
+	if err != nil {
+		return node, nodeKnobs, err
+	}
+	merged := slov1alpha1.MergeStrategy(node, own)
+	k := nodeKnobs
+	if own.Policy != "" {
+		podKnobs, _ := knobsOf(own.Policy)
+		k = knobs{burst: k.burst && podKnobs.burst, quota: k.quota && podKnobs.quota}
+	}
+	return merged, k, nil
+}
+
+// parseAnnotation reads a pod's AnnotationCPUBurst: a JSON CPUBurstConfig with no unknown fields and values in
+// range.
+func parseAnnotation(raw string) (*slov1alpha1.CPUBurstConfig, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.DisallowUnknownFields()
+	var c slov1alpha1.CPUBurstConfig
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("annotation %s=%q is not a CPU burst configuration: %w", slov1alpha1.AnnotationCPUBurst, raw, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("annotation %s=%q has more than one JSON value", slov1alpha1.AnnotationCPUBurst, raw)
+	}
+	if msgs := checkConfig("", &c, true); len(msgs) > 0 {
+		return nil, fmt.Errorf("annotation %s=%q: %s", slov1alpha1.AnnotationCPUBurst, raw, strings.Join(msgs, "; "))
+	}
+	return &c, nil
+}

@@ -1,0 +1,385 @@
+package cpuburst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+)
+
+// Name is the plugin's name in --qos-plugins, logs, the executor's audit trail and metrics.
+const Name = "cpuburst"
+
+// DefaultInterval is how often the plugin runs: once a second, the collectors' pace, so that a throttled container's
+// quota reaches three times its limit in about six seconds.
+const DefaultInterval = time.Second
+
+const (
+	// raiseFactor is how much a throttled container's quota grows a run, up to its cap.
+	raiseFactor = 1.2
+	// lowerFactor is how much a raised quota shrinks a run, down to the limit.
+	lowerFactor = 0.8
+	// maxBurstPercent is the largest burst the kernel takes, in percent of the quota: it refuses
+	// cpu.cfs_burst_us / cpu.max.burst above cpu.cfs_quota_us (EINVAL), so cpuBurstPercent above it acts as it.
+	maxBurstPercent = 100
+	// reasonBadAnnotation is the reason of the Warning event on a pod whose AnnotationCPUBurst is malformed.
+	reasonBadAnnotation = "InvalidCPUBurstAnnotation"
+)
+
+// Plugin sets the CFS burst of service containers and raises the CFS quota of throttled ones while the node's
+// share pool has room, under the NodeSLO's cpuBurstStrategy and each pod's AnnotationCPUBurst.
+type Plugin struct {
+	d    qosmanager.Deps
+	dirs map[string]*dirState // the cgroups looked at, by directory
+	gen  uint64               // the run; dirState.gen says which run last saw the cgroup
+	pool pool
+
+	noBurstFile bool                 // this kernel lacks cpu.cfs_burst_us (cpu.max.burst): the knob steps aside
+	badPods     map[types.UID]string // the malformed annotation last reported per pod
+	clampSaid   map[int64]bool       // the values of cpuBurstPercent above 100 said to be clamped
+	active      slov1alpha1.CPUBurstPolicy
+	poolWhy     string // why the share pool's load is not known, as last logged
+}
+
+// dirState is what the plugin knows of one pod or container cgroup.
+type dirState struct {
+	gen   uint64
+	quota time.Duration // the quota in force as far as the plugin knows
+	burst time.Duration // the burst in force as far as the plugin knows
+
+	// The last throttling sample, for quota burst.
+	stat    cgroup.CPUStat
+	usage   time.Duration
+	at      time.Time
+	sampled bool
+	since   time.Time // when the quota went above the limit; zero at the limit
+	rest    time.Time // no raising before this: a burst ran out cfsQuotaBurstPeriodSeconds
+}
+
+var (
+	_ qosmanager.RunPlugin        = &Plugin{}
+	_ qosmanager.ValidatingPlugin = &Plugin{}
+)
+
+// New returns the plugin. It needs Deps.States, Cache, Executor, Cgroups and Clock; Events, when set, receives the
+// Warning events on pods whose annotation is malformed.
+func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
+	if err := d.Need(Name, "States", "Cache", "Executor", "Cgroups", "Clock"); err != nil {
+		return nil, err
+	}
+	return &Plugin{d: d, dirs: map[string]*dirState{}, badPods: map[types.UID]string{}, clampSaid: map[int64]bool{}}, nil
+}
+
+// Name implements qosmanager.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// Validate implements qosmanager.ValidatingPlugin: policy must be one of none, cpuBurstOnly, cfsQuotaBurstOnly and
+// auto; with it on, cpuBurstPercent in [0, 10000], cfsQuotaBurstPercent in [100, 10000], cfsQuotaBurstPeriodSeconds
+// -1 or more and sharePoolThresholdPercent in [0, 100]. A policy of none is accepted whatever the other values:
+// there is nothing to enforce.
+func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
+	s := spec.CPUBurstStrategy
+	if s == nil {
+		return nil
+	}
+	const f = "cpuBurstStrategy."
+	if s.Policy == slov1alpha1.CPUBurstNone {
+		return nil
+	}
+	msgs := checkConfig(f, &s.CPUBurstConfig, false)
+	if err := qosmanager.CheckPercent(f+"sharePoolThresholdPercent", s.SharePoolThresholdPercent, 0); err != nil {
+		msgs = append(msgs, err.Error())
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// Run implements qosmanager.RunPlugin. For every running container with a CPU limit of every service pod (priority
+// class prod, not best-effort), and for those pods' own cgroups, it sets the burst and the quota the pod's configuration asks for;
+// with the policy off, or the pod opted out, it puts back burst 0 and the kubelet's quota where the plugin (or an
+// earlier agent) changed them.
+func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
+	s := spec.CPUBurstStrategy
+	if s == nil {
+		s = slov1alpha1.DefaultCPUBurstStrategy()
+	}
+	log := klog.FromContext(ctx)
+	if s.Policy != p.active {
+		if p.active != "" || s.Policy != slov1alpha1.CPUBurstNone {
+			log.Info("CPU burst policy", "from", p.active, "to", s.Policy)
+		}
+		p.active = s.Policy
+	}
+	nodeKnobs, _ := knobsOf(s.Policy)
+	pods := p.d.States.GetAllPods()
+	p.gen++
+	r := round{now: p.d.Clock.Now(), threshold: 100, pods: map[types.UID]bool{}}
+	if s.SharePoolThresholdPercent != nil {
+		r.threshold = float64(*s.SharePoolThresholdPercent)
+	}
+	if nodeKnobs.any() {
+		p.pool.update(p, pods)
+	}
+	if nodeKnobs.quota {
+		r.load = p.pool.load(p)
+		if !r.load.ok && r.load.why != p.poolWhy {
+			log.Info("quota burst raises no quota while the share pool's load is not known", "why", r.load.why)
+		}
+		p.poolWhy = r.load.why
+	}
+	var updates []executor.Update
+	for _, m := range pods {
+		updates = append(updates, p.pod(ctx, m, &s.CPUBurstConfig, &r)...)
+	}
+	for dir, ds := range p.dirs {
+		if ds.gen != p.gen {
+			delete(p.dirs, dir)
+		}
+	}
+	for uid := range p.badPods {
+		if !r.seen(uid) {
+			delete(p.badPods, uid)
+		}
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	return p.d.Executor.Apply(ctx, Name, updates...)
+}
+
+// round is one run's shared inputs.
+type round struct {
+	now       time.Time
+	load      load
+	threshold float64
+	pods      map[types.UID]bool
+}
+
+func (r *round) seen(uid types.UID) bool { return r.pods[uid] }
+
+// pod returns the updates of one pod's cgroups: the pod's quota and burst first, then its containers', so that the
+// executor (which orders quota changes by the hierarchy) writes each cgroup's quota before its burst.
+func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1alpha1.CPUBurstConfig, r *round) []executor.Update {
+	r.pods[m.Pod.UID] = true
+	cfg, k := node, knobs{}
+	// Only services: batch, free and mid pods run on reclaimed CPU, and their quotas are the runtime hook's.
+	other := m.Priority != slov1alpha1.PriorityProd || qosmanager.IsBestEffort(m)
+	if !other {
+		var err error
+		if cfg, k, err = podConfig(m.Pod, node); err != nil {
+			p.warnOnce(ctx, m, err)
+		} else {
+			delete(p.badPods, m.Pod.UID)
+		}
+	}
+	if k.burst {
+		p.sayClamp(ctx, *cfg.CPUBurstPercent)
+	}
+	podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
+	var quotas, bursts []executor.Update
+	var raised time.Duration // how far the containers' quotas are above their limits, summed
+	limited, pinned := 0, 0
+	forRunning(m.Pod, func(c *corev1.Container, st *corev1.ContainerStatus) {
+		base := cgroup.ContainerResources(m.Pod, c).CPUQuota
+		if base.Unlimited() {
+			return
+		}
+		dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID)
+		if err != nil {
+			return
+		}
+		kc := k
+		limited++
+		if _, ok := p.pool.pinned[dir]; ok {
+			kc = knobs{} // a pinned container cannot run beyond its CPUs: a burst gives it nothing
+			pinned++
+		}
+		ds := p.state(ctx, dir, base, other)
+		if ds == nil {
+			return
+		}
+		quota, why := base.Quota, "the quota of the CPU limit"
+		if kc.quota {
+			quota, why = p.nextQuota(ds, dir, base, cfg, r)
+		} else {
+			ds.since, ds.rest, ds.sampled = time.Time{}, time.Time{}, false
+		}
+		raised += quota - base.Quota
+		q, b := p.want(ds, dir, base, quota, burstOf(base, cfg, kc), why, m)
+		quotas, bursts = append(quotas, q...), append(bursts, b...)
+	})
+	if limited > 0 && pinned == limited {
+		k = knobs{} // nor its pod
+	}
+	if base := cgroup.PodResources(m.Pod).CPUQuota; !base.Unlimited() {
+		if ds := p.state(ctx, podDir, base, other); ds != nil {
+			why := "the quota of the pod's CPU limit"
+			if raised > 0 {
+				why = fmt.Sprintf("the pod's limit raised by its containers' quota burst, %.3f cores", cgroup.CPUQuota{Quota: raised, Period: base.Period}.Cores())
+			}
+			q, b := p.want(ds, podDir, base, base.Quota+raised, burstOf(base, cfg, k), why, m)
+			quotas, bursts = append(q, quotas...), append(b, bursts...)
+		}
+	}
+	return append(quotas, bursts...)
+}
+
+// state is the plugin's record of dir, created on first sight from the kernel's values: a quota above the limit or
+// a burst left by an earlier agent is then put back. It is nil while dir cannot be read (not created yet, gone), and
+// for a cgroup of a pod that is not a service the plugin never changed (their quotas are the runtime hook's).
+func (p *Plugin) state(ctx context.Context, dir string, base cgroup.CPUQuota, other bool) *dirState {
+	ds := p.dirs[dir]
+	if ds == nil {
+		if other {
+			return nil
+		}
+		q, err := p.d.Cgroups.CPUQuota(dir)
+		if err != nil {
+			return nil
+		}
+		ds = &dirState{quota: base.Quota}
+		if !q.Unlimited() && q.Quota > base.Quota {
+			ds.quota = q.Quota // raised by an earlier agent: want() lowers it
+		}
+		switch b, err := p.d.Cgroups.CPUBurst(dir); {
+		case errors.Is(err, system.ErrUnsupported):
+			if !p.noBurstFile {
+				klog.FromContext(ctx).Info("this kernel lacks the CFS burst file (cpu.cfs_burst_us, cpu.max.burst, Linux 5.14+); "+
+					"CPU burst steps aside, quota burst goes on", "cgroup", dir)
+			}
+			p.noBurstFile = true
+		case err != nil:
+			return nil
+		default:
+			ds.burst = b
+		}
+		p.dirs[dir] = ds
+	}
+	ds.gen = p.gen
+	return ds
+}
+
+// want returns the quota and burst updates that make dir hold quota and burst, where they differ from what it
+// holds.
+func (p *Plugin) want(ds *dirState, dir string, base cgroup.CPUQuota, quota, burst time.Duration, why string, m *statesinformer.PodMeta) (quotas, bursts []executor.Update) {
+	pod := m.Key()
+	if quota != ds.quota {
+		quotas = append(quotas, executor.Update{Dir: dir, Value: executor.CPUQuota{Quota: quota, Period: base.Period},
+			Reason: fmt.Sprintf("pod %s: %.3f cores, %s (limit %.3f)", pod, cgroup.CPUQuota{Quota: quota, Period: base.Period}.Cores(), why, base.Cores())})
+		ds.quota = quota
+	}
+	if burst != ds.burst && !p.noBurstFile {
+		bursts = append(bursts, executor.Update{Dir: dir, Value: executor.CPUBurst(burst),
+			Reason: fmt.Sprintf("pod %s: burst %s on a quota of %s", pod, burst, base.Quota)})
+		ds.burst = burst
+	}
+	return quotas, bursts
+}
+
+// burstOf is the burst for a cgroup whose limit is base: cpuBurstPercent of its quota, at most the quota itself.
+func burstOf(base cgroup.CPUQuota, cfg *slov1alpha1.CPUBurstConfig, k knobs) time.Duration {
+	if !k.burst || cfg.CPUBurstPercent == nil {
+		return 0
+	}
+	return percentOf(base.Quota, min(*cfg.CPUBurstPercent, maxBurstPercent))
+}
+
+// percentOf is pct percent of d, rounded down to the microsecond the kernel's files hold.
+func percentOf(d time.Duration, pct int64) time.Duration {
+	return time.Duration(d.Microseconds()*pct/100) * time.Microsecond
+}
+
+// nextQuota is the quota of a container whose limit is base, from its throttling since the last run:
+//   - a burst that lasted cfsQuotaBurstPeriodSeconds ends: back to the limit, and no raising for as long again;
+//   - the share pool above sharePoolThresholdPercent: lowered by lowerFactor, not below the limit;
+//   - throttled, with the share pool's load known and under the threshold: raised by raiseFactor, up to
+//     cfsQuotaBurstPercent of the limit;
+//   - not throttled and using less than its limit: lowered by lowerFactor, not below the limit;
+//   - otherwise kept.
+func (p *Plugin) nextQuota(ds *dirState, dir string, base cgroup.CPUQuota, cfg *slov1alpha1.CPUBurstConfig, r *round) (time.Duration, string) {
+	ceiling := percentOf(base.Quota, *cfg.CFSQuotaBurstPercent)
+	cur := min(max(ds.quota, base.Quota), ceiling)
+	stat, err1 := p.d.Cgroups.CPUStat(dir)
+	usage, err2 := p.d.Cgroups.CPUUsage(dir)
+	prev := *ds
+	if err1 != nil || err2 != nil {
+		ds.sampled = false
+		return cur, "kept: its CPU statistics cannot be read"
+	}
+	ds.stat, ds.usage, ds.at, ds.sampled = stat, usage, r.now, true
+	elapsed := r.now.Sub(prev.at)
+	if !prev.sampled || elapsed <= 0 || stat.Periods < prev.stat.Periods {
+		return cur, "kept: the first sample of its throttling"
+	}
+	periods, throttled := stat.Periods-prev.stat.Periods, stat.ThrottledPeriods-prev.stat.ThrottledPeriods
+	used := float64(usage-prev.usage) / float64(elapsed)
+	lower := func() time.Duration {
+		next := time.Duration(float64(cur) * lowerFactor).Truncate(time.Microsecond)
+		if next-base.Quota < cgroup.MinCFSQuota {
+			return base.Quota
+		}
+		return next
+	}
+	next, why := cur, ""
+	limit := *cfg.CFSQuotaBurstPeriodSeconds
+	switch {
+	case limit >= 0 && cur > base.Quota && r.now.Sub(ds.since) >= time.Duration(limit)*time.Second:
+		next, ds.rest = base.Quota, r.now.Add(time.Duration(limit)*time.Second)
+		why = fmt.Sprintf("its burst lasted %s, cfsQuotaBurstPeriodSeconds %d: back to the limit for as long", r.now.Sub(ds.since).Round(time.Second), limit)
+	case r.load.ok && r.load.percent > r.threshold:
+		next = lower()
+		why = fmt.Sprintf("the share pool is %.0f%% busy, above sharePoolThresholdPercent %.0f", r.load.percent, r.threshold)
+	case throttled > 0 && r.load.ok && !r.now.Before(ds.rest):
+		next = min(ceiling, time.Duration(math.Ceil(float64(cur)*raiseFactor/float64(time.Microsecond)))*time.Microsecond)
+		why = fmt.Sprintf("throttled in %d of %d periods, share pool %.0f%% busy (threshold %.0f), cap %d%% of the limit", throttled, periods, r.load.percent, r.threshold, *cfg.CFSQuotaBurstPercent)
+	case throttled == 0 && used < base.Cores():
+		next = lower()
+		why = fmt.Sprintf("not throttled, using %.3f cores, under its limit", used)
+	default:
+		why = fmt.Sprintf("kept: %d of %d periods throttled, using %.3f cores", throttled, periods, used)
+	}
+	switch {
+	case next <= base.Quota:
+		ds.since = time.Time{}
+	case ds.since.IsZero():
+		ds.since = r.now
+	}
+	return next, why
+}
+
+// warnOnce reports a malformed annotation once per pod and value: a log line and a Warning event on the pod.
+func (p *Plugin) warnOnce(ctx context.Context, m *statesinformer.PodMeta, err error) {
+	raw := m.Pod.Annotations[slov1alpha1.AnnotationCPUBurst]
+	if v, ok := p.badPods[m.Pod.UID]; ok && v == raw {
+		return
+	}
+	p.badPods[m.Pod.UID] = raw
+	klog.FromContext(ctx).Info("ignoring a pod's CPU burst annotation; the node's strategy applies", "pod", klog.KObj(m.Pod), "err", err.Error())
+	if p.d.Events != nil {
+		p.d.Events.Eventf(m.Pod, corev1.EventTypeWarning, reasonBadAnnotation, "%v; the node's CPU burst strategy applies", err)
+	}
+}
+
+// sayClamp says once per value that a cpuBurstPercent above maxBurstPercent acts as maxBurstPercent.
+func (p *Plugin) sayClamp(ctx context.Context, pct int64) {
+	if pct <= maxBurstPercent || p.clampSaid[pct] {
+		return
+	}
+	p.clampSaid[pct] = true
+	klog.FromContext(ctx).Info("cpuBurstPercent above 100 acts as 100: the kernel refuses a CFS burst larger than the quota", "cpuBurstPercent", pct)
+}

@@ -1,0 +1,590 @@
+package cpuburst
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/hostsim"
+	tu "github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// rig is a simulated node (hostsim) of 8 CPUs with the plugin on it, a fake clock, the real executor, metric cache
+// and states store, and a recorder of events. The kubelet's part, writing each pod's quota from its limits, is
+// done by kubelet().
+type rig struct {
+	t      *testing.T
+	v      cgroup.Version
+	host   *hostsim.Host
+	clk    *clocktesting.FakeClock
+	store  *statesinformer.Store
+	cache  *metriccache.MemoryCache
+	exec   *executor.Executor
+	fs     *cgroup.FS
+	events *record.FakeRecorder
+	p      *Plugin
+	ctx    context.Context
+	logs   func() string
+}
+
+func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver) *rig {
+	t.Helper()
+	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: v, Driver: d, CPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := cgroup.NewFS(host.CgroupRoot(), v)
+	exec, err := executor.New(fsys, clk, prometheus.NewRegistry(), executor.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := statesinformer.NewStore()
+	store.SetNode(tu.Node("node-1").Capacity("cpu", "8").Allocatable("cpu", "8").Obj())
+	events := record.NewFakeRecorder(100)
+	p, err := New(qosmanager.Deps{States: store, Cache: cache, Executor: exec, Cgroups: fsys, Layout: host.Layout(), Events: events, Clock: clk, Interval: DefaultInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	r := &rig{t: t, v: v, host: host, clk: clk, store: store, cache: cache, exec: exec, fs: fsys, events: events, p: p.(*Plugin),
+		ctx:  klog.NewContext(context.Background(), logger),
+		logs: func() string { return logger.GetSink().(ktesting.Underlier).GetBuffer().String() }}
+	return r
+}
+
+// addPod creates the pod's cgroups with the kubelet's quotas and puts it in the store.
+func (r *rig) addPod(pod *corev1.Pod, u hostsim.Usage) {
+	r.t.Helper()
+	if err := r.host.AddPod(pod, u); err != nil {
+		r.t.Fatal(err)
+	}
+	r.kubelet(pod)
+	r.store.SetPod(pod)
+}
+
+// kubelet writes the quotas the kubelet gives pod and its containers.
+func (r *rig) kubelet(pod *corev1.Pod) {
+	r.t.Helper()
+	l := r.host.Layout()
+	podDir := l.PodDir(pod)
+	if err := r.fs.SetCPUQuota(podDir, cgroup.PodResources(pod).CPUQuota); err != nil {
+		r.t.Fatal(err)
+	}
+	forRunning(pod, func(c *corev1.Container, st *corev1.ContainerStatus) {
+		dir, err := l.ContainerDir(podDir, st.ContainerID)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if err := r.fs.SetCPUQuota(dir, cgroup.ContainerResources(pod, c).CPUQuota); err != nil {
+			r.t.Fatal(err)
+		}
+	})
+}
+
+// dir is the cgroup of pod's container (by name), or of the pod for "".
+func (r *rig) dir(pod *corev1.Pod, container string) string {
+	r.t.Helper()
+	podDir := r.host.Layout().PodDir(pod)
+	if container == "" {
+		return podDir
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name == container {
+			d, err := r.host.Layout().ContainerDir(podDir, st.ContainerID)
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			return d
+		}
+	}
+	r.t.Fatalf("pod %s has no container %s", pod.Name, container)
+	return ""
+}
+
+// burst is dir's burst in µs.
+func (r *rig) burst(dir string) int64 {
+	r.t.Helper()
+	b, err := r.fs.CPUBurst(dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b.Microseconds()
+}
+
+// quota is dir's quota in µs, -1 for none.
+func (r *rig) quota(dir string) int64 {
+	r.t.Helper()
+	q, err := r.fs.CPUQuota(dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if q.Unlimited() {
+		return -1
+	}
+	return q.Quota.Microseconds()
+}
+
+func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
+	r.t.Helper()
+	if err := r.p.Run(r.ctx, spec); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// tick lets a second pass on the host and the clock, with the node using nodeCores, and runs the plugin.
+func (r *rig) tick(spec *slov1alpha1.NodeSLOSpec, nodeCores float64) {
+	r.t.Helper()
+	if err := r.host.Advance(time.Second); err != nil {
+		r.t.Fatal(err)
+	}
+	r.clk.Step(time.Second)
+	r.cache.Append(r.clk.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodeCPUUsage), Value: nodeCores})
+	r.run(spec)
+}
+
+func strategy(policy slov1alpha1.CPUBurstPolicy, mutate ...func(*slov1alpha1.CPUBurstStrategy)) *slov1alpha1.NodeSLOSpec {
+	s := &slov1alpha1.CPUBurstStrategy{CPUBurstConfig: slov1alpha1.CPUBurstConfig{Policy: policy}}
+	for _, m := range mutate {
+		m(s)
+	}
+	return (&slov1alpha1.NodeSLOSpec{CPUBurstStrategy: s}).WithDefaults()
+}
+
+var layouts = []struct {
+	v cgroup.Version
+	d cgroup.Driver
+}{{cgroup.V1, cgroup.Cgroupfs}, {cgroup.V1, cgroup.Systemd}, {cgroup.V2, cgroup.Cgroupfs}, {cgroup.V2, cgroup.Systemd}}
+
+func forLayouts(t *testing.T, fn func(t *testing.T, r *rig)) {
+	for _, l := range layouts {
+		t.Run(l.v.String()+"-"+string(l.d), func(t *testing.T) { fn(t, newRig(t, l.v, l.d)) })
+	}
+}
+
+// The pods of TestBurst.
+func burstPods() map[string]*corev1.Pod {
+	return map[string]*corev1.Pod{
+		// Burstable, two limited containers: container quotas 100 ms and 20 ms, pod 120 ms.
+		"web": tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").
+			Container("side").Requests("cpu", "100m").Limits("cpu", "200m").Running("containerd://web-side").Obj(),
+		// Guaranteed with two whole CPUs, pinned by the CPU manager to CPUs 6-7.
+		"db": tu.Pod("db").UID("00000000-0000-4000-8000-00000000000b").
+			Container("c").Requests("cpu", "2", "memory", "1Gi").Limits("cpu", "2", "memory", "1Gi").Running("containerd://db-c").Obj(),
+		// Guaranteed, 500m, its own percent.
+		"tiny": tu.Pod("tiny").UID("00000000-0000-4000-8000-00000000000c").Annotation(slov1alpha1.AnnotationCPUBurst, `{"cpuBurstPercent":50}`).
+			Container("c").Requests("cpu", "500m", "memory", "64Mi").Limits("cpu", "500m", "memory", "64Mi").Running("containerd://tiny-c").Obj(),
+		"optout": tu.Pod("optout").UID("00000000-0000-4000-8000-00000000000d").Annotation(slov1alpha1.AnnotationCPUBurst, `{"policy":"none"}`).
+			Container("c").Requests("cpu", "100m").Limits("cpu", "1").Running("containerd://optout-c").Obj(),
+		"bad": tu.Pod("bad").UID("00000000-0000-4000-8000-00000000000e").Annotation(slov1alpha1.AnnotationCPUBurst, `{"cpuBurstPercent":-5}`).
+			Container("c").Requests("cpu", "100m").Limits("cpu", "1").Running("containerd://bad-c").Obj(),
+		// Best-effort (QoS label BE) with a limit: never touched.
+		"batch": tu.Pod("batch").UID("00000000-0000-4000-8000-00000000000f").Label(slov1alpha1.LabelQoSClass, "BE").
+			Container("c").Requests("cpu", "100m").Limits("cpu", "1").Running("containerd://batch-c").Obj(),
+		// Mid priority: its quota is the runtime hook's.
+		"mid": tu.Pod("mid").UID("00000000-0000-4000-8000-000000000011").Priority(7500).
+			Container("c").Requests("cpu", "100m").Limits("cpu", "1").Running("containerd://mid-c").Obj(),
+		// No CPU limit: no quota, nothing to burst.
+		"free": tu.Pod("free").UID("00000000-0000-4000-8000-000000000010").
+			Container("c").Requests("cpu", "100m").Running("containerd://free-c").Obj(),
+	}
+}
+
+// TestBurst: cpuBurstOnly sets cpu.cfs_burst_us / cpu.max.burst on service containers with a CPU limit and on
+// their pods, cpuBurstPercent 1000 (the default) acting as 100; a pod's annotation sets its own percent or opts
+// out; a malformed one is reported once and the node's applies; pinned, best-effort and unlimited containers are
+// left alone; policy none puts every burst back to 0 and leaves the quotas as the kubelet wrote them.
+func TestBurst(t *testing.T) {
+	forLayouts(t, func(t *testing.T, r *rig) {
+		pods := burstPods()
+		for _, pod := range pods {
+			r.addPod(pod, hostsim.Usage{CPU: 0.1})
+		}
+		cpusetFile := "cgroup/" + r.dir(pods["db"], "c") + "/cpuset.cpus.effective"
+		if r.v == cgroup.V1 {
+			cpusetFile = "cgroup/cpuset/" + r.dir(pods["db"], "c") + "/cpuset.effective_cpus"
+		}
+		if err := r.host.WriteFile(cpusetFile, "6-7\n"); err != nil {
+			t.Fatal(err)
+		}
+		type want struct {
+			pod, container string
+			burst          int64
+		}
+		check := func(step string, wants []want) {
+			t.Helper()
+			for _, w := range wants {
+				if got := r.burst(r.dir(pods[w.pod], w.container)); got != w.burst {
+					t.Errorf("%s: burst of %s/%s is %d µs, want %d", step, w.pod, w.container, got, w.burst)
+				}
+			}
+		}
+		quotasBefore := map[string]int64{}
+		for name, pod := range pods {
+			quotasBefore[name] = r.quota(r.dir(pod, ""))
+		}
+
+		r.run(strategy(slov1alpha1.CPUBurstOnly))
+		check("cpuBurstOnly", []want{
+			{"web", "app", 100000}, {"web", "side", 20000}, {"web", "", 120000},
+			{"db", "c", 0}, {"db", "", 0},
+			{"tiny", "c", 25000}, {"tiny", "", 25000},
+			{"optout", "c", 0}, {"optout", "", 0},
+			{"bad", "c", 100000}, {"bad", "", 100000},
+			{"batch", "c", 0}, {"batch", "", 0},
+			{"mid", "c", 0}, {"mid", "", 0},
+			{"free", "c", 0},
+		})
+		if !strings.Contains(r.logs(), "cpuBurstPercent above 100 acts as 100") {
+			t.Errorf("the clamp of cpuBurstPercent 1000 was not said; logs:\n%s", r.logs())
+		}
+		n := len(r.exec.Audit())
+		r.run(strategy(slov1alpha1.CPUBurstOnly))
+		if w := r.exec.Audit()[n:]; len(w) != 0 {
+			t.Errorf("a second run with nothing changed wrote %v", w)
+		}
+		if got := strings.Count(r.logs(), "cpuBurstPercent above 100"); got != 1 {
+			t.Errorf("the clamp was said %d times, want once", got)
+		}
+		close(r.events.Events)
+		var events []string
+		for e := range r.events.Events {
+			events = append(events, e)
+		}
+		if len(events) != 1 || !strings.Contains(events[0], "Warning InvalidCPUBurstAnnotation") || !strings.Contains(events[0], "cpuBurstPercent is -5, outside [0, 10000]") {
+			t.Errorf("events %q, want one Warning naming the bad pod's cpuBurstPercent", events)
+		}
+
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		check("none", []want{{"web", "app", 0}, {"web", "side", 0}, {"web", "", 0}, {"tiny", "c", 0}, {"tiny", "", 0}, {"bad", "c", 0}})
+		for name, pod := range pods {
+			if got := r.quota(r.dir(pod, "")); got != quotasBefore[name] {
+				t.Errorf("the quota of pod %s went from %d to %d µs", name, quotasBefore[name], got)
+			}
+		}
+	})
+}
+
+// TestQuotaBurst: cfsQuotaBurstOnly raises a throttled container's quota by a fifth a second up to
+// cfsQuotaBurstPercent (the pod's quota with it, parents first), stops raising and lowers it step by step while the
+// share pool is above sharePoolThresholdPercent, lowers it when the container no longer uses its limit, and puts
+// the kubelet's quota back when the policy turns off.
+func TestQuotaBurst(t *testing.T) {
+	forLayouts(t, func(t *testing.T, r *rig) {
+		// 1 CPU limit, Burstable; 8 CPUs, none pinned; threshold 50 %: 4 cores.
+		web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+		r.addPod(web, hostsim.Usage{CPU: 1, Throttled: 0.5})
+		app, pod := r.dir(web, "app"), r.dir(web, "")
+		s := strategy(slov1alpha1.CFSQuotaBurstOnly)
+
+		r.tick(s, 2) // the first sample of its throttling
+		if q := r.quota(app); q != 100000 {
+			t.Fatalf("the first run raised the quota to %d", q)
+		}
+		n := len(r.exec.Audit())
+		for i, want := range []int64{120000, 144000, 172800, 207360, 248832, 298599, 300000, 300000} {
+			r.tick(s, 2)
+			if got := r.quota(app); got != want {
+				t.Fatalf("raise %d: container quota %d µs, want %d", i, got, want)
+			}
+			if got := r.quota(pod); got != want {
+				t.Errorf("raise %d: pod quota %d µs, want the container's %d", i, got, want)
+			}
+		}
+		// Raising: the pod's quota (the parent) written before its container's, every time.
+		var order []string
+		for _, rec := range r.exec.Audit()[n:] {
+			order = append(order, map[string]string{pod: "pod", app: "container"}[rec.Dir])
+		}
+		if got := strings.Join(order, ","); got != strings.Repeat("pod,container,", 7)[:len(strings.Repeat("pod,container,", 7))-1] {
+			t.Errorf("write order while raising: %s", got)
+		}
+
+		// The pool at 5 of 8 CPUs, 62.5 %: lowered by a fifth a run, container first, to the limit.
+		n = len(r.exec.Audit())
+		for i, want := range []int64{240000, 192000, 153600, 122880, 100000, 100000} {
+			r.tick(s, 5)
+			if got := r.quota(app); got != want {
+				t.Fatalf("lower %d: container quota %d µs, want %d", i, got, want)
+			}
+		}
+		if recs := r.exec.Audit()[n:]; len(recs) < 2 || recs[0].Dir != app || recs[1].Dir != pod {
+			t.Errorf("lowering must write the container before the pod: %v", recs)
+		}
+		// Back under the threshold and still throttled: raised again; then no longer throttled and using 0.5 cores,
+		// under its limit: lowered.
+		r.tick(s, 2)
+		if got := r.quota(app); got != 120000 {
+			t.Fatalf("raised again to %d µs, want 120000", got)
+		}
+		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		r.tick(s, 2)
+		if got := r.quota(app); got != 100000 {
+			t.Errorf("not throttled, under its limit: quota %d µs, want the limit 100000", got)
+		}
+
+		// Raised again, then the policy off: the kubelet's quota back at once.
+		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 1, Throttled: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		r.tick(s, 2)
+		r.tick(s, 2)
+		if got := r.quota(app); got != 144000 {
+			t.Fatalf("raised to %d µs, want 144000", got)
+		}
+		r.tick(strategy(slov1alpha1.CPUBurstNone), 2)
+		if a, p := r.quota(app), r.quota(pod); a != 100000 || p != 100000 {
+			t.Errorf("policy none: quotas container %d, pod %d µs, want the kubelet's 100000", a, p)
+		}
+	})
+}
+
+// TestQuotaBurstPeriod: with cfsQuotaBurstPeriodSeconds 3 a burst ends after three seconds, and the container is
+// not raised again for three more; a pod's annotation narrows auto to cpuBurstOnly (opting out of quota burst).
+func TestQuotaBurstPeriod(t *testing.T) {
+	r := newRig(t, cgroup.V2, cgroup.Systemd)
+	web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+		Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+	narrow := tu.Pod("narrow").UID("00000000-0000-4000-8000-00000000000b").Annotation(slov1alpha1.AnnotationCPUBurst, `{"policy":"cpuBurstOnly"}`).
+		Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://narrow-app").Obj()
+	r.addPod(web, hostsim.Usage{CPU: 1, Throttled: 0.5})
+	r.addPod(narrow, hostsim.Usage{CPU: 1, Throttled: 0.5})
+	app := r.dir(web, "app")
+	s := strategy(slov1alpha1.CPUBurstAuto, func(s *slov1alpha1.CPUBurstStrategy) { s.CFSQuotaBurstPeriodSeconds = ptr.To[int64](3) })
+	var got []string
+	for range 9 {
+		r.tick(s, 2)
+		got = append(got, strconv.FormatInt(r.quota(app), 10))
+	}
+	// Raised at t=2,3,4 (burst from t=2); at t=5 it has lasted 3 s: back; no raising at t=6,7; raised at t=8.
+	if want := "100000,120000,144000,172800,100000,100000,100000,120000,144000"; strings.Join(got, ",") != want {
+		t.Errorf("quotas %s, want %s", strings.Join(got, ","), want)
+	}
+	if q, b := r.quota(r.dir(narrow, "app")), r.burst(r.dir(narrow, "app")); q != 100000 || b != 100000 {
+		t.Errorf("the pod narrowed to cpuBurstOnly: quota %d, burst %d µs, want 100000 and 100000", q, b)
+	}
+}
+
+// TestLeftovers: burst and raised quotas left by an earlier agent are put back on first sight with the policy
+// off, once; values the kubelet wrote are not written again.
+func TestLeftovers(t *testing.T) {
+	forLayouts(t, func(t *testing.T, r *rig) {
+		web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+		other := tu.Pod("other").UID("00000000-0000-4000-8000-00000000000b").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://other-app").Obj()
+		r.addPod(web, hostsim.Usage{CPU: 0.1})
+		r.addPod(other, hostsim.Usage{CPU: 0.1})
+		app, pod := r.dir(web, "app"), r.dir(web, "")
+		for _, d := range []string{pod, app} {
+			if err := r.fs.SetCPUQuota(d, cgroup.CPUQuota{Quota: 250 * time.Millisecond, Period: cgroup.CFSPeriod}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.fs.SetCPUBurst(d, 80*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		for _, d := range []string{pod, app} {
+			if q, b := r.quota(d), r.burst(d); q != 100000 || b != 0 {
+				t.Errorf("%s: quota %d, burst %d µs, want the kubelet's 100000 and 0", d, q, b)
+			}
+		}
+		if recs := r.exec.Audit(); len(recs) != 4 {
+			t.Errorf("writes %v, want four (quota and burst of the one pod and its container)", recs)
+		}
+		n := len(r.exec.Audit())
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		if recs := r.exec.Audit()[n:]; len(recs) != 0 {
+			t.Errorf("a second run wrote %v", recs)
+		}
+	})
+}
+
+// TestNoBurstFile: on a kernel without the burst file (before 5.14) the plugin says so once and steps aside for
+// that knob; quota burst goes on.
+func TestNoBurstFile(t *testing.T) {
+	forLayouts(t, func(t *testing.T, r *rig) {
+		web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+		r.addPod(web, hostsim.Usage{CPU: 1, Throttled: 0.5})
+		removeBurstFiles(t, r.host.CgroupRoot())
+		// A pod that arrives after the first run (its files lack burst too).
+		late := tu.Pod("late").UID("00000000-0000-4000-8000-00000000000b").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://late-app").Obj()
+		s := strategy(slov1alpha1.CPUBurstAuto)
+		for i := range 3 {
+			if i == 1 {
+				if err := r.host.AddPod(late, hostsim.Usage{CPU: 0.1}); err != nil {
+					t.Fatal(err)
+				}
+				r.kubelet(late)
+				removeBurstFiles(t, r.host.CgroupRoot())
+				r.store.SetPod(late)
+			}
+			r.tick(s, 2)
+		}
+		if got := strings.Count(r.logs(), "this kernel lacks the CFS burst file"); got != 1 {
+			t.Errorf("said %d times, want once; logs:\n%s", got, r.logs())
+		}
+		for _, rec := range r.exec.Audit() {
+			if rec.Resource == executor.ResourceCPUBurst {
+				t.Errorf("a burst write was asked for: %+v", rec)
+			}
+		}
+		if q := r.quota(r.dir(web, "app")); q != 144000 {
+			t.Errorf("quota burst without the burst file: quota %d µs, want 144000 after two raises", q)
+		}
+	})
+}
+
+// TestSharePoolPinned: CPUs pinned to a Guaranteed pod's container are not in the share pool, and that container's
+// usage is not the pool's: 8 CPUs, 4 pinned, the node using 5 cores of which the pinned container 4: the pool is
+// 1 of 4 CPUs busy, 25 %.
+func TestSharePoolPinned(t *testing.T) {
+	r := newRig(t, cgroup.V1, cgroup.Cgroupfs)
+	db := tu.Pod("db").UID("00000000-0000-4000-8000-00000000000b").
+		Container("c").Requests("cpu", "4", "memory", "1Gi").Limits("cpu", "4", "memory", "1Gi").Running("containerd://db-c").Obj()
+	web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+		Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+	r.addPod(db, hostsim.Usage{CPU: 4})
+	r.addPod(web, hostsim.Usage{CPU: 1, Throttled: 0.5})
+	if err := r.host.WriteFile("cgroup/cpuset/"+r.dir(db, "c")+"/cpuset.effective_cpus", "4-7\n"); err != nil {
+		t.Fatal(err)
+	}
+	s := strategy(slov1alpha1.CFSQuotaBurstOnly)
+	for range 3 {
+		r.cache.Append(r.clk.Now().Add(time.Second), metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerCPUUsage, string(db.UID), "c"), Value: 4})
+		r.tick(s, 5)
+	}
+	if l := r.p.pool.load(r.p); !l.ok || l.percent != 25 || r.p.pool.size != 4 {
+		t.Errorf("share pool %d CPUs, load %+v, want 4 CPUs at 25 %%", r.p.pool.size, l)
+	}
+	if q := r.quota(r.dir(web, "app")); q != 144000 {
+		t.Errorf("quota %d µs, want 144000: the pool is under its threshold", q)
+	}
+	if q, b := r.quota(r.dir(db, "c")), r.burst(r.dir(db, "c")); q != 400000 || b != 0 {
+		t.Errorf("the pinned container: quota %d, burst %d µs, want the kubelet's 400000 and 0", q, b)
+	}
+}
+
+// TestValidate: out-of-range values are refused with a message naming each; policy none accepts anything.
+func TestValidate(t *testing.T) {
+	set := func(f func(*slov1alpha1.CPUBurstStrategy)) *slov1alpha1.NodeSLOSpec {
+		return strategy(slov1alpha1.CPUBurstAuto, f)
+	}
+	tests := []struct {
+		name string
+		spec *slov1alpha1.NodeSLOSpec
+		want []string // substrings of the error; none: accepted
+	}{
+		{"defaults", (*slov1alpha1.NodeSLOSpec)(nil).WithDefaults(), nil},
+		{"auto with defaults", strategy(slov1alpha1.CPUBurstAuto), nil},
+		{"none ignores values", strategy(slov1alpha1.CPUBurstNone, func(s *slov1alpha1.CPUBurstStrategy) { s.CPUBurstPercent = ptr.To[int64](-1) }), nil},
+		{"negative burst percent", set(func(s *slov1alpha1.CPUBurstStrategy) { s.CPUBurstPercent = ptr.To[int64](-1) }),
+			[]string{"cpuBurstStrategy.cpuBurstPercent is -1, outside [0, 10000]"}},
+		{"quota burst below 100", set(func(s *slov1alpha1.CPUBurstStrategy) { s.CFSQuotaBurstPercent = ptr.To[int64](50) }),
+			[]string{"cpuBurstStrategy.cfsQuotaBurstPercent is 50, outside [100, 10000]"}},
+		{"quota burst too high", set(func(s *slov1alpha1.CPUBurstStrategy) { s.CFSQuotaBurstPercent = ptr.To[int64](30000) }),
+			[]string{"cfsQuotaBurstPercent is 30000, outside [100, 10000]"}},
+		{"period below -1", set(func(s *slov1alpha1.CPUBurstStrategy) { s.CFSQuotaBurstPeriodSeconds = ptr.To[int64](-2) }),
+			[]string{"cfsQuotaBurstPeriodSeconds is -2, want -1 (no limit) or more"}},
+		{"pool threshold and burst percent", set(func(s *slov1alpha1.CPUBurstStrategy) {
+			s.SharePoolThresholdPercent = ptr.To[int64](101)
+			s.CPUBurstPercent = ptr.To[int64](10001)
+		}), []string{"sharePoolThresholdPercent is 101, outside [0, 100]", "cpuBurstPercent is 10001"}},
+		{"unknown policy", strategy("always"), []string{`cpuBurstStrategy.policy is "always", want one of none, cpuBurstOnly, cfsQuotaBurstOnly, auto`}},
+	}
+	p := &Plugin{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(tt.spec)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted, want an error naming %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestManagerKeepsTheLastGoodStrategy: through the QoS manager, a NodeSLO with an out-of-range percent is refused
+// and the bursts of the last good one stay.
+func TestManagerKeepsTheLastGoodStrategy(t *testing.T) {
+	r := newRig(t, cgroup.V1, cgroup.Cgroupfs)
+	web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+		Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+	r.addPod(web, hostsim.Usage{CPU: 0.1})
+	m, err := qosmanager.NewManager(r.p.d, r.clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
+		New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}}, []string{"*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slo := func(pct int64) *slov1alpha1.NodeSLO {
+		s := strategy(slov1alpha1.CPUBurstOnly, func(s *slov1alpha1.CPUBurstStrategy) { s.CPUBurstPercent = ptr.To(pct) })
+		return &slov1alpha1.NodeSLO{Spec: *s}
+	}
+	app := r.dir(web, "app")
+	for _, st := range []struct {
+		pct  int64
+		want int64
+	}{{40, 40000}, {-10, 40000}, {70, 70000}} {
+		r.store.SetNodeSLO(slo(st.pct))
+		if err := m.RunOnce(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.burst(app); got != st.want {
+			t.Errorf("cpuBurstPercent %d: burst %d µs, want %d", st.pct, got, st.want)
+		}
+	}
+}
+
+// removeBurstFiles makes the tree under root that of a kernel before 5.14.
+func removeBurstFiles(t *testing.T, root string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && (d.Name() == "cpu.cfs_burst_us" || d.Name() == "cpu.max.burst") {
+			return os.Remove(p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

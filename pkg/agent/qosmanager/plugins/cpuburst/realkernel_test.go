@@ -1,0 +1,193 @@
+package cpuburst
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/cgrouptest"
+	"github.com/gleaner-sh/gleaner/test/ci"
+	tu "github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// burstEnv makes the test binary the bursting workload of TestRealKernelBurst (TestBursterProcess).
+const burstEnv = "GLEANER_CPUBURST_BURSTER"
+
+// The workload: burstWork of CPU time, then burstIdle asleep, for ever: 0.4 cores on average, under a 500m limit,
+// but 80 ms at a time, more than the 50 ms quota of one 100 ms period.
+const (
+	burstWork = 80 * time.Millisecond
+	burstIdle = 120 * time.Millisecond
+)
+
+// TestBursterProcess is the workload process TestRealKernelBurst starts; run by hand it does nothing.
+func TestBursterProcess(t *testing.T) {
+	if os.Getenv(burstEnv) != "1" {
+		return
+	}
+	for {
+		start := cpuTime()
+		for x := 0; cpuTime()-start < burstWork; x++ {
+			for range 10000 {
+				x ^= x << 1
+			}
+		}
+		time.Sleep(burstIdle)
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// realBurst is the plugin on a private kubepods hierarchy (cgroup v1) of this machine's kernel, with one Burstable
+// pod whose container has a 500m limit and runs the bursting workload.
+type realBurst struct {
+	t           *testing.T
+	fs          *cgroup.FS
+	cache       *metriccache.MemoryCache
+	p           qosmanager.RunPlugin
+	podDir, dir string
+	limit       cgroup.CPUQuota
+}
+
+func startRealBurst(t *testing.T) *realBurst {
+	if os.Getenv("CI") == "true" {
+		if v, err := cgroup.DetectVersion(cgrouptest.Root); os.Geteuid() != 0 || err != nil || v != cgroup.V1 {
+			t.Fatalf("CI: this test needs root and cgroup v1 at %s (euid %d, %v, %v)", cgrouptest.Root, os.Geteuid(), v, err)
+		}
+	}
+	box := cgrouptest.New(t)
+	r := &realBurst{t: t, fs: cgroup.NewFS(cgrouptest.Root, cgroup.V1), limit: cgroup.CPUQuota{Quota: 50 * time.Millisecond, Period: cgroup.CFSPeriod}}
+	if _, err := r.fs.CPUBurst(box.Parent); err != nil {
+		ci.Skipf(t, "this kernel has no cpu.cfs_burst_us: %v", err)
+	}
+	l := box.Layout()
+	pod := tu.Pod("web").UID("c0b0b0b0-0000-4000-8000-000000000001").
+		Container("app").Requests("cpu", "100m").Limits("cpu", "500m").Running("containerd://burstapp").Obj()
+	r.podDir = l.PodDir(pod)
+	var err error
+	if r.dir, err = l.ContainerDir(r.podDir, "containerd://burstapp"); err != nil {
+		t.Fatal(err)
+	}
+	box.Mkdir(r.dir)
+	for _, d := range []string{r.podDir, r.dir} { // the kubelet's part
+		if err := r.fs.SetCPUQuota(d, r.limit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The machine is shared: the largest weight for the sandbox, so that the quota alone throttles the workload.
+	if err := r.fs.SetCPUShares(box.Parent, cgroup.MaxShares); err != nil {
+		t.Fatal(err)
+	}
+	store := statesinformer.NewStore()
+	store.SetNode(tu.Node("node-1").Capacity("cpu", "2").Allocatable("cpu", "2").Obj())
+	store.SetPod(pod)
+	clk := clock.RealClock{}
+	if r.cache, err = metriccache.New(metriccache.DefaultConfig(), clk); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := executor.New(r.fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.p, err = New(qosmanager.Deps{States: store, Cache: r.cache, Executor: exe, Cgroups: r.fs, Layout: l, Clock: clk, Interval: DefaultInterval}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(burstEnv, "1")
+	box.Start(r.dir, os.Args[0], "-test.run=^TestBursterProcess$")
+	return r
+}
+
+func (r *realBurst) run(spec *slov1alpha1.NodeSLOSpec) {
+	r.t.Helper()
+	if err := r.p.Run(context.Background(), spec); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// measure is the container's throttling over 4 s, after 0.5 s to settle.
+func (r *realBurst) measure() cgroup.CPUStat {
+	r.t.Helper()
+	time.Sleep(500 * time.Millisecond)
+	before, err := r.fs.CPUStat(r.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	after, err := r.fs.CPUStat(r.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return cgroup.CPUStat{Periods: after.Periods - before.Periods, ThrottledPeriods: after.ThrottledPeriods - before.ThrottledPeriods,
+		ThrottledTime: after.ThrottledTime - before.ThrottledTime}
+}
+
+func (r *realBurst) quotas() (container, pod time.Duration) {
+	r.t.Helper()
+	c, err1 := r.fs.CPUQuota(r.dir)
+	p, err2 := r.fs.CPUQuota(r.podDir)
+	if err1 != nil || err2 != nil {
+		r.t.Fatal(err1, err2)
+	}
+	return c.Quota, p.Quota
+}
+
+// TestRealKernelBurst runs the plugin on this machine's kernel (cgroup v1) with a container of limit 500m whose
+// process works 80 ms at a time: with cpuBurstOnly the kernel takes cpu.cfs_burst_us (clamped to the 50 ms quota)
+// on the container and its pod, and the process is throttled in far fewer periods than with burst 0, measured in
+// one run.
+func TestRealKernelBurst(t *testing.T) {
+	r := startRealBurst(t)
+	r.run(strategy(slov1alpha1.CPUBurstNone))
+	without := r.measure()
+	r.run(strategy(slov1alpha1.CPUBurstOnly))
+	for _, d := range []string{r.podDir, r.dir} {
+		if b, err := r.fs.CPUBurst(d); err != nil || b != r.limit.Quota {
+			t.Fatalf("cpu.cfs_burst_us of %s is %v (%v), want the quota %v (cpuBurstPercent 1000 clamped)", d, b, err, r.limit.Quota)
+		}
+	}
+	with := r.measure()
+	t.Logf("workload %v of CPU every %v under a 500m limit, 4 s each: burst 0: %d of %d periods throttled, %v throttled; "+
+		"burst 50ms: %d of %d periods throttled, %v throttled", burstWork, burstWork+burstIdle,
+		without.ThrottledPeriods, without.Periods, without.ThrottledTime.Round(time.Millisecond),
+		with.ThrottledPeriods, with.Periods, with.ThrottledTime.Round(time.Millisecond))
+	if without.ThrottledPeriods < 5 {
+		t.Fatalf("without burst the workload was throttled in %d periods: it did not hit its quota, nothing to compare", without.ThrottledPeriods)
+	}
+	if with.ThrottledPeriods*2 > without.ThrottledPeriods || with.ThrottledTime*2 > without.ThrottledTime {
+		t.Errorf("with burst: %+v, without: %+v; want at most half the throttled periods and time", with, without)
+	}
+}
+
+// TestRealKernelQuotaBurst: cfsQuotaBurstOnly raises the throttled container's quota and its pod's, the kernel
+// taking the executor's order (parents first on v1), and policy none puts the kubelet's quota back.
+func TestRealKernelQuotaBurst(t *testing.T) {
+	r := startRealBurst(t)
+	for range 4 {
+		// The share pool idle: a sample of the node's usage as the collectors would give it.
+		r.cache.Append(time.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodeCPUUsage), Value: 0.2})
+		r.run(strategy(slov1alpha1.CFSQuotaBurstOnly))
+		time.Sleep(time.Second)
+	}
+	if c, p := r.quotas(); c <= r.limit.Quota || p < c {
+		t.Errorf("quota burst: container quota %v, pod %v; want the container's raised above %v and the pod's at least as high", c, p, r.limit.Quota)
+	}
+	r.run(strategy(slov1alpha1.CPUBurstNone))
+	if c, p := r.quotas(); c != r.limit.Quota || p != r.limit.Quota {
+		t.Errorf("policy none: quotas container %v, pod %v, want the kubelet's %v", c, p, r.limit.Quota)
+	}
+}
