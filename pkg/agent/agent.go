@@ -31,6 +31,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 )
@@ -207,7 +208,9 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	}
 	// The executor's own FS: writes must reach the kernel's files, not a kept-open read handle.
 	cgroups := cgroup.NewFS(opts.CgroupRoot, host.CgroupVersion)
-	exec, err := executor.New(cgroups, clk, m.Registry, opts.Executor)
+	execOpts := opts.Executor
+	execOpts.Host = system.NewHostFS("/").Mount("proc", opts.ProcRoot).Mount("sys", opts.SysRoot)
+	exec, err := executor.New(cgroups, clk, m.Registry, execOpts)
 	if err != nil {
 		return nil, err
 	}

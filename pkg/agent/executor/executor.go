@@ -47,6 +47,8 @@ type Options struct {
 	Resync time.Duration
 	// AuditSize is how many records the audit trail keeps.
 	AuditSize int
+	// Host writes the kernel files outside cgroups (sysctls, resctrl); nil refuses HostFile values as unsupported.
+	Host HostWriter
 }
 
 // DefaultOptions resync every minute and keep the last 1,024 writes.
@@ -59,21 +61,40 @@ func DefaultOptions() Options { return Options{Resync: time.Minute, AuditSize: 1
 //
 // It is a Runnable: Start runs the resync. Apply may be called before Start and from any goroutine.
 type Executor struct {
-	rw    cgroup.ReadWriter
-	clock clock.WithTicker
-	opts  Options
+	targets targets
+	clock   clock.WithTicker
+	opts    Options
 
 	writes *prometheus.CounterVec
 
 	mu          sync.Mutex
 	held        map[key]*held
-	unsupported map[Resource]bool // said once
+	unsupported map[key]bool // said once: per Resource for cgroup files (see unsupportedKey), per file for host files
 	audit       ring
 }
 
 type key struct {
 	dir      string
 	resource Resource
+	instance string // tells apart values of one resource in one cgroup: the devices of IOLimit
+}
+
+// keyOf is the key of value v in dir.
+func keyOf(dir string, v Value) key {
+	k := key{dir: dir, resource: v.Resource()}
+	if i, ok := v.(interface{ instance() string }); ok {
+		k.instance = i.instance()
+	}
+	return k
+}
+
+// unsupportedKey is what a file this kernel lacks is remembered by: a cgroup file is missing from every cgroup
+// alike, so its kind; a host file (a sysctl) is missing on its own.
+func unsupportedKey(k key, v Value) key {
+	if _, ok := v.(interface{ host() }); ok {
+		return k
+	}
+	return key{resource: k.resource}
 }
 
 // held is a value the executor keeps in force.
@@ -93,13 +114,13 @@ func New(rw cgroup.ReadWriter, clk clock.WithTicker, reg prometheus.Registerer, 
 		return nil, fmt.Errorf("executor audit size must be at least 1, got %d", opts.AuditSize)
 	}
 	e := &Executor{
-		rw: rw, clock: clk, opts: opts,
+		targets: targets{cgroup: rw, host: opts.Host}, clock: clk, opts: opts,
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gleaner_agent_executor_writes_total",
 			Help: "Cgroup writes of the agent's resource executor, by resource (cgroup v1 file name) and result (written, error, unsupported, gone).",
 		}, []string{"resource", "result"}),
 		held:        map[key]*held{},
-		unsupported: map[Resource]bool{},
+		unsupported: map[key]bool{},
 		audit:       ring{records: make([]Record, opts.AuditSize)},
 	}
 	if err := reg.Register(e.writes); err != nil {
@@ -136,12 +157,12 @@ func (e *Executor) Apply(ctx context.Context, owner string, updates ...Update) e
 	defer e.mu.Unlock()
 	var steps []step
 	for _, u := range updates {
-		k := key{u.Dir, u.Value.Resource()}
+		k := keyOf(u.Dir, u.Value)
 		if h, ok := e.held[k]; ok && h.written && h.value.String() == u.Value.String() {
 			h.owner, h.reason = owner, u.Reason
 			continue
 		}
-		if e.unsupported[k.resource] {
+		if e.unsupported[unsupportedKey(k, u.Value)] {
 			continue
 		}
 		e.held[k] = &held{value: u.Value, owner: owner, reason: u.Reason}
@@ -188,7 +209,7 @@ type step struct {
 // plan decides in which phase v is written, from the value the file holds now; e.mu is held.
 func (e *Executor) plan(k key, v Value) []step {
 	depth := strings.Count(strings.Trim(k.dir, "/"), "/")
-	old, err := v.read(e.rw, k.dir)
+	old, err := v.read(e.targets, k.dir)
 	if err != nil {
 		// Unknown: write it among the loosening ones; the write itself will say what is wrong.
 		return []step{{k: k, value: v, depth: depth, final: true}}
@@ -227,7 +248,7 @@ func (e *Executor) run(ctx context.Context, steps []step) error {
 		if h == nil || failed[s.k] {
 			continue // dropped by an earlier step of this batch (the cgroup is gone), or already reported
 		}
-		err := s.value.write(e.rw, s.k.dir)
+		err := s.value.write(e.targets, s.k.dir)
 		result := ResultWritten
 		switch {
 		case err == nil:
@@ -237,9 +258,9 @@ func (e *Executor) run(ctx context.Context, steps []step) error {
 		case errors.Is(err, system.ErrUnsupported):
 			result = ResultUnsupported
 			delete(e.held, s.k)
-			if !e.unsupported[s.k.resource] {
-				e.unsupported[s.k.resource] = true
-				log.Info("this kernel lacks a cgroup file; values of this kind are not written", "resource", s.k.resource, "reason", err.Error())
+			if uk := unsupportedKey(s.k, s.value); !e.unsupported[uk] {
+				e.unsupported[uk] = true
+				log.Info("this kernel lacks a file; values of this kind are not written", "resource", s.k.resource, "reason", err.Error())
 			}
 		default:
 			result = ResultError
@@ -257,9 +278,15 @@ func (e *Executor) run(ctx context.Context, steps []step) error {
 			r.Error = err.Error()
 		}
 		e.audit.add(r)
-		log.V(4).Info("cgroup write", "owner", r.Owner, "dir", r.Dir, "resource", r.Resource, "value", r.Value, "reason", r.Reason, "result", r.Result, "error", r.Error)
+		e.log(ctx, r)
 	}
 	return errors.Join(errs...)
+}
+
+// log writes r at verbosity 4.
+func (e *Executor) log(ctx context.Context, r Record) {
+	klog.FromContext(ctx).WithName("executor").V(4).Info("write", "owner", r.Owner, "dir", r.Dir, "resource", r.Resource,
+		"value", r.Value, "reason", r.Reason, "result", r.Result, "error", r.Error)
 }
 
 // ResourceKill is the audit trail's and the metric's name for killing a cgroup's processes.
@@ -269,26 +296,13 @@ const ResourceKill Resource = "cgroup.kill"
 // task on v1): the evictor's last resort while the API server cannot be reached. It is an action, not a value to
 // hold, so nothing is kept or resynced; it goes through the executor so that it is recorded like every other write.
 func (e *Executor) Kill(dir string) error {
-	k, ok := e.rw.(interface{ Kill(dir string) error })
+	k, ok := e.targets.cgroup.(interface{ Kill(dir string) error })
 	if !ok {
 		return fmt.Errorf("killing the processes of %s: the executor's cgroup writer cannot kill: %w", dir, system.ErrUnsupported)
 	}
 	err := k.Kill(dir)
-	result := ResultWritten
-	switch {
-	case err == nil:
-	case errors.Is(err, fs.ErrNotExist):
-		result = ResultGone
-	default:
-		result = ResultError
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.writes.WithLabelValues(string(ResourceKill), result).Inc()
-	r := Record{Time: e.clock.Now(), Owner: "evictor", Dir: dir, Resource: ResourceKill, Value: "1", Reason: "local last resort", Result: result}
-	if err != nil {
-		r.Error = err.Error()
-	}
-	e.audit.add(r)
+	e.record(context.Background(), "evictor", dir, ResourceKill, "1", "local last resort", err)
 	return err
 }

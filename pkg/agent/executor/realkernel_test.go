@@ -22,7 +22,7 @@ func TestRealKernelOrderAndDrift(t *testing.T) {
 	box.Mkdir(pod)
 	rw := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
 	e, _, _, _ := newExecutor(t, cgrouptest.Root, DefaultOptions())
-	e.rw = rw // the real files, no simulated rules: the kernel's own
+	e.targets.cgroup = rw // the real files, no simulated rules: the kernel's own
 	ctx := context.Background()
 	online, err := rw.CPUSet(box.Parent)
 	if err != nil {
@@ -48,7 +48,7 @@ func TestRealKernelOrderAndDrift(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		for _, u := range s.updates {
-			got, err := u.Value.read(rw, u.Dir)
+			got, err := u.Value.read(targets{cgroup: rw}, u.Dir)
 			if err != nil {
 				t.Fatal(err)
 			}

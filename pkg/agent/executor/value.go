@@ -36,8 +36,8 @@ type Value interface {
 	// String is the value as the audit trail shows it.
 	String() string
 
-	write(w cgroup.Writer, dir string) error
-	read(r cgroup.Reader, dir string) (Value, error)
+	write(t targets, dir string) error
+	read(t targets, dir string) (Value, error)
 	// relax compares the value with old, the one in the file: +1 when it confines less (parents must change
 	// first), -1 when it confines more (children must change first), 0 when neither or unordered.
 	relax(old Value) int
@@ -56,12 +56,12 @@ func (q CPUQuota) String() string {
 	return strconv.FormatInt(q.Quota.Microseconds(), 10) + " " + strconv.FormatInt(q.Period.Microseconds(), 10)
 }
 
-func (q CPUQuota) write(w cgroup.Writer, dir string) error {
-	return w.SetCPUQuota(dir, cgroup.CPUQuota(q))
+func (q CPUQuota) write(t targets, dir string) error {
+	return t.cgroup.SetCPUQuota(dir, cgroup.CPUQuota(q))
 }
 
-func (CPUQuota) read(r cgroup.Reader, dir string) (Value, error) {
-	q, err := r.CPUQuota(dir)
+func (CPUQuota) read(t targets, dir string) (Value, error) {
+	q, err := t.cgroup.CPUQuota(dir)
 	return CPUQuota(q), err
 }
 
@@ -97,10 +97,10 @@ func (CPUShares) Resource() Resource { return ResourceCPUShares }
 
 func (s CPUShares) String() string { return strconv.FormatUint(uint64(s), 10) }
 
-func (s CPUShares) write(w cgroup.Writer, dir string) error { return w.SetCPUShares(dir, uint64(s)) }
+func (s CPUShares) write(t targets, dir string) error { return t.cgroup.SetCPUShares(dir, uint64(s)) }
 
-func (CPUShares) read(r cgroup.Reader, dir string) (Value, error) {
-	s, err := r.CPUShares(dir)
+func (CPUShares) read(t targets, dir string) (Value, error) {
+	s, err := t.cgroup.CPUShares(dir)
 	return CPUShares(s), err
 }
 
@@ -115,12 +115,12 @@ func (CPUBurst) Resource() Resource { return ResourceCPUBurst }
 
 func (b CPUBurst) String() string { return strconv.FormatInt(time.Duration(b).Microseconds(), 10) }
 
-func (b CPUBurst) write(w cgroup.Writer, dir string) error {
-	return w.SetCPUBurst(dir, time.Duration(b))
+func (b CPUBurst) write(t targets, dir string) error {
+	return t.cgroup.SetCPUBurst(dir, time.Duration(b))
 }
 
-func (CPUBurst) read(r cgroup.Reader, dir string) (Value, error) {
-	b, err := r.CPUBurst(dir)
+func (CPUBurst) read(t targets, dir string) (Value, error) {
+	b, err := t.cgroup.CPUBurst(dir)
 	return CPUBurst(b), err
 }
 
@@ -138,10 +138,10 @@ func (CPUSet) Resource() Resource { return ResourceCPUSet }
 
 func (s CPUSet) String() string { return s.CPUSet.String() }
 
-func (s CPUSet) write(w cgroup.Writer, dir string) error { return w.SetCPUSet(dir, s.CPUSet) }
+func (s CPUSet) write(t targets, dir string) error { return t.cgroup.SetCPUSet(dir, s.CPUSet) }
 
-func (CPUSet) read(r cgroup.Reader, dir string) (Value, error) {
-	s, err := r.CPUSet(dir)
+func (CPUSet) read(t targets, dir string) (Value, error) {
+	s, err := t.cgroup.CPUSet(dir)
 	return CPUSet{s}, err
 }
 
@@ -172,10 +172,12 @@ func (m MemoryLimit) String() string {
 	return strconv.FormatInt(int64(m), 10)
 }
 
-func (m MemoryLimit) write(w cgroup.Writer, dir string) error { return w.SetMemoryLimit(dir, int64(m)) }
+func (m MemoryLimit) write(t targets, dir string) error {
+	return t.cgroup.SetMemoryLimit(dir, int64(m))
+}
 
-func (MemoryLimit) read(r cgroup.Reader, dir string) (Value, error) {
-	m, err := r.MemoryLimit(dir)
+func (MemoryLimit) read(t targets, dir string) (Value, error) {
+	m, err := t.cgroup.MemoryLimit(dir)
 	return MemoryLimit(m), err
 }
 

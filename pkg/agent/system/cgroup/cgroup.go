@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -41,6 +42,27 @@ type Reader interface {
 	// Pressure is the cgroup's pressure stall information, <r>.pressure. cgroup v1 has none: the error wraps
 	// system.ErrUnsupported.
 	Pressure(dir string, r system.PSIResource) (procfs.PSIStats, error)
+	// CPUIdle says whether the cgroup's tasks run as SCHED_IDLE against their siblings: cpu.idle (v1 and v2,
+	// kernels since 5.15).
+	CPUIdle(dir string) (bool, error)
+	// MemoryMin is the memory the kernel never reclaims from the cgroup, bytes, -1 for all of it: memory.min
+	// (v2; upstream v1 has none).
+	MemoryMin(dir string) (int64, error)
+	// MemoryLow is the memory the kernel reclaims from the cgroup only when nothing else is left, bytes, -1 for
+	// all of it: memory.low (v2; upstream v1 has none).
+	MemoryLow(dir string) (int64, error)
+	// MemoryHigh is the usage above which the cgroup's tasks are throttled and reclaimed from, bytes, -1 for none:
+	// memory.high (v2; upstream v1 has none).
+	MemoryHigh(dir string) (int64, error)
+	// MemoryOOMGroup says whether the OOM killer kills the cgroup's tasks together: memory.oom.group (v2; upstream
+	// v1 has none).
+	MemoryOOMGroup(dir string) (bool, error)
+	// IOLimits are the cgroup's I/O caps by device: blkio.throttle.{read,write}_{bps,iops}_device (v1) or io.max
+	// (v2). Devices without a cap are absent.
+	IOLimits(dir string) (map[Device]IOLimit, error)
+	// IOWeight is the cgroup's proportional I/O weight, default 100: blkio.bfq.weight (v1, BFQ, 1..1000) or the
+	// default of io.weight (v2, 1..10000).
+	IOWeight(dir string) (uint64, error)
 }
 
 // Writer sets the cgroup values gleaner-agent controls, with the same meaning on cgroup v1 and v2.
@@ -60,6 +82,40 @@ type Writer interface {
 	SetCPUSet(dir string, cpus cpuset.CPUSet) error
 	// SetMemoryLimit writes the memory limit in bytes; a negative limit removes it.
 	SetMemoryLimit(dir string, limit int64) error
+	// SetCPUIdle writes cpu.idle.
+	SetCPUIdle(dir string, idle bool) error
+	// SetMemoryMin writes memory.min in bytes; a negative value protects everything ("max").
+	SetMemoryMin(dir string, bytes int64) error
+	// SetMemoryLow writes memory.low in bytes; a negative value protects everything ("max").
+	SetMemoryLow(dir string, bytes int64) error
+	// SetMemoryHigh writes memory.high in bytes; a negative value removes it ("max").
+	SetMemoryHigh(dir string, bytes int64) error
+	// SetMemoryOOMGroup writes memory.oom.group.
+	SetMemoryOOMGroup(dir string, group bool) error
+	// SetIOLimit writes the I/O caps of one device; a zero field removes that cap. On v1 that is four files, on v2
+	// one line of io.max.
+	SetIOLimit(dir string, dev Device, l IOLimit) error
+	// SetIOWeight writes the proportional I/O weight (default 100): blkio.bfq.weight (v1) or io.weight's default
+	// (v2).
+	SetIOWeight(dir string, weight uint64) error
+}
+
+// Device is a block device by its numbers, as cgroup files name it ("8:0").
+type Device struct {
+	// Major and Minor are the device numbers.
+	Major, Minor uint32
+}
+
+func (d Device) String() string {
+	return strconv.FormatUint(uint64(d.Major), 10) + ":" + strconv.FormatUint(uint64(d.Minor), 10)
+}
+
+// IOLimit caps a cgroup's I/O on one device; a zero field is no cap.
+type IOLimit struct {
+	// ReadBPS and WriteBPS are bytes per second.
+	ReadBPS, WriteBPS uint64
+	// ReadIOPS and WriteIOPS are operations per second.
+	ReadIOPS, WriteIOPS uint64
 }
 
 // ReadWriter is a Reader and a Writer.

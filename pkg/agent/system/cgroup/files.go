@@ -16,6 +16,13 @@ import "github.com/gleaner-sh/gleaner/pkg/agent/system"
 //	memory stat      memory/memory.stat (total_*)      memory.stat
 //	memory limit     memory/memory.limit_in_bytes      memory.max
 //	pressure         (none)                            cpu.pressure, memory.pressure, io.pressure
+//	CPU idle         cpu/cpu.idle                      cpu.idle (both since 5.15)
+//	memory min       (none upstream)                   memory.min
+//	memory low       (none upstream)                   memory.low
+//	memory high      (none upstream)                   memory.high
+//	OOM group        (none upstream)                   memory.oom.group
+//	I/O limits       blkio/blkio.throttle.{read,write}_{bps,iops}_device    io.max
+//	I/O weight       blkio/blkio.bfq.weight (BFQ)      io.weight
 type file int
 
 const (
@@ -32,40 +39,57 @@ const (
 	fileCPUPressure
 	fileMemoryPressure
 	fileIOPressure
+	fileCPUIdle
+	fileMemoryMin
+	fileMemoryLow
+	fileMemoryHigh
+	fileMemoryOOMGroup
+	fileIOReadBPS
+	fileIOWriteBPS
+	fileIOReadIOPS
+	fileIOWriteIOPS
+	fileIOWeight
 )
+
+// fileName is where one value lives: the v1 subsystem and file, and the v2 file; an empty name means the version
+// has no such file.
+type fileName struct{ v1Subsystem, v1, v2 string }
+
+// fileTable lists every file constant; fileNames panics on one missing here (a programmer's error).
+var fileTable = [...]fileName{
+	fileCPUUsage:        {"cpuacct", "cpuacct.usage", "cpu.stat"},
+	fileCPUStat:         {"cpu", "cpu.stat", "cpu.stat"},
+	fileCPUQuota:        {"cpu", "cpu.cfs_quota_us", "cpu.max"},
+	fileCPUPeriod:       {"cpu", "cpu.cfs_period_us", "cpu.max"},
+	fileCPUShares:       {"cpu", "cpu.shares", "cpu.weight"},
+	fileCPUBurst:        {"cpu", "cpu.cfs_burst_us", "cpu.max.burst"},
+	fileCPUSetEffective: {"cpuset", "cpuset.effective_cpus", "cpuset.cpus.effective"},
+	fileCPUSet:          {"cpuset", "cpuset.cpus", "cpuset.cpus"},
+	fileMemoryStat:      {"memory", "memory.stat", "memory.stat"},
+	fileMemoryLimit:     {"memory", "memory.limit_in_bytes", "memory.max"},
+	fileCPUPressure:     {"", "", "cpu.pressure"},
+	fileMemoryPressure:  {"", "", "memory.pressure"},
+	fileIOPressure:      {"", "", "io.pressure"},
+	fileCPUIdle:         {"cpu", "cpu.idle", "cpu.idle"},
+	fileMemoryMin:       {"", "", "memory.min"},
+	fileMemoryLow:       {"", "", "memory.low"},
+	fileMemoryHigh:      {"", "", "memory.high"},
+	fileMemoryOOMGroup:  {"", "", "memory.oom.group"},
+	fileIOReadBPS:       {"blkio", "blkio.throttle.read_bps_device", "io.max"},
+	fileIOWriteBPS:      {"blkio", "blkio.throttle.write_bps_device", "io.max"},
+	fileIOReadIOPS:      {"blkio", "blkio.throttle.read_iops_device", "io.max"},
+	fileIOWriteIOPS:     {"blkio", "blkio.throttle.write_iops_device", "io.max"},
+	fileIOWeight:        {"blkio", "blkio.bfq.weight", "io.weight"},
+}
 
 // fileNames returns the v1 subsystem and file name and the v2 file name of f; an empty name means the version
 // has no such file.
 func fileNames(f file) (v1Subsystem, v1Name, v2Name string) {
-	switch f {
-	case fileCPUUsage:
-		return "cpuacct", "cpuacct.usage", "cpu.stat"
-	case fileCPUStat:
-		return "cpu", "cpu.stat", "cpu.stat"
-	case fileCPUQuota:
-		return "cpu", "cpu.cfs_quota_us", "cpu.max"
-	case fileCPUPeriod:
-		return "cpu", "cpu.cfs_period_us", "cpu.max"
-	case fileCPUShares:
-		return "cpu", "cpu.shares", "cpu.weight"
-	case fileCPUBurst:
-		return "cpu", "cpu.cfs_burst_us", "cpu.max.burst"
-	case fileCPUSetEffective:
-		return "cpuset", "cpuset.effective_cpus", "cpuset.cpus.effective"
-	case fileCPUSet:
-		return "cpuset", "cpuset.cpus", "cpuset.cpus"
-	case fileMemoryStat:
-		return "memory", "memory.stat", "memory.stat"
-	case fileMemoryLimit:
-		return "memory", "memory.limit_in_bytes", "memory.max"
-	case fileCPUPressure:
-		return "", "", "cpu.pressure"
-	case fileMemoryPressure:
-		return "", "", "memory.pressure"
-	case fileIOPressure:
-		return "", "", "io.pressure"
+	n := fileTable[f]
+	if n.v1 == "" && n.v2 == "" {
+		panic("cgroup: unknown file") // a programmer's error: every file constant is listed in fileTable
 	}
-	panic("cgroup: unknown file") // a programmer's error: every file constant is listed above
+	return n.v1Subsystem, n.v1, n.v2
 }
 
 func pressureFile(r system.PSIResource) (file, bool) {
@@ -81,7 +105,7 @@ func pressureFile(r system.PSIResource) (file, bool) {
 }
 
 // V1Subsystems are the v1 hierarchies the agent uses, the directories under a v1 root.
-func V1Subsystems() []string { return []string{"cpu", "cpuacct", "cpuset", "memory"} }
+func V1Subsystems() []string { return []string{"cpu", "cpuacct", "cpuset", "memory", "blkio"} }
 
 // SharesToWeight converts cgroup v1 cpu.shares (2..262144) to cgroup v2 cpu.weight (1..10000) with the linear
 // rule of the Kubernetes cgroup v2 design (KEP-2254) and runc before 1.3.2:
