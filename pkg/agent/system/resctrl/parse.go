@@ -100,7 +100,7 @@ func ParseSchemata(r io.Reader) (Schemata, error) {
 		name, rest, ok := strings.Cut(text, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return nil, fmt.Errorf("parsing schemata line %d %q: want <resource>:<id>=<value>;...", n, text)
+			return nil, fmt.Errorf("parsing schemata line %d %q: want <resource>:<id>=<value>[;<id>=<value>]", n, text)
 		}
 		l := Line{Resource: name}
 		for _, f := range strings.Split(rest, ";") {
