@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 )
@@ -78,6 +79,9 @@ type Deps struct {
 	Layout cgroup.Layout
 	// Proc reads the node's /proc.
 	Proc *proc.FS
+	// Host reads the host's kernel files outside cgroups (sysctls, /sys/fs/resctrl), by the same paths relative to
+	// the host root as the executor's HostFile values (writes go through Executor).
+	Host *system.HostFS
 	// Evictor evicts best-effort pods.
 	Evictor Evictor
 	// Events records events.
@@ -102,12 +106,13 @@ type Factory struct {
 	New func(Deps) (RunPlugin, error)
 }
 
-// Need returns an error naming every dependency in what ("States", "Cache", "Executor", "Cgroups", "Proc",
+// Need returns an error naming every dependency in what ("States", "Cache", "Executor", "Cgroups", "Proc", "Host",
 // "Evictor", "Events", "Clock") that d lacks, for plugin's constructor.
 func (d Deps) Need(plugin string, what ...string) error {
 	has := map[string]bool{
 		"States": d.States != nil, "Cache": d.Cache != nil, "Executor": d.Executor != nil, "Cgroups": d.Cgroups != nil,
-		"Proc": d.Proc != nil, "Evictor": d.Evictor != nil, "Events": d.Events != nil, "Clock": d.Clock != nil,
+		"Proc": d.Proc != nil, "Host": d.Host != nil, "Evictor": d.Evictor != nil, "Events": d.Events != nil,
+		"Clock": d.Clock != nil,
 	}
 	var missing []string
 	for _, w := range what {

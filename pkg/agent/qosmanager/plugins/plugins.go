@@ -7,6 +7,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/resctrl"
 )
 
 // Registry returns every QoS plugin, in the order they are listed in logs and flags. Adding a plugin is one line
@@ -17,5 +18,6 @@ func Registry() []qosmanager.Factory {
 		{Name: memoryevict.Name, Interval: memoryevict.DefaultInterval, Default: true, New: memoryevict.New},
 		{Name: cpuevict.Name, Interval: cpuevict.DefaultInterval, Default: true, New: cpuevict.New},
 		{Name: cpuburst.Name, Interval: cpuburst.DefaultInterval, Default: true, New: cpuburst.New},
+		{Name: resctrl.Name, Interval: resctrl.DefaultInterval, Default: true, New: resctrl.New},
 	}
 }

@@ -1,0 +1,72 @@
+package cgroup
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Tasks returns the thread ids of every task in cgroup dir and its descendants, as the agent's pid namespace sees
+// them: on cgroup v1 the tasks files of the memory hierarchy (else the cpu one, as Kill chooses), on v2
+// cgroup.threads. Resctrl groups take threads, not processes: every thread of a process has to be moved.
+//
+// A cgroup that does not exist is an error wrapping fs.ErrNotExist (the pod is gone); a cgroup below it removed
+// during the walk is skipped. A listed id of 0 (a task outside the agent's pid namespace: the agent needs hostPID)
+// is an error, so that a caller never acts on a task it cannot name.
+func (f *FS) Tasks(dir string) ([]int, error) {
+	file := "cgroup.threads"
+	tops := []string{f.Dir("", dir)}
+	if f.version == V1 {
+		file = "tasks"
+		tops = []string{f.Dir("memory", dir), f.Dir("cpu", dir)}
+	}
+	for _, top := range tops {
+		if _, err := os.Stat(top); err != nil {
+			continue
+		}
+		return treeIDs(top, file)
+	}
+	return nil, fmt.Errorf("listing the tasks of cgroup %q: no such cgroup under %s: %w", dir, f.root, fs.ErrNotExist)
+}
+
+// treeIDs reads the ids listed in file of top and every cgroup below it.
+func treeIDs(top, file string) ([]int, error) {
+	var ids []int
+	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p != top {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(p, file))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p != top {
+				return nil
+			}
+			return err
+		}
+		for _, field := range bytes.Fields(b) {
+			id, err := strconv.Atoi(string(field))
+			if err != nil {
+				return fmt.Errorf("parsing %s/%s: %w", p, file, err)
+			}
+			if id <= 0 {
+				return fmt.Errorf("%s/%s lists tasks outside this pid namespace (the agent needs hostPID)", p, file)
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the tasks of %s: %w", top, err)
+	}
+	return ids, nil
+}
