@@ -204,12 +204,37 @@ func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 // it; the test's end puts the key back as it was.
 func setThresholds(e *Env, value string) {
 	e.t.Helper()
+	var want struct {
+		ClusterStrategy slov1alpha1.ResourceThresholdStrategy `json:"clusterStrategy"`
+	}
+	if err := json.Unmarshal([]byte(value), &want); err != nil {
+		e.t.Fatal(err)
+	}
+	setSLOConfig(e, "resource-threshold-config", value, func(spec *slov1alpha1.NodeSLOSpec) (bool, string) {
+		got := spec.ResourceUsedThresholdWithBE
+		ok := got != nil && got.Enable != nil && *got.Enable == *want.ClusterStrategy.Enable &&
+			got.MemoryEvictThresholdPercent != nil && *got.MemoryEvictThresholdPercent == *want.ClusterStrategy.MemoryEvictThresholdPercent
+		return ok, fmt.Sprintf("NodeSLO threshold strategy %+v", got)
+	})
+}
+
+// setSLOConfig sets key of the slo-controller-config ConfigMap to value ("" deletes it) until the test ends, and
+// waits until the node's NodeSLO shows it (applied). The cleanup puts back what was there.
+func setSLOConfig(e *Env, key, value string, applied func(*slov1alpha1.NodeSLOSpec) (bool, string)) {
+	e.t.Helper()
 	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(e.Ctx, "slo-controller-config", metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	old, had := cm.Data["resource-threshold-config"]
-	cm.Data["resource-threshold-config"] = value
+	old, had := cm.Data[key]
+	if value == "" {
+		delete(cm.Data, key)
+	} else {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[key] = value
+	}
 	if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(e.Ctx, cm, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -220,29 +245,20 @@ func setThresholds(e *Env, value string) {
 			e.t.Error(err)
 			return
 		}
-		delete(cm.Data, "resource-threshold-config")
+		delete(cm.Data, key)
 		if had {
-			cm.Data["resource-threshold-config"] = old
+			cm.Data[key] = old
 		}
 		if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			e.t.Error(err)
 		}
 	})
-	var want struct {
-		ClusterStrategy slov1alpha1.ResourceThresholdStrategy `json:"clusterStrategy"`
-	}
-	if err := json.Unmarshal([]byte(value), &want); err != nil {
-		e.t.Fatal(err)
-	}
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
 		slo := &slov1alpha1.NodeSLO{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, slo); err != nil {
 			return false, err.Error()
 		}
-		got := slo.Spec.ResourceUsedThresholdWithBE
-		ok := got != nil && got.Enable != nil && *got.Enable == *want.ClusterStrategy.Enable &&
-			got.MemoryEvictThresholdPercent != nil && *got.MemoryEvictThresholdPercent == *want.ClusterStrategy.MemoryEvictThresholdPercent
-		return ok, fmt.Sprintf("NodeSLO threshold strategy %+v", got)
+		return applied(&slo.Spec)
 	})
 }
 
