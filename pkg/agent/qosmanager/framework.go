@@ -78,6 +78,11 @@ type Deps struct {
 	Layout cgroup.Layout
 	// Proc reads the node's /proc.
 	Proc *proc.FS
+	// Host reads the host's kernel files outside cgroups, such as sysctls (writes go through Executor).
+	Host HostReader
+	// StateDir is a directory on the node that outlives the agent's restarts, for what a plugin must remember
+	// across them (the kernel values it replaced); "" gives plugins none.
+	StateDir string
 	// Evictor evicts best-effort pods.
 	Evictor Evictor
 	// Events records events.
@@ -88,6 +93,14 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Interval is how often the plugin runs (set per plugin by the Manager).
 	Interval time.Duration
+}
+
+// HostReader reads the host's kernel files outside the cgroup hierarchies (*system.HostFS implements it).
+type HostReader interface {
+	// ReadFile returns the content of rel, a path relative to the host root ("proc/sys/vm/min_free_kbytes"),
+	// without its trailing newline. A file this kernel lacks is an error wrapping system.ErrUnsupported, a missing
+	// directory one wrapping fs.ErrNotExist.
+	ReadFile(rel string) (string, error)
 }
 
 // Factory describes one plugin.
@@ -102,12 +115,13 @@ type Factory struct {
 	New func(Deps) (RunPlugin, error)
 }
 
-// Need returns an error naming every dependency in what ("States", "Cache", "Executor", "Cgroups", "Proc",
-// "Evictor", "Events", "Clock") that d lacks, for plugin's constructor.
+// Need returns an error naming every dependency in what ("States", "Cache", "Executor", "Cgroups", "Proc", "Host",
+// "StateDir", "Evictor", "Events", "Clock") that d lacks, for plugin's constructor.
 func (d Deps) Need(plugin string, what ...string) error {
 	has := map[string]bool{
 		"States": d.States != nil, "Cache": d.Cache != nil, "Executor": d.Executor != nil, "Cgroups": d.Cgroups != nil,
-		"Proc": d.Proc != nil, "Evictor": d.Evictor != nil, "Events": d.Events != nil, "Clock": d.Clock != nil,
+		"Proc": d.Proc != nil, "Host": d.Host != nil, "StateDir": d.StateDir != "", "Evictor": d.Evictor != nil,
+		"Events": d.Events != nil, "Clock": d.Clock != nil,
 	}
 	var missing []string
 	for _, w := range what {

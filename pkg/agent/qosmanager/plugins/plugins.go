@@ -6,6 +6,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/sysreconcile"
 )
 
 // Registry returns every QoS plugin, in the order they are listed in logs and flags. Adding a plugin is one line
@@ -15,5 +16,6 @@ func Registry() []qosmanager.Factory {
 		{Name: cpusuppress.Name, Interval: cpusuppress.DefaultInterval, Default: true, New: cpusuppress.New},
 		{Name: memoryevict.Name, Interval: memoryevict.DefaultInterval, Default: true, New: memoryevict.New},
 		{Name: cpuevict.Name, Interval: cpuevict.DefaultInterval, Default: true, New: cpuevict.New},
+		{Name: sysreconcile.Name, Interval: sysreconcile.DefaultInterval, Default: true, New: sysreconcile.New},
 	}
 }
