@@ -392,7 +392,8 @@ func readIPForward() string {
 }
 
 // watchedHostPaths are the paths outside the state directory that the components create whatever they are told:
-// the kubelet hard-codes its device-plugin socket and the container log symlinks, NRI's socket is at its default.
+// the kubelet hard-codes its device-plugin socket and the container log symlinks, NRI's socket is at its default, the
+// agent's DaemonSet keeps its state in a hostPath.
 // Up records which of them did not exist; Down removes those.
 func watchedHostPaths() []string {
 	return []string{
@@ -407,6 +408,7 @@ func watchedHostPaths() []string {
 		"/opt/containerd",
 		"/usr/libexec/kubernetes",
 		"/var/run/kubernetes",
+		"/var/lib/gleaner-agent", // the agent's --state-dir (config/agent/daemonset.yaml)
 	}
 }
 

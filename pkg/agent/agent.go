@@ -209,7 +209,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	// The executor's own FS: writes must reach the kernel's files, not a kept-open read handle.
 	cgroups := cgroup.NewFS(opts.CgroupRoot, host.CgroupVersion)
 	execOpts := opts.Executor
-	hostFS := system.NewHostFS("/").Mount("proc", opts.ProcRoot).Mount("sys", opts.SysRoot)
+	hostFS := system.NewHostFS("/").Mount("proc", opts.ProcRoot).Mount("proc/sys", opts.SysctlRoot).Mount("sys", opts.SysRoot)
 	execOpts.Host = hostFS
 	exec, err := executor.New(cgroups, clk, m.Registry, execOpts)
 	if err != nil {
@@ -226,8 +226,8 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		ev.Prune(func(uid types.UID) bool { return states.GetPod(uid) != nil })
 	})
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
-		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Host: hostFS, Clock: clk,
-		Evictor: ev, Events: ev, Registerer: m.Registry,
+		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Host: hostFS,
+		StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: ev, Registerer: m.Registry,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "unknown collector", mutate: func(o *Options) { o.Collectors = []string{"*", "-gpu"} }, wantErr: []string{`--collectors: unknown name "gpu"`}},
 		{name: "bad interval", mutate: func(o *Options) { o.CollectorIntervals = map[string]time.Duration{"psi": 0} }, wantErr: []string{"psi must be positive"}},
 		{name: "bad pod source", mutate: func(o *Options) { o.PodSource = "etcd" }, wantErr: []string{"--pod-source"}},
+		{name: "no sysctl root or state dir", mutate: func(o *Options) { o.SysctlRoot, o.StateDir = "", "" }, wantErr: []string{"--sysctl-root", "--state-dir"}},
 		{name: "kubelet without url", mutate: func(o *Options) { o.PodSource, o.Kubelet.URL = PodSourceKubelet, "" }, wantErr: []string{"--kubelet-url"}},
 		{
 			name: "every bad option at once",
@@ -184,6 +185,7 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	o := NewOptions()
 	o.Kubeconfig, o.NodeName = e.Kubeconfig, nodeName
 	o.ProcRoot, o.SysRoot, o.CgroupRoot = host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
+	o.SysctlRoot, o.StateDir = filepath.Join(host.ProcRoot(), "sys"), t.TempDir() // never this machine's sysctls
 	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -316,6 +318,7 @@ func TestRunServesAndStops(t *testing.T) {
 	o := NewOptions()
 	o.Kubeconfig, o.NodeName = e.Kubeconfig, "run-node"
 	o.ProcRoot, o.SysRoot, o.CgroupRoot = host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
+	o.SysctlRoot, o.StateDir = filepath.Join(host.ProcRoot(), "sys"), t.TempDir() // never this machine's sysctls
 	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
 	o.RuntimeHook.NRISocket = startNRIRuntime(t)
 	ctx, cancel := context.WithCancel(context.Background())

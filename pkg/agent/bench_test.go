@@ -55,6 +55,7 @@ func benchHeap(b *testing.B, pods, seconds int) {
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	o := NewOptions()
 	o.NodeName, o.ProcRoot, o.SysRoot, o.CgroupRoot = node, host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
+	o.SysctlRoot, o.StateDir = filepath.Join(host.ProcRoot(), "sys"), b.TempDir()
 	o.MetricsAddr, o.HealthAddr = "0", freeAddr(b)
 	a, done := startAgent(b, e.Config, o, clk)
 	for range seconds {
@@ -184,6 +185,7 @@ func benchProcess(b *testing.B, pods int, duration time.Duration) {
 	defer func() { _ = log.Close() }()
 	cmd := exec.Command(bin, "--kubeconfig", e.Kubeconfig, "--node-name", node,
 		"--proc-root", host.ProcRoot(), "--sys-root", host.SysRoot(), "--cgroup-root", host.CgroupRoot(),
+		"--sysctl-root", filepath.Join(host.ProcRoot(), "sys"), "--state-dir", filepath.Join(dir, "state"),
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", health,
 		// The runtime hook as deployed, retrying a socket that is not there: never the node's real containerd.
 		"--nri-socket", filepath.Join(dir, "nri.sock"))

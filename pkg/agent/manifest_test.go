@@ -30,8 +30,9 @@ var rbacManifests = []string{
 
 // TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
 // agent's flags, the node name comes from the downward API, the probes hit the configured ports, the only host paths
-// are the cgroup tree where --cgroup-root points and the NRI socket's directory, and the privileges are exactly
-// those the QoS plugins, the evictor and the runtime hook need.
+// are the cgroup tree where --cgroup-root points, /proc/sys/vm under --sysctl-root, the state directory and the
+// NRI socket's directory, and the privileges are exactly those the QoS plugins, the evictor and the runtime hook
+// need.
 func TestDaemonSetManifest(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(manifests, "daemonset.yaml"))
 	if err != nil {
@@ -89,8 +90,9 @@ func expectHostAccess(t *testing.T, spec corev1.PodSpec, o *Options) {
 			paths = append(paths, v.HostPath.Path)
 		}
 	}
-	// The cgroup tree, and with the NRI runtime hook the directory of the runtime's NRI socket.
-	want := []string{"/sys/fs/cgroup"}
+	// The cgroup tree, the vm sysctls (not all of /proc/sys), the state directory, and with the NRI runtime hook
+	// the directory of the runtime's NRI socket.
+	want := []string{"/sys/fs/cgroup", "/proc/sys/vm", o.StateDir}
 	if o.RuntimeHook.Mode == string(runtimehook.ModeNRI) {
 		want = append(want, filepath.Dir(o.RuntimeHook.NRISocket))
 	}
@@ -104,6 +106,13 @@ func expectHostAccess(t *testing.T, spec corev1.PodSpec, o *Options) {
 	// Writable: the executor writes best-effort limits.
 	if m, ok := mounts["/sys/fs/cgroup"]; !ok || m.ReadOnly || m.MountPath != o.CgroupRoot {
 		t.Errorf("the cgroup tree must be mounted writable at --cgroup-root %s: %+v", o.CgroupRoot, c.VolumeMounts)
+	}
+	// Writable: sysreconcile writes vm sysctls under --sysctl-root, and records the values it replaced in --state-dir.
+	if m, ok := mounts["/proc/sys/vm"]; !ok || m.ReadOnly || m.MountPath != filepath.Join(o.SysctlRoot, "vm") {
+		t.Errorf("/proc/sys/vm must be mounted writable at --sysctl-root %s/vm: %+v", o.SysctlRoot, c.VolumeMounts)
+	}
+	if m, ok := mounts[o.StateDir]; !ok || m.ReadOnly || m.MountPath != o.StateDir {
+		t.Errorf("the state directory must be mounted writable at --state-dir %s: %+v", o.StateDir, c.VolumeMounts)
 	}
 	// Read-only, at the host's own path (the socket's path is the same inside), the directory rather than the
 	// socket file (containerd creates a new socket when it restarts).
@@ -183,6 +192,7 @@ func TestAgentRunsWithItsRBAC(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	o := NewOptions()
 	o.NodeName, o.ProcRoot, o.SysRoot, o.CgroupRoot = nodeName, host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
+	o.SysctlRoot, o.StateDir = filepath.Join(host.ProcRoot(), "sys"), t.TempDir()
 	o.MetricsAddr, o.HealthAddr = "0", freeAddr(t)
 	a, done := startAgent(t, cfg, o, clk)
 	nm := reportAfter(t, e, done, a, host, clk, nodeName)

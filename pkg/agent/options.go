@@ -41,6 +41,12 @@ type Options struct {
 	ProcRoot string
 	// SysRoot is the host's /sys, for the CPU topology.
 	SysRoot string
+	// SysctlRoot is the host's /proc/sys, where the sysreconcile QoS plugin writes vm sysctls. A container's own
+	// /proc/sys is read-only, so the DaemonSet mounts the host's /proc/sys/vm writable under it.
+	SysctlRoot string
+	// StateDir is a directory on the node that outlives the agent's restarts (a hostPath in the DaemonSet): the
+	// sysreconcile plugin records there the kernel values it replaced.
+	StateDir string
 	// CgroupRoot is where the host's cgroup hierarchy is mounted (a hostPath of /sys/fs/cgroup in the DaemonSet).
 	CgroupRoot string
 	// CgroupParent is the kubelet's --cgroup-root, relative to the hierarchy root ("" for "/").
@@ -93,6 +99,8 @@ func NewOptions() *Options {
 	return &Options{
 		ProcRoot:     "/proc",
 		SysRoot:      "/sys",
+		SysctlRoot:   "/proc/sys",
+		StateDir:     "/var/lib/gleaner-agent",
 		CgroupRoot:   "/sys/fs/cgroup",
 		CgroupDriver: "auto",
 		// Seven files per pod at 200 pods, with room: open files cost no memory the agent pays for.
@@ -119,6 +127,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "name of the node the agent runs on (default $NODE_NAME, set from the downward API)")
 	fs.StringVar(&o.ProcRoot, "proc-root", o.ProcRoot, "the host's /proc")
 	fs.StringVar(&o.SysRoot, "sys-root", o.SysRoot, "the host's /sys")
+	fs.StringVar(&o.SysctlRoot, "sysctl-root", o.SysctlRoot, "the host's /proc/sys, written by the sysreconcile QoS plugin (a container's own is read-only)")
+	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "a directory on the node that outlives agent restarts, for the kernel values the agent replaced")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the host's cgroup hierarchy is mounted")
 	fs.StringVar(&o.CgroupParent, "cgroup-parent", o.CgroupParent, "the kubelet's --cgroup-root, relative to the cgroup hierarchy root (empty for /)")
 	fs.StringVar(&o.CgroupDriver, "cgroup-driver", o.CgroupDriver, "the kubelet's cgroup driver: systemd, cgroupfs, or auto (from the kubepods directory)")
@@ -163,7 +173,10 @@ func (o *Options) Validate() error {
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name must be set (or $NODE_NAME, from the downward API)"))
 	}
-	for _, p := range []struct{ flag, v string }{{"--proc-root", o.ProcRoot}, {"--sys-root", o.SysRoot}, {"--cgroup-root", o.CgroupRoot}} {
+	for _, p := range []struct{ flag, v string }{
+		{"--proc-root", o.ProcRoot}, {"--sys-root", o.SysRoot}, {"--sysctl-root", o.SysctlRoot}, {"--cgroup-root", o.CgroupRoot},
+		{"--state-dir", o.StateDir},
+	} {
 		if p.v == "" {
 			errs = append(errs, fmt.Errorf("%s must not be empty", p.flag))
 		}

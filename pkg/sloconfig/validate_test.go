@@ -63,6 +63,8 @@ func TestValidation(t *testing.T) {
 			[]string{"clusterStrategy.cfsQuotaBurstPercent: Invalid value: 50: should be greater than or equal to 100"}},
 		{"unknown burst policy", CPUBurstConfigKey, `{"clusterStrategy": {"policy": "always"}}`, []string{"should be one of [none cpuBurstOnly cfsQuotaBurstOnly auto]"}},
 		{"watermark scale factor too low", SystemConfigKey, `{"clusterStrategy": {"watermarkScaleFactor": 5}}`, []string{"should be greater than or equal to 10"}},
+		{"min free kbytes factor 0", SystemConfigKey, `{"clusterStrategy": {"enable": true, "minFreeKbytesFactor": 0}}`, []string{"minFreeKbytesFactor", "should be greater than or equal to 1"}},
+		{"min free kbytes factor above 10 %", SystemConfigKey, `{"clusterStrategy": {"minFreeKbytesFactor": 1001}}`, []string{"should be less than or equal to 1000"}},
 		{"group identity out of range", ResourceQOSConfigKey, `{"clusterStrategy": {"beClass": {"cpuQOS": {"groupIdentity": -2}}}}`,
 			[]string{"clusterStrategy.beClass.cpuQOS.groupIdentity: Invalid value: -2"}},
 		{"inverted cache range", ResourceQOSConfigKey, `{"clusterStrategy": {"beClass": {"resctrlQOS": {"catRangeStartPercent": 50}}}}`,

@@ -30,12 +30,12 @@ type MachineSnapshot struct {
 	StateDir []string
 }
 
-// hostPaths are the default paths of the kubelet, containerd, CNI, NRI and kubectl's cache.
+// hostPaths are the default paths of the kubelet, containerd, CNI, NRI, the agent's state and kubectl's cache.
 func hostPaths() []string {
 	home, _ := os.UserHomeDir()
 	return []string{"/var/lib/kubelet", "/var/log/containers", "/var/log/pods", "/var/run/nri", "/run/nri",
 		"/var/run/netns", "/run/netns", "/var/lib/cni", "/etc/cni", "/opt/cni", "/run/containerd", "/var/lib/containerd",
-		"/opt/containerd", "/etc/containerd", "/usr/libexec/kubernetes", "/var/run/kubernetes", "/etc/kubernetes",
+		"/opt/containerd", "/etc/containerd", "/usr/libexec/kubernetes", "/var/run/kubernetes", "/etc/kubernetes", "/var/lib/gleaner-agent",
 		filepath.Join(home, ".kube", "cache", "discovery", "127.0.0.1_6443")}
 }
 

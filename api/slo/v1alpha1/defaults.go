@@ -95,9 +95,10 @@ func DefaultCPUBurstStrategy() *CPUBurstStrategy {
 	}
 }
 
-// DefaultSystemStrategy returns the documented defaults of system-config: 100 / 150 / 0.
+// DefaultSystemStrategy returns the documented defaults of system-config: off, 100 / 150 / 0.
 func DefaultSystemStrategy() *SystemStrategy {
 	return &SystemStrategy{
+		Enable:               ptr.To(false),
 		MinFreeKbytesFactor:  ptr.To[int64](100),
 		WatermarkScaleFactor: ptr.To[int64](150),
 		MemcgReapBackGround:  ptr.To[int64](0),

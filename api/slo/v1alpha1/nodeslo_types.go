@@ -388,11 +388,18 @@ type CPUBurstConfig struct {
 
 // SystemStrategy holds node-wide kernel settings.
 type SystemStrategy struct {
-	// MinFreeKbytesFactor sets vm.min_free_kbytes = factor x node memory (KiB) / 10000. Default 100.
+	// Enable turns the settings on: the agent writes them and records the values they replace. Off (the default)
+	// writes nothing, and puts back the values the agent recorded when it was on. Default false.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
+	Enable *bool `json:"enable,omitempty"`
+	// MinFreeKbytesFactor sets vm.min_free_kbytes = factor x node memory (KiB) / 10000, 1..1000 (0.01 % to 10 % of
+	// memory: 0 would leave the kernel no reserve for atomic allocations). Default 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	MinFreeKbytesFactor *int64 `json:"minFreeKbytesFactor,omitempty"`
-	// WatermarkScaleFactor sets vm.watermark_scale_factor, 10..1000. Default 150.
+	// WatermarkScaleFactor sets vm.watermark_scale_factor, 10..1000 (the kernel takes 1..1000, newer kernels up
+	// to 3000). Default 150.
 	// +optional
 	// +kubebuilder:validation:Minimum=10
 	// +kubebuilder:validation:Maximum=1000

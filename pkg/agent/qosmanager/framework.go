@@ -16,7 +16,6 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
-	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 )
@@ -81,7 +80,10 @@ type Deps struct {
 	Proc *proc.FS
 	// Host reads the host's kernel files outside cgroups (sysctls, /sys/fs/resctrl), by the same paths relative to
 	// the host root as the executor's HostFile values (writes go through Executor).
-	Host *system.HostFS
+	Host HostReader
+	// StateDir is a directory on the node that outlives the agent's restarts, for what a plugin must remember
+	// across them (the kernel values it replaced); "" gives plugins none.
+	StateDir string
 	// Evictor evicts best-effort pods.
 	Evictor Evictor
 	// Events records events.
@@ -92,6 +94,16 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Interval is how often the plugin runs (set per plugin by the Manager).
 	Interval time.Duration
+}
+
+// HostReader reads the host's kernel files outside the cgroup hierarchies (*system.HostFS implements it).
+type HostReader interface {
+	// ReadFile returns the content of rel, a path relative to the host root ("proc/sys/vm/min_free_kbytes"),
+	// without its trailing newline. A file this kernel lacks is an error wrapping system.ErrUnsupported, a missing
+	// directory one wrapping fs.ErrNotExist.
+	ReadFile(rel string) (string, error)
+	// Path is the absolute path of rel, for reading a tree of files (the resctrl file system).
+	Path(rel string) string
 }
 
 // Factory describes one plugin.
@@ -107,12 +119,12 @@ type Factory struct {
 }
 
 // Need returns an error naming every dependency in what ("States", "Cache", "Executor", "Cgroups", "Proc", "Host",
-// "Evictor", "Events", "Clock") that d lacks, for plugin's constructor.
+// "StateDir", "Evictor", "Events", "Clock") that d lacks, for plugin's constructor.
 func (d Deps) Need(plugin string, what ...string) error {
 	has := map[string]bool{
 		"States": d.States != nil, "Cache": d.Cache != nil, "Executor": d.Executor != nil, "Cgroups": d.Cgroups != nil,
-		"Proc": d.Proc != nil, "Host": d.Host != nil, "Evictor": d.Evictor != nil, "Events": d.Events != nil,
-		"Clock": d.Clock != nil,
+		"Proc": d.Proc != nil, "Host": d.Host != nil, "StateDir": d.StateDir != "", "Evictor": d.Evictor != nil,
+		"Events": d.Events != nil, "Clock": d.Clock != nil,
 	}
 	var missing []string
 	for _, w := range what {

@@ -22,19 +22,21 @@ type HostFS struct {
 // NewHostFS returns a HostFS rooted at root.
 func NewHostFS(root string) *HostFS { return &HostFS{root: root, mounts: map[string]string{}} }
 
-// Mount makes paths whose first element is top ("proc", "sys") resolve under dir instead of the root: the agent
-// finds the host's /proc and /sys where --proc-root and --sys-root say. It returns h.
-func (h *HostFS) Mount(top, dir string) *HostFS {
-	h.mounts[top] = dir
+// Mount makes paths under prefix ("proc", "sys", "proc/sys") resolve under dir instead of the root: the agent
+// finds the host's /proc, /sys and /proc/sys where --proc-root, --sys-root and --sysctl-root say. The longest
+// mounted prefix of a path wins. It returns h.
+func (h *HostFS) Mount(prefix, dir string) *HostFS {
+	h.mounts[filepath.Clean(prefix)] = dir
 	return h
 }
 
 // Path is the absolute path of rel.
 func (h *HostFS) Path(rel string) string {
 	rel = filepath.Clean(rel)
-	top, rest, _ := strings.Cut(rel, "/")
-	if dir, ok := h.mounts[top]; ok {
-		return filepath.Join(dir, rest)
+	for prefix := rel; prefix != "." && prefix != "/"; prefix = filepath.Dir(prefix) {
+		if dir, ok := h.mounts[prefix]; ok {
+			return filepath.Join(dir, strings.TrimPrefix(rel, prefix))
+		}
 	}
 	return filepath.Join(h.root, rel)
 }

@@ -57,3 +57,23 @@ func TestHostFS(t *testing.T) {
 		t.Errorf("Remove of a missing directory: %v", err)
 	}
 }
+
+// TestHostFSLongestMount: /proc/sys can live apart from /proc (the DaemonSet mounts the host's /proc/sys/vm
+// writable at /host/proc/sys/vm and keeps the container's own /proc for meminfo); the longest mounted prefix wins,
+// and a prefix matches whole path elements only.
+func TestHostFSLongestMount(t *testing.T) {
+	h := NewHostFS("/root").Mount("proc", "/proc").Mount("proc/sys", "/host/proc/sys").Mount("sys", "/sys")
+	tests := []struct{ rel, want string }{
+		{"proc/sys/vm/min_free_kbytes", "/host/proc/sys/vm/min_free_kbytes"},
+		{"proc/sys", "/host/proc/sys"},
+		{"proc/meminfo", "/proc/meminfo"},
+		{"proc/sysrq-trigger", "/proc/sysrq-trigger"},
+		{"sys/kernel/mm/memcg_reaper/reap_background", "/sys/kernel/mm/memcg_reaper/reap_background"},
+		{"var/lib/x", "/root/var/lib/x"},
+	}
+	for _, tt := range tests {
+		if got := h.Path(tt.rel); got != tt.want {
+			t.Errorf("Path(%q) = %s, want %s", tt.rel, got, tt.want)
+		}
+	}
+}

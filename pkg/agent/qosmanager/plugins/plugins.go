@@ -8,6 +8,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/resctrl"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/sysreconcile"
 )
 
 // Registry returns every QoS plugin, in the order they are listed in logs and flags. Adding a plugin is one line
@@ -19,5 +20,6 @@ func Registry() []qosmanager.Factory {
 		{Name: cpuevict.Name, Interval: cpuevict.DefaultInterval, Default: true, New: cpuevict.New},
 		{Name: cpuburst.Name, Interval: cpuburst.DefaultInterval, Default: true, New: cpuburst.New},
 		{Name: resctrl.Name, Interval: resctrl.DefaultInterval, Default: true, New: resctrl.New},
+		{Name: sysreconcile.Name, Interval: sysreconcile.DefaultInterval, Default: true, New: sysreconcile.New},
 	}
 }
