@@ -3,7 +3,9 @@ package plugins
 
 import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cgreconcile"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuevict"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuqos"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
 )
@@ -15,5 +17,7 @@ func Registry() []qosmanager.Factory {
 		{Name: cpusuppress.Name, Interval: cpusuppress.DefaultInterval, Default: true, New: cpusuppress.New},
 		{Name: memoryevict.Name, Interval: memoryevict.DefaultInterval, Default: true, New: memoryevict.New},
 		{Name: cpuevict.Name, Interval: cpuevict.DefaultInterval, Default: true, New: cpuevict.New},
+		{Name: cgreconcile.Name, Interval: cgreconcile.DefaultInterval, Default: true, New: cgreconcile.New},
+		{Name: cpuqos.Name, Interval: cpuqos.DefaultInterval, Default: true, New: cpuqos.New},
 	}
 }
