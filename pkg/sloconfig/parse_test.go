@@ -270,7 +270,8 @@ func TestDefaults(t *testing.T) {
 	}
 	qos := eff.ResourceQOSStrategy
 	if *qos.BEClass.CPUQOS.GroupIdentity != -1 || *qos.LSClass.CPUQOS.GroupIdentity != 2 || *qos.BEClass.ResctrlQOS.CATRangeEndPercent != 30 ||
-		*qos.BEClass.MemoryQOS.WmarkMinAdj != 50 || *qos.LSRClass.MemoryQOS.WmarkRatio != 95 || *qos.LSClass.CPUQOS.Enable {
+		*qos.BEClass.MemoryQOS.WmarkMinAdj != 50 || *qos.LSRClass.MemoryQOS.WmarkRatio != 95 || *qos.LSClass.CPUQOS.Enable ||
+		!*qos.BEClass.CPUQOS.Enable || *qos.BEClass.MemoryQOS.Enable {
 		t.Errorf("qos defaults differ from seed 002's template: %+v", qos)
 	}
 	if d := cmp.Diff(sparse, s.NodeSLOSpec(nil)); d != "" {

@@ -49,12 +49,14 @@ func DefaultResourceThresholdStrategy() *ResourceThresholdStrategy {
 // memoryEvictLowerPercent is unset.
 const MemoryEvictLowerGap = 2
 
-// DefaultResourceQOSStrategy returns the documented defaults of resource-qos-config: every feature off, with the
-// parameters the seed lists per class.
+// DefaultResourceQOSStrategy returns the documented defaults of resource-qos-config, with the parameters the seed
+// lists per class: every feature off except class BE's cpuQOS, whose groupIdentity -1 runs the besteffort QoS
+// cgroup as SCHED_IDLE (cpu.idle = 1) wherever the kernel has cpu.idle (Linux 5.15+), so that batch yields to
+// services inside the scheduler.
 func DefaultResourceQOSStrategy() *ResourceQOSStrategy {
-	class := func(groupIdentity, wmarkMinAdj, catEnd int64) *ResourceQOS {
+	class := func(cpuQOS bool, groupIdentity, wmarkMinAdj, catEnd int64) *ResourceQOS {
 		return &ResourceQOS{
-			CPUQOS: &CPUQOSCfg{Enable: ptr.To(false), CPUQOS: CPUQOS{GroupIdentity: ptr.To(groupIdentity)}},
+			CPUQOS: &CPUQOSCfg{Enable: ptr.To(cpuQOS), CPUQOS: CPUQOS{GroupIdentity: ptr.To(groupIdentity)}},
 			MemoryQOS: &MemoryQOSCfg{Enable: ptr.To(false), MemoryQOS: MemoryQOS{
 				MinLimitPercent:   ptr.To[int64](0),
 				LowLimitPercent:   ptr.To[int64](0),
@@ -75,10 +77,10 @@ func DefaultResourceQOSStrategy() *ResourceQOSStrategy {
 		}
 	}
 	return &ResourceQOSStrategy{
-		LSRClass:    class(2, -25, 100),
-		LSClass:     class(2, -25, 100),
-		BEClass:     class(-1, 50, 30),
-		SystemClass: class(0, 0, 100),
+		LSRClass:    class(false, 2, -25, 100),
+		LSClass:     class(false, 2, -25, 100),
+		BEClass:     class(true, -1, 50, 30),
+		SystemClass: class(false, 0, 0, 100),
 	}
 }
 

@@ -171,7 +171,8 @@ type ResourceQOS struct {
 
 // CPUQOSCfg turns CPU QoS on or off for a class and sets its parameters.
 type CPUQOSCfg struct {
-	// Enable turns CPU QoS on; off resets the class's cgroups to the kernel defaults. Default false.
+	// Enable turns CPU QoS on; off resets the class's cgroups to the kernel defaults. Default true for BE (cpu.idle
+	// where the kernel has it), false for the other classes.
 	// +optional
 	Enable *bool `json:"enable,omitempty"`
 	// CPUQOS holds the parameters.

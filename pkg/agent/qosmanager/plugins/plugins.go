@@ -3,8 +3,10 @@ package plugins
 
 import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cgreconcile"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuburst"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuevict"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuqos"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/resctrl"
@@ -21,5 +23,7 @@ func Registry() []qosmanager.Factory {
 		{Name: cpuburst.Name, Interval: cpuburst.DefaultInterval, Default: true, New: cpuburst.New},
 		{Name: resctrl.Name, Interval: resctrl.DefaultInterval, Default: true, New: resctrl.New},
 		{Name: sysreconcile.Name, Interval: sysreconcile.DefaultInterval, Default: true, New: sysreconcile.New},
+		{Name: cgreconcile.Name, Interval: cgreconcile.DefaultInterval, Default: true, New: cgreconcile.New},
+		{Name: cpuqos.Name, Interval: cpuqos.DefaultInterval, Default: true, New: cpuqos.New},
 	}
 }

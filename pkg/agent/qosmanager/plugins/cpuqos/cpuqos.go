@@ -1,0 +1,202 @@
+package cpuqos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+)
+
+// Name is the plugin's name in --qos-plugins, logs, the executor's audit trail and metrics.
+const Name = "cpuqos"
+
+// DefaultInterval is how often the plugin runs: a new BE pod outside the besteffort QoS cgroup becomes idle within
+// a second of its first container starting.
+const DefaultInterval = time.Second
+
+// IdleGroupIdentity is the groupIdentity that means cpu.idle = 1: Anolis OS's lowest group identity, the one
+// upstream kernels have an equivalent of.
+const IdleGroupIdentity = -1
+
+// Plugin writes cpu.idle for the classes whose cpuQOS asks for it.
+type Plugin struct {
+	d      qosmanager.Deps
+	qosDir string // the besteffort QoS cgroup
+	hold   *qosmanager.Holder
+
+	probed      bool // cpu.idle was found in the besteffort QoS cgroup (or found missing)
+	unsupported bool // this kernel has no cpu.idle: the plugin steps aside
+	adopted     bool // the values an earlier agent left were looked for
+	saidAnolis  bool
+}
+
+var (
+	_ qosmanager.RunPlugin        = &Plugin{}
+	_ qosmanager.ValidatingPlugin = &Plugin{}
+)
+
+// New returns the plugin. It needs Deps.States, Executor and Cgroups.
+func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
+	if err := d.Need(Name, "States", "Executor", "Cgroups"); err != nil {
+		return nil, err
+	}
+	return &Plugin{
+		d:      d,
+		qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort),
+		hold:   qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
+	}, nil
+}
+
+// Name implements qosmanager.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// Validate implements qosmanager.ValidatingPlugin: a class whose cpuQOS is on needs a groupIdentity in [-1, 2].
+// A class that is off is accepted whatever its values.
+func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
+	var msgs []string
+	for _, c := range qosmanager.ResourceQOSClasses(spec.ResourceQOSStrategy) {
+		cfg := cpuQOS(c.QOS)
+		if cfg == nil {
+			continue
+		}
+		f := c.Field + ".cpuQOS.groupIdentity"
+		switch gi := cfg.GroupIdentity; {
+		case gi == nil:
+			msgs = append(msgs, f+" is unset")
+		case *gi < IdleGroupIdentity || *gi > 2:
+			msgs = append(msgs, fmt.Sprintf("%s is %d, outside [-1, 2]", f, *gi))
+		}
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// cpuQOS is the class's cpuQOS when it is on, else nil.
+func cpuQOS(q *slov1alpha1.ResourceQOS) *slov1alpha1.CPUQOSCfg {
+	if q == nil || q.CPUQOS == nil || q.CPUQOS.Enable == nil || !*q.CPUQOS.Enable {
+		return nil
+	}
+	return q.CPUQOS
+}
+
+// idle reports whether the class's pods run as SCHED_IDLE.
+func idle(q *slov1alpha1.ResourceQOS) bool {
+	cfg := cpuQOS(q)
+	return cfg != nil && cfg.GroupIdentity != nil && *cfg.GroupIdentity == IdleGroupIdentity
+}
+
+// Run implements qosmanager.RunPlugin: cpu.idle = 1 for the cgroups of the classes that ask for it, and 0 again,
+// released, for those that no longer do.
+func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
+	if p.unsupported {
+		return nil
+	}
+	log := klog.FromContext(ctx)
+	if !p.probed {
+		if _, err := p.d.Cgroups.CPUIdle(p.qosDir); err != nil {
+			if errors.Is(err, system.ErrUnsupported) {
+				p.probed, p.unsupported = true, true
+				log.Info("this kernel has no cpu.idle (it needs Linux 5.15 or later); CPU idle for best-effort pods is not applied", "reason", err.Error())
+				return nil
+			}
+			return fmt.Errorf("reading cpu.idle of the besteffort QoS cgroup: %w", err)
+		}
+		p.probed = true
+	}
+	s := spec.ResourceQOSStrategy
+	p.sayAnolis(log, s)
+	pods := running(p.d.States.GetAllPods())
+	if !p.adopted {
+		p.adopt(pods)
+	}
+	var want []executor.Update
+	if idle(s.BEClass) {
+		want = append(want, executor.Update{Dir: p.qosDir, Value: executor.CPUIdle(true), Reason: "class BE is cpuQOS groupIdentity -1: the besteffort QoS cgroup runs as SCHED_IDLE"})
+	}
+	live := map[string]bool{p.qosDir: true}
+	for _, m := range pods {
+		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
+		live[dir] = true
+		if !idle(qosmanager.ResourceQOSOf(s, m.QoS)) || underIdleQoS(m, s) {
+			continue
+		}
+		want = append(want, executor.Update{Dir: dir, Value: executor.CPUIdle(true),
+			Reason: fmt.Sprintf("pod %s of class %s (cpuQOS groupIdentity -1) runs as SCHED_IDLE", m.Key(), m.QoS)})
+	}
+	return p.hold.Sync(ctx, "cpuQOS of the class is off or not groupIdentity -1: cpu.idle back to the kernel's 0", want,
+		func(dir string) bool { return live[dir] })
+}
+
+// underIdleQoS reports whether pod m is a BE pod in the besteffort QoS cgroup while that cgroup is idle: the
+// cgroup already makes it idle against the services, and among its siblings (all best-effort) idle changes nothing.
+func underIdleQoS(m *statesinformer.PodMeta, s *slov1alpha1.ResourceQOSStrategy) bool {
+	return m.QoS == slov1alpha1.QoSBE && m.KubeQoS == corev1.PodQOSBestEffort && idle(s.BEClass)
+}
+
+// adopt holds the cpu.idle = 1 an earlier agent left in the besteffort QoS cgroup and the pods' cgroups, so that
+// the next Sync writes 0 back where the strategy no longer asks for it.
+func (p *Plugin) adopt(pods []*statesinformer.PodMeta) {
+	dirs := []string{p.qosDir}
+	for _, m := range pods {
+		dirs = append(dirs, p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod)))
+	}
+	for _, dir := range dirs {
+		if on, err := p.d.Cgroups.CPUIdle(dir); err == nil && on {
+			p.hold.Adopt(dir, executor.ResourceCPUIdle)
+		}
+	}
+	p.adopted = true
+}
+
+// sayAnolis says once that the groupIdentity values above -1 of classes that are on need Anolis OS.
+func (p *Plugin) sayAnolis(log klog.Logger, s *slov1alpha1.ResourceQOSStrategy) {
+	if p.saidAnolis {
+		return
+	}
+	var classes []string
+	for _, c := range qosmanager.ResourceQOSClasses(s) {
+		if cfg := cpuQOS(c.QOS); cfg != nil && cfg.GroupIdentity != nil && *cfg.GroupIdentity > IdleGroupIdentity {
+			classes = append(classes, fmt.Sprintf("%s=%d", c.Class, *cfg.GroupIdentity))
+		}
+	}
+	if len(classes) == 0 {
+		return
+	}
+	p.saidAnolis = true
+	log.Info("cpuQOS groupIdentity 0, 1 and 2 need Anolis OS group identity, which upstream kernels lack; these classes keep cpu.idle 0", "classes", strings.Join(classes, ","))
+}
+
+// running are the pods with a running container: those whose cgroups exist.
+func running(pods []*statesinformer.PodMeta) []*statesinformer.PodMeta {
+	out := pods[:0:0]
+	for _, m := range pods {
+		if hasRunning(m.Pod) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func hasRunning(pod *corev1.Pod) bool {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range list {
+			if list[i].State.Running != nil && list[i].ContainerID != "" {
+				return true
+			}
+		}
+	}
+	return false
+}

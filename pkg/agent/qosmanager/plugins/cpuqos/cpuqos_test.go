@@ -1,0 +1,347 @@
+package cpuqos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/hostsim"
+	tu "github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// trees are the fixture trees every test runs on: cgroup v1 and v2, systemd and cgroupfs drivers.
+var trees = []struct {
+	v cgroup.Version
+	d cgroup.Driver
+}{{cgroup.V1, cgroup.Cgroupfs}, {cgroup.V1, cgroup.Systemd}, {cgroup.V2, cgroup.Cgroupfs}, {cgroup.V2, cgroup.Systemd}}
+
+func forTrees(t *testing.T, fn func(t *testing.T, v cgroup.Version, d cgroup.Driver)) {
+	for _, tr := range trees {
+		t.Run(fmt.Sprintf("%s-%s", tr.v, tr.d), func(t *testing.T) { fn(t, tr.v, tr.d) })
+	}
+}
+
+// rig is a simulated node (hostsim) with the plugin, the real executor and states store on it, and a log that
+// records every line.
+type rig struct {
+	t     *testing.T
+	host  *hostsim.Host
+	fs    *cgroup.FS
+	store *statesinformer.Store
+	exec  *executor.Executor
+	p     *Plugin
+	ctx   context.Context
+	log   *lines
+}
+
+// newRig lays out the node; with idleFile the kernel has cpu.idle (5.15+) in every cgroup, holding 0.
+func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, idleFile bool, pods ...*corev1.Pod) *rig {
+	t.Helper()
+	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: v, Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := cgroup.NewFS(host.CgroupRoot(), v)
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	exec, err := executor.New(fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := statesinformer.NewStore()
+	for _, pod := range pods {
+		if err := host.AddPod(pod, hostsim.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+		store.SetPod(pod)
+	}
+	if idleFile {
+		file := "cpu.idle"
+		if v == cgroup.V1 {
+			file = "cpu/cpu.idle"
+		}
+		if err := host.WriteEach(file, "0\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := New(qosmanager.Deps{States: store, Executor: exec, Cgroups: fs, Layout: host.Layout(), Clock: clk, Interval: DefaultInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lines{}
+	return &rig{t: t, host: host, fs: fs, store: store, exec: exec, p: p.(*Plugin), ctx: klog.NewContext(context.Background(), l.logger()), log: l}
+}
+
+func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
+	r.t.Helper()
+	if err := r.p.Run(r.ctx, spec); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// idle is cpu.idle of dir.
+func (r *rig) idle(dir string) bool {
+	r.t.Helper()
+	on, err := r.fs.CPUIdle(dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return on
+}
+
+func (r *rig) setIdle(dir string, on bool) {
+	r.t.Helper()
+	if err := r.fs.SetCPUIdle(dir, on); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) podDir(pod *corev1.Pod) string { return r.host.Layout().PodDir(pod) }
+
+func (r *rig) beDir() string { return r.host.Layout().QoSDir(corev1.PodQOSBestEffort) }
+
+// expectIdle checks cpu.idle of each cgroup.
+func (r *rig) expectIdle(want map[string]bool) {
+	r.t.Helper()
+	for dir, w := range want {
+		if got := r.idle(dir); got != w {
+			r.t.Errorf("cpu.idle of %s is %v, want %v", dir, got, w)
+		}
+	}
+}
+
+// lines records log lines.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *lines) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.all = append(l.all, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+// count is how many lines contain s.
+func (l *lines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.all {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// spec is the NodeSLO spec with the defaults and edit applied to its resourceQOSStrategy.
+func spec(edit func(s *slov1alpha1.ResourceQOSStrategy)) *slov1alpha1.NodeSLOSpec {
+	s := slov1alpha1.DefaultResourceQOSStrategy()
+	if edit != nil {
+		edit(s)
+	}
+	return (&slov1alpha1.NodeSLOSpec{ResourceQOSStrategy: s}).WithDefaults()
+}
+
+func beOff(s *slov1alpha1.ResourceQOSStrategy) { s.BEClass.CPUQOS.Enable = ptr.To(false) }
+
+// The pods: a service (Burstable, LS), a batch pod (BestEffort, BE), and a BE-labelled pod with requests, which
+// the kubelet puts in the burstable QoS cgroup.
+func web() *corev1.Pod {
+	return tu.Pod("web").UID("0000000a-0000-4000-8000-000000000001").Container("c").Requests("cpu", "1").Running("containerd://web").Obj()
+}
+
+func batch() *corev1.Pod {
+	return tu.Pod("batch").UID("0000000b-0000-4000-8000-000000000002").Label(slov1alpha1.LabelQoSClass, "BE").
+		Container("c").Running("containerd://batch").Obj()
+}
+
+func beOutside() *corev1.Pod {
+	return tu.Pod("be-outside").UID("0000000c-0000-4000-8000-000000000003").Label(slov1alpha1.LabelQoSClass, "BE").
+		Container("c").Requests("cpu", "500m").Running("containerd://outside").Obj()
+}
+
+// TestDefaultIdlesBestEffort: by default class BE runs idle: the besteffort QoS cgroup and the BE pod outside it
+// get cpu.idle 1, nothing else does; turning BE's cpuQOS off writes 0 back and the executor stops asserting it.
+func TestDefaultIdlesBestEffort(t *testing.T) {
+	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+		w, b, o := web(), batch(), beOutside()
+		r := newRig(t, v, d, true, w, b, o)
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): true, r.podDir(o): true, r.podDir(b): false, r.podDir(w): false,
+			r.host.Layout().QoSDir(corev1.PodQOSBurstable): false, r.host.Layout().Kubepods(): false})
+
+		// Held: a change behind the executor's back is undone at the resync.
+		r.setIdle(r.beDir(), false)
+		if err := r.exec.Resync(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.expectIdle(map[string]bool{r.beDir(): true})
+
+		r.run(spec(beOff))
+		r.expectIdle(map[string]bool{r.beDir(): false, r.podDir(o): false})
+		if n := r.p.hold.Len(); n != 0 {
+			t.Errorf("the plugin still holds %d values after BE's cpuQOS was turned off", n)
+		}
+		// Released: the executor no longer writes 0 over another writer's value.
+		r.setIdle(r.beDir(), true)
+		if err := r.exec.Resync(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.expectIdle(map[string]bool{r.beDir(): true})
+	})
+}
+
+// TestPerClassSwitch: groupIdentity -1 idles any class's pods; 0..2 need Anolis OS, leave cpu.idle 0 and are said
+// once; a class that is off is left alone.
+func TestPerClassSwitch(t *testing.T) {
+	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+		w, b := web(), batch()
+		r := newRig(t, v, d, true, w, b)
+		lsIdle := func(s *slov1alpha1.ResourceQOSStrategy) {
+			beOff(s)
+			s.LSClass.CPUQOS.Enable, s.LSClass.CPUQOS.GroupIdentity = ptr.To(true), ptr.To[int64](-1)
+		}
+		r.run(spec(lsIdle))
+		r.expectIdle(map[string]bool{r.podDir(w): true, r.beDir(): false, r.podDir(b): false})
+
+		lsAnolis := func(s *slov1alpha1.ResourceQOSStrategy) {
+			s.LSClass.CPUQOS.Enable, s.LSClass.CPUQOS.GroupIdentity = ptr.To(true), ptr.To[int64](2)
+		}
+		r.run(spec(lsAnolis))
+		r.run(spec(lsAnolis))
+		r.expectIdle(map[string]bool{r.podDir(w): false, r.beDir(): true})
+		if n := r.log.count("need Anolis OS group identity"); n != 1 {
+			t.Errorf("the Anolis OS line was logged %d times, want once", n)
+		}
+	})
+}
+
+// TestOldKernel: a kernel before 5.15 has no cpu.idle: the plugin says so once, writes nothing and fails nothing.
+func TestOldKernel(t *testing.T) {
+	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+		r := newRig(t, v, d, false, web(), beOutside())
+		for range 3 {
+			r.run(spec(nil))
+		}
+		if n := r.log.count("this kernel has no cpu.idle"); n != 1 {
+			t.Errorf("the missing cpu.idle was said %d times, want once; log:\n%s", n, strings.Join(r.log.all, "\n"))
+		}
+		if a := r.exec.Audit(); len(a) != 0 {
+			t.Errorf("the plugin wrote on a kernel without cpu.idle: %+v", a)
+		}
+		if _, err := r.fs.CPUIdle(r.beDir()); !errors.Is(err, system.ErrUnsupported) {
+			t.Errorf("cpu.idle appeared in the besteffort cgroup (%v)", err)
+		}
+	})
+}
+
+// TestLeftovers: cpu.idle 1 that an earlier agent left where the strategy no longer asks for it is written back
+// to 0 at the first run; a pod that left is let go without a write.
+func TestLeftovers(t *testing.T) {
+	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+		w, o := web(), beOutside()
+		r := newRig(t, v, d, true, w, o)
+		r.setIdle(r.beDir(), true)
+		r.setIdle(r.podDir(w), true)
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): true, r.podDir(w): false, r.podDir(o): true})
+
+		// The BE pod leaves: its cgroup is gone, nothing is written to it.
+		if err := r.host.RemovePod(o.UID); err != nil {
+			t.Fatal(err)
+		}
+		r.store.DeletePod(o.UID)
+		n := len(r.exec.Audit())
+		r.run(spec(beOff))
+		for _, rec := range r.exec.Audit()[n:] {
+			if rec.Dir == r.podDir(o) {
+				t.Errorf("wrote to the cgroup of a pod that left: %+v", rec)
+			}
+		}
+		r.expectIdle(map[string]bool{r.beDir(): false})
+		if r.p.hold.Len() != 0 {
+			t.Errorf("the plugin still holds %d values", r.p.hold.Len())
+		}
+	})
+}
+
+// TestValidate: a groupIdentity outside [-1, 2] of a class that is on is refused naming the field; one of a class
+// that is off is accepted.
+func TestValidate(t *testing.T) {
+	p := &Plugin{}
+	tests := []struct {
+		name string
+		edit func(s *slov1alpha1.ResourceQOSStrategy)
+		want string
+	}{
+		{"defaults", nil, ""},
+		{"below -1", func(s *slov1alpha1.ResourceQOSStrategy) { s.BEClass.CPUQOS.GroupIdentity = ptr.To[int64](-2) },
+			"resourceQOSStrategy.beClass.cpuQOS.groupIdentity is -2, outside [-1, 2]"},
+		{"above 2, two classes", func(s *slov1alpha1.ResourceQOSStrategy) {
+			s.LSClass.CPUQOS.Enable, s.LSClass.CPUQOS.GroupIdentity = ptr.To(true), ptr.To[int64](3)
+			s.SystemClass.CPUQOS.Enable, s.SystemClass.CPUQOS.GroupIdentity = ptr.To(true), ptr.To[int64](9)
+		}, "resourceQOSStrategy.lsClass.cpuQOS.groupIdentity is 3, outside [-1, 2]; resourceQOSStrategy.systemClass.cpuQOS.groupIdentity is 9, outside [-1, 2]"},
+		{"off class", func(s *slov1alpha1.ResourceQOSStrategy) { s.LSClass.CPUQOS.GroupIdentity = ptr.To[int64](7) }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(spec(tt.edit))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("Validate = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBadNodeSLOKeepsLastGood runs the plugin under the QoS manager: a NodeSLO with an out-of-range groupIdentity
+// is refused, and the last good one (BE idle) stays in force.
+func TestBadNodeSLOKeepsLastGood(t *testing.T) {
+	r := newRig(t, cgroup.V1, cgroup.Cgroupfs, true, batch())
+	clk := clocktesting.NewFakeClock(time.Now())
+	d := qosmanager.Deps{States: r.store, Executor: r.exec, Cgroups: r.fs, Layout: r.host.Layout(), Clock: clk}
+	m, err := qosmanager.NewManager(d, clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
+		New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}}, []string{"*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(nil)})
+	if err := m.RunOnce(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.expectIdle(map[string]bool{r.beDir(): true})
+	r.store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(func(s *slov1alpha1.ResourceQOSStrategy) {
+		s.BEClass.CPUQOS.GroupIdentity = ptr.To[int64](5)
+	})})
+	if err := m.RunOnce(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.expectIdle(map[string]bool{r.beDir(): true})
+	if n := r.log.count("beClass.cpuQOS.groupIdentity is 5, outside [-1, 2]"); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once", n)
+	}
+}

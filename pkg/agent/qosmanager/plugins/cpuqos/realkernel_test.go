@@ -1,0 +1,118 @@
+package cpuqos
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/cgrouptest"
+	"github.com/gleaner-sh/gleaner/test/ci"
+	tu "github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// TestRealKernelIdleYields runs the plugin against a private kubepods hierarchy on this machine's kernel (cgroup
+// v1): a best-effort burner in the besteffort QoS cgroup and a service burner in a burstable pod, both pinned to
+// one CPU so that they contend, the two QoS cgroups at the same cpu.shares. With cpu.idle 1 on the besteffort
+// cgroup (the default strategy) the best-effort burner gets a far smaller share of that CPU than with cpu.idle 0
+// (BE's cpuQOS off), measured as each cgroup's CPU usage over a few seconds.
+func TestRealKernelIdleYields(t *testing.T) {
+	box := cgrouptest.New(t)
+	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
+	l := box.Layout()
+	// Pin the sandbox to the last CPU before its children exist (they copy their parent's cpuset), and give it the
+	// largest weight on this shared machine, so that the two burners mostly contend with each other.
+	cpus, err := os.ReadFile(filepath.Join(cgrouptest.Root, "cpuset", "cpuset.effective_cpus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := lastCPU(t, strings.TrimSpace(string(cpus)))
+	if err := os.WriteFile(filepath.Join(cgrouptest.Root, "cpuset", box.Parent, "cpuset.cpus"), []byte(last), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SetCPUShares(box.Parent, cgroup.MaxShares); err != nil {
+		t.Fatal(err)
+	}
+	be := tu.Pod("batch").UID("5a1e0000-0000-4000-8000-0000000000be").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Running("containerd://be").Obj()
+	svc := tu.Pod("web").UID("5a1e0000-0000-4000-8000-000000000001").Container("c").Requests("cpu", "1").Running("containerd://svc").Obj()
+	store := statesinformer.NewStore()
+	for _, p := range []*corev1.Pod{be, svc} {
+		box.Mkdir(l.PodDir(p))
+		store.SetPod(p)
+	}
+	beQoS, svcDir := l.QoSDir(corev1.PodQOSBestEffort), l.PodDir(svc)
+	if _, err := fs.CPUIdle(beQoS); err != nil {
+		ci.Skipf(t, "this kernel has no cpu.idle (Linux 5.15+): %v", err)
+	}
+	exe, err := executor.New(fs, clock.RealClock{}, prometheus.NewRegistry(), executor.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(qosmanager.Deps{States: store, Executor: exe, Cgroups: fs, Layout: l, Clock: clock.RealClock{}, Interval: DefaultInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box.Start(l.PodDir(be), "/bin/sh", "-c", "while :; do :; done")
+	box.Start(svcDir, "/bin/sh", "-c", "while :; do :; done")
+
+	share := func(spec *slov1alpha1.NodeSLOSpec, wantIdle bool) float64 {
+		t.Helper()
+		if err := p.Run(context.Background(), spec); err != nil {
+			t.Fatal(err)
+		}
+		if on, err := fs.CPUIdle(beQoS); err != nil || on != wantIdle {
+			t.Fatalf("cpu.idle of %s is %v (%v), want %v", beQoS, on, err, wantIdle)
+		}
+		time.Sleep(200 * time.Millisecond) // let the scheduler settle
+		b0, s0 := usage(t, fs, beQoS), usage(t, fs, svcDir)
+		time.Sleep(3 * time.Second)
+		b, s := usage(t, fs, beQoS)-b0, usage(t, fs, svcDir)-s0
+		t.Logf("cpu.idle %v: best-effort %v, service %v over 3 s: best-effort share %.4f", wantIdle, b, s, b.Seconds()/(b+s).Seconds())
+		return b.Seconds() / (b + s).Seconds()
+	}
+	idleShare := share(spec(nil), true)
+	normalShare := share(spec(beOff), false)
+	t.Logf("best-effort share of the contended CPU: %.4f with cpu.idle 1, %.4f with cpu.idle 0 (ratio %.1fx)", idleShare, normalShare, normalShare/idleShare)
+	// Equal shares give about half each without idle; SCHED_IDLE's weight (3 against 1024) well under 1 %.
+	if normalShare < 0.25 {
+		t.Errorf("with cpu.idle 0 the best-effort burner got %.3f of the CPU; equal weights should give it about half", normalShare)
+	}
+	if idleShare > normalShare/5 {
+		t.Errorf("with cpu.idle 1 the best-effort burner got %.3f of the CPU, not far below the %.3f it gets with cpu.idle 0", idleShare, normalShare)
+	}
+}
+
+func usage(t *testing.T, fs *cgroup.FS, dir string) time.Duration {
+	t.Helper()
+	u, err := fs.CPUUsage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// lastCPU is the highest CPU of a cpuset list such as "0-1" or "0,2-3".
+func lastCPU(t *testing.T, list string) string {
+	t.Helper()
+	parts := strings.Split(list, ",")
+	last := parts[len(parts)-1]
+	if _, hi, ok := strings.Cut(last, "-"); ok {
+		last = hi
+	}
+	if _, err := strconv.Atoi(last); err != nil {
+		t.Fatalf("parsing the CPU list %q: %v", list, err)
+	}
+	return last
+}
