@@ -225,8 +225,8 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		ev.Prune(func(uid types.UID) bool { return states.GetPod(uid) != nil })
 	})
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
-		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Clock: clk,
-		Evictor: ev, Events: ev, Registerer: m.Registry,
+		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, SysRoot: opts.SysRoot,
+		Clock: clk, Evictor: ev, Events: ev, Registerer: m.Registry,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ type Options struct {
 
 	// ProcRoot is the host's /proc. A container's own /proc already shows the host's stat, meminfo and pressure.
 	ProcRoot string
-	// SysRoot is the host's /sys, for the CPU topology.
+	// SysRoot is the host's /sys, for the CPU topology and the blkio plugin's block devices.
 	SysRoot string
 	// CgroupRoot is where the host's cgroup hierarchy is mounted (a hostPath of /sys/fs/cgroup in the DaemonSet).
 	CgroupRoot string

@@ -78,6 +78,8 @@ type Deps struct {
 	Layout cgroup.Layout
 	// Proc reads the node's /proc.
 	Proc *proc.FS
+	// SysRoot is the node's /sys (--sys-root), for plugins that read block devices or other kernel objects.
+	SysRoot string
 	// Evictor evicts best-effort pods.
 	Evictor Evictor
 	// Events records events.

@@ -3,6 +3,7 @@ package plugins
 
 import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/blkio"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
@@ -15,5 +16,6 @@ func Registry() []qosmanager.Factory {
 		{Name: cpusuppress.Name, Interval: cpusuppress.DefaultInterval, Default: true, New: cpusuppress.New},
 		{Name: memoryevict.Name, Interval: memoryevict.DefaultInterval, Default: true, New: memoryevict.New},
 		{Name: cpuevict.Name, Interval: cpuevict.DefaultInterval, Default: true, New: cpuevict.New},
+		{Name: blkio.Name, Interval: blkio.DefaultInterval, Default: true, New: blkio.New},
 	}
 }
