@@ -227,7 +227,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	})
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
 		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Host: hostFS,
-		StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: ev, Registerer: m.Registry,
+		SysRoot: opts.SysRoot, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: ev, Registerer: m.Registry,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err

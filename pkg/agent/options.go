@@ -39,7 +39,7 @@ type Options struct {
 
 	// ProcRoot is the host's /proc. A container's own /proc already shows the host's stat, meminfo and pressure.
 	ProcRoot string
-	// SysRoot is the host's /sys, for the CPU topology.
+	// SysRoot is the host's /sys, for the CPU topology and the blkio plugin's block devices.
 	SysRoot string
 	// SysctlRoot is the host's /proc/sys, where the sysreconcile QoS plugin writes vm sysctls. A container's own
 	// /proc/sys is read-only, so the DaemonSet mounts the host's /proc/sys/vm writable under it.

@@ -84,6 +84,8 @@ type Deps struct {
 	// StateDir is a directory on the node that outlives the agent's restarts, for what a plugin must remember
 	// across them (the kernel values it replaced); "" gives plugins none.
 	StateDir string
+	// SysRoot is the node's /sys (--sys-root), for plugins that read block devices or other kernel objects.
+	SysRoot string
 	// Evictor evicts best-effort pods.
 	Evictor Evictor
 	// Events records events.

@@ -3,6 +3,7 @@ package plugins
 
 import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/blkio"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cgreconcile"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuburst"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuevict"
@@ -25,5 +26,6 @@ func Registry() []qosmanager.Factory {
 		{Name: sysreconcile.Name, Interval: sysreconcile.DefaultInterval, Default: true, New: sysreconcile.New},
 		{Name: cgreconcile.Name, Interval: cgreconcile.DefaultInterval, Default: true, New: cgreconcile.New},
 		{Name: cpuqos.Name, Interval: cpuqos.DefaultInterval, Default: true, New: cpuqos.New},
+		{Name: blkio.Name, Interval: blkio.DefaultInterval, Default: true, New: blkio.New},
 	}
 }

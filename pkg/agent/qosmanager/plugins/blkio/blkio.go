@@ -1,0 +1,390 @@
+package blkio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+)
+
+// Name is the plugin's name in --qos-plugins, logs, the executor's audit trail and metrics.
+const Name = "blkio"
+
+// DefaultInterval is how often the plugin runs: a new best-effort pod outside the besteffort QoS cgroup gets its
+// caps within a second. A run with nothing new writes nothing (the executor holds the values).
+const DefaultInterval = time.Second
+
+// defaultWeight is the kernel's default I/O weight on both versions (blkio.bfq.weight, io.weight), which
+// ioWeightPercent is a percent of.
+const defaultWeight = 100
+
+// field is the NodeSLO path of the plugin's configuration, for messages.
+const field = "resourceQOSStrategy.beClass.blkioQOS"
+
+// Plugin caps the block I/O of best-effort pods from the NodeSLO's beClass.blkioQOS: per device, read and write
+// bytes and operations per second and the proportional weight, on the besteffort QoS cgroup (the class's total)
+// and on each best-effort pod's cgroup.
+type Plugin struct {
+	d      qosmanager.Deps
+	sys    sysfs
+	qosDir string
+
+	// held are the cgroups this process handed caps or a weight to, with the devices; what a change of the
+	// configuration or turning it off must take back.
+	held map[string]*heldDir
+
+	probed                   bool // the besteffort cgroup's files were read once: lacksLimits, lacksWeight are known
+	lacksLimits, lacksWeight bool // this kernel lacks the files: said once, never written
+	restored                 bool // off, and nothing left to undo
+}
+
+type heldDir struct {
+	devices map[cgroup.Device]bool
+	weight  bool
+}
+
+var (
+	_ qosmanager.RunPlugin        = &Plugin{}
+	_ qosmanager.ValidatingPlugin = &Plugin{}
+)
+
+// New returns the plugin. It needs Deps.States, Executor, Cgroups and SysRoot.
+func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
+	if err := d.Need(Name, "States", "Executor", "Cgroups"); err != nil {
+		return nil, err
+	}
+	if d.SysRoot == "" {
+		return nil, fmt.Errorf("building the %s plugin: missing SysRoot", Name)
+	}
+	return &Plugin{d: d, sys: sysfs(d.SysRoot), qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort), held: map[string]*heldDir{}}, nil
+}
+
+// Name implements qosmanager.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// config is the best-effort class's block I/O configuration, nil when it is off.
+func config(spec *slov1alpha1.NodeSLOSpec) *slov1alpha1.BlkIOQOS {
+	s := spec.ResourceQOSStrategy
+	if s == nil || s.BEClass == nil || s.BEClass.BlkIOQOS == nil {
+		return nil
+	}
+	if c := s.BEClass.BlkIOQOS; c.Enable != nil && *c.Enable {
+		return &c.BlkIOQOS
+	}
+	return nil
+}
+
+// devCap is one device's caps from one block of the configuration.
+type devCap struct {
+	block int
+	name  string
+	dev   cgroup.Device
+	limit cgroup.IOLimit
+}
+
+// plan is what the configuration asks for: the caps per device and the weight (0: left alone).
+type plan struct {
+	caps   []devCap
+	weight uint64
+}
+
+// Validate implements qosmanager.ValidatingPlugin: with the strategy on, every block must name a device (type
+// device) or an LVM volume group (type volumegroup) that sysfs shows, no two blocks the same disk, no value may be
+// negative, ioWeightPercent must be in [1, 100] and the same in every block that sets it (the weight is the
+// cgroup's, not the device's). A strategy that is off is accepted whatever its values.
+func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
+	c := config(spec)
+	if c == nil {
+		return nil
+	}
+	_, err := p.plan(c)
+	return err
+}
+
+// plan resolves the configuration's devices and checks its values; the error names every block it refuses, and
+// the plan holds the others.
+func (p *Plugin) plan(c *slov1alpha1.BlkIOQOS) (plan, error) {
+	var pl plan
+	var errs []string
+	weightFrom := -1
+	seen := map[cgroup.Device]int{}
+	for i, b := range c.Blocks {
+		f := fmt.Sprintf("%s.blocks[%d]", field, i)
+		var bad []string
+		var limit cgroup.IOLimit
+		vals := []struct {
+			name string
+			v    *int64
+			to   *uint64
+		}{
+			{"readBPS", b.IOCfg.ReadBPS, &limit.ReadBPS}, {"writeBPS", b.IOCfg.WriteBPS, &limit.WriteBPS},
+			{"readIOPS", b.IOCfg.ReadIOPS, &limit.ReadIOPS}, {"writeIOPS", b.IOCfg.WriteIOPS, &limit.WriteIOPS},
+		}
+		for _, v := range vals {
+			switch {
+			case v.v == nil:
+			case *v.v < 0:
+				bad = append(bad, fmt.Sprintf("%s.ioCfg.%s is %d, below 0", f, v.name, *v.v))
+			default:
+				*v.to = uint64(*v.v)
+			}
+		}
+		if w := b.IOCfg.IOWeightPercent; w != nil {
+			switch {
+			case *w < 1 || *w > 100:
+				bad = append(bad, fmt.Sprintf("%s.ioCfg.ioWeightPercent is %d, outside [1, 100]", f, *w))
+			case weightFrom >= 0 && uint64(*w) != pl.weight:
+				bad = append(bad, fmt.Sprintf("%s.ioCfg.ioWeightPercent is %d but blocks[%d] sets %d: the weight is one per cgroup, for every device",
+					f, *w, weightFrom, pl.weight))
+			case weightFrom < 0:
+				weightFrom, pl.weight = i, uint64(*w)*defaultWeight/100
+			}
+		}
+		devs, err := p.sys.resolve(b)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s (%s %q): %v", f, b.Type, b.Name, err))
+		}
+		for _, d := range devs {
+			if j, dup := seen[d]; dup {
+				bad = append(bad, fmt.Sprintf("%s (%q) and %s.blocks[%d] both cap device %s", f, b.Name, field, j, d))
+			}
+			seen[d] = i
+		}
+		if len(bad) > 0 {
+			errs = append(errs, bad...)
+			continue
+		}
+		for _, d := range devs {
+			pl.caps = append(pl.caps, devCap{block: i, name: b.Name, dev: d, limit: limit})
+		}
+	}
+	if len(errs) > 0 {
+		return pl, errors.New(strings.Join(errs, "; "))
+	}
+	return pl, nil
+}
+
+// Run implements qosmanager.RunPlugin. With the strategy on it hands the executor the caps and weight of every
+// configured device for the besteffort QoS cgroup and every running best-effort pod, and takes back those the
+// configuration no longer asks for. With it off it removes every cap and weight left on those cgroups, once, and
+// releases them.
+func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
+	log := klog.FromContext(ctx)
+	c := config(spec)
+	if c == nil {
+		return p.restore(ctx, log)
+	}
+	p.restored = false
+	if err := p.probe(log); err != nil {
+		return err
+	}
+	if p.lacksLimits && p.lacksWeight {
+		return nil
+	}
+	// A device that went away since Validate accepted the spec is reported; the others are still capped.
+	pl, planErr := p.plan(c)
+	pods, known := p.bestEffortDirs()
+	dirs := append([]string{p.qosDir}, pods...)
+	errs := []error{p.takeBack(ctx, log, dirs, known, pl)}
+	sets := p.updates(dirs, pl)
+	errs = append(errs, p.d.Executor.Apply(ctx, Name, sets...))
+	p.remember(sets)
+	if planErr != nil {
+		errs = append(errs, fmt.Errorf("capping block I/O: %w", planErr))
+	}
+	return errors.Join(errs...)
+}
+
+// updates are the caps and weight of pl for every cgroup in dirs, less what this kernel lacks.
+func (p *Plugin) updates(dirs []string, pl plan) []executor.Update {
+	var sets []executor.Update
+	for _, dir := range dirs {
+		if !p.lacksLimits {
+			for _, dc := range pl.caps {
+				sets = append(sets, executor.Update{Dir: dir, Value: executor.IOLimit{Device: dc.dev, Limit: dc.limit},
+					Reason: fmt.Sprintf("%s.blocks[%d] %q", field, dc.block, dc.name)})
+			}
+		}
+		if !p.lacksWeight && pl.weight > 0 {
+			sets = append(sets, executor.Update{Dir: dir, Value: executor.IOWeight(pl.weight),
+				Reason: fmt.Sprintf("%s ioWeightPercent %d", field, pl.weight*100/defaultWeight)})
+		}
+	}
+	return sets
+}
+
+// remember records in held what sets handed the executor.
+func (p *Plugin) remember(sets []executor.Update) {
+	for _, u := range sets {
+		h := p.held[u.Dir]
+		if h == nil {
+			h = &heldDir{devices: map[cgroup.Device]bool{}}
+			p.held[u.Dir] = h
+		}
+		switch v := u.Value.(type) {
+		case executor.IOLimit:
+			h.devices[v.Device] = true
+		case executor.IOWeight:
+			h.weight = true
+		}
+	}
+}
+
+// takeBack writes back what this process handed out and pl no longer asks for in dirs (devices dropped from the
+// configuration, the weight, pods no longer best-effort) and releases those cgroups; the caps still wanted there
+// are handed over again after it (written again, harmlessly). Cgroups of pods that left the node (not in known)
+// are gone, and the executor forgets them.
+func (p *Plugin) takeBack(ctx context.Context, log klog.Logger, dirs []string, known map[string]bool, pl plan) error {
+	want, wantDevs := map[string]bool{}, map[cgroup.Device]bool{}
+	for _, d := range dirs {
+		want[d] = true
+	}
+	for _, dc := range pl.caps {
+		wantDevs[dc.dev] = true
+	}
+	var clears []executor.Update
+	var released []string
+	for dir, h := range p.held {
+		if !want[dir] && !known[dir] {
+			delete(p.held, dir)
+			continue
+		}
+		n := len(clears)
+		for d := range h.devices {
+			if !want[dir] || !wantDevs[d] {
+				clears = append(clears, executor.Update{Dir: dir, Value: executor.IOLimit{Device: d}, Reason: "no longer in " + field})
+				delete(h.devices, d)
+			}
+		}
+		if h.weight && (!want[dir] || pl.weight == 0) {
+			clears = append(clears, executor.Update{Dir: dir, Value: executor.IOWeight(defaultWeight), Reason: "no ioWeightPercent in " + field})
+			h.weight = false
+		}
+		if len(clears) > n {
+			released = append(released, dir)
+		}
+		if len(h.devices) == 0 && !h.weight {
+			delete(p.held, dir)
+		}
+	}
+	if len(clears) == 0 {
+		return nil
+	}
+	log.V(2).Info("taking back block I/O caps no longer configured", "writes", len(clears))
+	err := p.d.Executor.Apply(ctx, Name, clears...)
+	p.release(released)
+	return err
+}
+
+// bestEffortDirs returns the cgroups of the running best-effort pods, and the cgroups of every pod on the node.
+func (p *Plugin) bestEffortDirs() ([]string, map[string]bool) {
+	var dirs []string
+	known := map[string]bool{}
+	for _, m := range p.d.States.GetAllPods() {
+		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
+		known[dir] = true
+		if m.Pod.Status.Phase == corev1.PodRunning && qosmanager.IsBestEffort(m) {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs, known
+}
+
+// probe reads the besteffort cgroup's files once, to learn whether this kernel has them, and says so once where
+// it lacks them.
+func (p *Plugin) probe(log klog.Logger) error {
+	if p.probed {
+		return nil
+	}
+	_, lerr := p.d.Cgroups.IOLimits(p.qosDir)
+	_, werr := p.d.Cgroups.IOWeight(p.qosDir)
+	for _, err := range []error{lerr, werr} {
+		if err != nil && !errors.Is(err, system.ErrUnsupported) {
+			return fmt.Errorf("reading the block I/O files of the besteffort cgroup: %w", err)
+		}
+	}
+	p.probed = true
+	if p.lacksLimits = lerr != nil; p.lacksLimits {
+		log.Info("this kernel lacks the block I/O throttle files (v1 blkio.throttle.*, v2 io.max); best-effort pods get no I/O caps", "reason", lerr.Error())
+	}
+	if p.lacksWeight = werr != nil; p.lacksWeight {
+		log.Info("this kernel lacks the I/O weight file (v1 blkio.bfq.weight needs the BFQ scheduler, v2 io.weight); ioWeightPercent is not applied", "reason", werr.Error())
+	}
+	return nil
+}
+
+// restore removes, once, every cap and every weight other than the default from the besteffort cgroup, the
+// best-effort pods' cgroups and those this process capped, and stops holding them. Reading the kernel's values
+// rather than trusting what this process wrote also clears what an agent before it left.
+func (p *Plugin) restore(ctx context.Context, log klog.Logger) error {
+	if p.restored {
+		return nil
+	}
+	pods, _ := p.bestEffortDirs()
+	dirs := append([]string{p.qosDir}, pods...)
+	dirs = append(dirs, slices.Collect(maps.Keys(p.held))...)
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	var updates []executor.Update
+	const reason = "block I/O QoS of the best-effort class is off"
+	for _, dir := range dirs {
+		limits, err := p.d.Cgroups.IOLimits(dir)
+		if err != nil && !ignorable(err) {
+			return fmt.Errorf("reading the I/O caps of %s: %w", dir, err)
+		}
+		for _, d := range slices.SortedFunc(maps.Keys(limits), func(a, b cgroup.Device) int { return strings.Compare(a.String(), b.String()) }) {
+			if limits[d] != (cgroup.IOLimit{}) {
+				updates = append(updates, executor.Update{Dir: dir, Value: executor.IOLimit{Device: d}, Reason: reason})
+			}
+		}
+		w, err := p.d.Cgroups.IOWeight(dir)
+		if err != nil && !ignorable(err) {
+			return fmt.Errorf("reading the I/O weight of %s: %w", dir, err)
+		}
+		if err == nil && w != defaultWeight {
+			updates = append(updates, executor.Update{Dir: dir, Value: executor.IOWeight(defaultWeight), Reason: reason})
+		}
+	}
+	if len(updates) > 0 {
+		log.Info("block I/O QoS is off; removing the caps of best-effort pods", "writes", len(updates))
+		if err := p.d.Executor.Apply(ctx, Name, updates...); err != nil {
+			return err
+		}
+	}
+	p.release(dirs)
+	clear(p.held)
+	p.restored = true
+	return nil
+}
+
+// ignorable: a cgroup that is gone or a file this kernel lacks holds nothing to undo.
+func ignorable(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, system.ErrUnsupported)
+}
+
+// release stops the executor holding this plugin's caps and weights in dirs.
+func (p *Plugin) release(dirs []string) {
+	if len(dirs) == 0 {
+		return
+	}
+	in := map[string]bool{}
+	for _, d := range dirs {
+		in[d] = true
+	}
+	match := func(dir string) bool { return in[dir] }
+	p.d.Executor.Release(Name, executor.ResourceIOLimit, match)
+	p.d.Executor.Release(Name, executor.ResourceIOWeight, match)
+}
