@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,4 +58,76 @@ func waitForFile(e *Env, path, want string) {
 		got := strings.TrimSpace(string(b))
 		return got == want, fmt.Sprintf("%s = %q, want %q", path, got, want)
 	})
+}
+
+// TestBestEffortCgroupsFollowTheConfigMap: with the defaults the besteffort QoS cgroup runs SCHED_IDLE
+// (cpu.idle 1) under the services; resource-qos-config turning the beClass's blkio QoS on caps the besteffort
+// cgroup and a best-effort pod's cgroup on a disk; turning both off puts the kernel's values back.
+func TestBestEffortCgroupsFollowTheConfigMap(t *testing.T) {
+	e := suite.Env(t)
+	pod := e.RunPod(testutil.Pod("tuning-be").Container("c").Image(PauseImage).Obj()) // Kubernetes BestEffort: class BE
+	const besteffort = "kubepods/besteffort"
+	podDir := filepath.Join(besteffort, "pod"+string(pod.UID))
+	idle := filepath.Join("/sys/fs/cgroup/cpu", besteffort, "cpu.idle")
+	waitForFile(e, idle, "1")
+
+	disk := loopDisk(e)
+	const writeBPS = 10 << 20
+	line := fmt.Sprintf("%s %d", disk.dev, writeBPS)
+	setSLOConfig(e, "resource-qos-config", fmt.Sprintf(`{"clusterStrategy": {"beClass": {
+		"cpuQOS": {"enable": false},
+		"blkioQOS": {"enable": true, "blocks": [{"name": %q, "type": "device", "ioCfg": {"writeBPS": %d}}]}}}}`, disk.path, writeBPS),
+		func(spec *slov1alpha1.NodeSLOSpec) (bool, string) {
+			be := spec.ResourceQOSStrategy
+			ok := be != nil && be.BEClass != nil && be.BEClass.BlkIOQOS != nil && be.BEClass.BlkIOQOS.Enable != nil &&
+				*be.BEClass.BlkIOQOS.Enable
+			return ok, fmt.Sprintf("NodeSLO resourceQOSStrategy %+v", be)
+		})
+	for _, dir := range []string{besteffort, podDir} {
+		waitForFile(e, filepath.Join("/sys/fs/cgroup/blkio", dir, "blkio.throttle.write_bps_device"), line)
+	}
+	waitForFile(e, idle, "0")
+
+	setSLOConfig(e, "resource-qos-config", "", func(spec *slov1alpha1.NodeSLOSpec) (bool, string) {
+		be := spec.ResourceQOSStrategy
+		return be == nil || be.BEClass == nil, fmt.Sprintf("NodeSLO resourceQOSStrategy %+v", be)
+	})
+	for _, dir := range []string{besteffort, podDir} {
+		waitForFile(e, filepath.Join("/sys/fs/cgroup/blkio", dir, "blkio.throttle.write_bps_device"), "")
+	}
+	waitForFile(e, idle, "1")
+}
+
+// loopDevice is a block device made for a test.
+type loopDevice struct {
+	path string // /dev/loopN
+	dev  string // major:minor
+}
+
+// loopDisk attaches a loop device to a small file in the test's temporary directory, detached when the test ends:
+// a disk every machine has, to cap.
+func loopDisk(e *Env) loopDevice {
+	e.t.Helper()
+	backing := filepath.Join(e.t.TempDir(), "disk.img")
+	if err := os.WriteFile(backing, nil, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Truncate(backing, 16<<20); err != nil {
+		e.t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", backing).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("attaching a loop device (this test needs root and losetup): %v: %s", err, out)
+	}
+	path := strings.TrimSpace(string(out))
+	e.t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "--detach", path).CombinedOutput(); err != nil {
+			e.t.Errorf("detaching %s: %v: %s", path, err, out)
+		}
+	})
+	dev, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(path), "dev"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return loopDevice{path: path, dev: strings.TrimSpace(string(dev))}
 }

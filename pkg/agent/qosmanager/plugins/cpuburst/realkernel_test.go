@@ -152,24 +152,33 @@ func (r *realBurst) quotas() (container, pod time.Duration) {
 // one run.
 func TestRealKernelBurst(t *testing.T) {
 	r := startRealBurst(t)
-	r.run(strategy(slov1alpha1.CPUBurstNone))
-	without := r.measure()
-	r.run(strategy(slov1alpha1.CPUBurstOnly))
-	for _, d := range []string{r.podDir, r.dir} {
-		if b, err := r.fs.CPUBurst(d); err != nil || b != r.limit.Quota {
-			t.Fatalf("cpu.cfs_burst_us of %s is %v (%v), want the quota %v (cpuBurstPercent 1000 clamped)", d, b, err, r.limit.Quota)
+	// The machine is shared (CI runs the real-kernel tests of other packages at the same time): when the workload
+	// could not even reach its quota without burst, there is nothing to compare, and the pair is measured again.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		without := r.measure()
+		r.run(strategy(slov1alpha1.CPUBurstOnly))
+		for _, d := range []string{r.podDir, r.dir} {
+			if b, err := r.fs.CPUBurst(d); err != nil || b != r.limit.Quota {
+				t.Fatalf("cpu.cfs_burst_us of %s is %v (%v), want the quota %v (cpuBurstPercent 1000 clamped)", d, b, err, r.limit.Quota)
+			}
 		}
-	}
-	with := r.measure()
-	t.Logf("workload %v of CPU every %v under a 500m limit, 4 s each: burst 0: %d of %d periods throttled, %v throttled; "+
-		"burst 50ms: %d of %d periods throttled, %v throttled", burstWork, burstWork+burstIdle,
-		without.ThrottledPeriods, without.Periods, without.ThrottledTime.Round(time.Millisecond),
-		with.ThrottledPeriods, with.Periods, with.ThrottledTime.Round(time.Millisecond))
-	if without.ThrottledPeriods < 5 {
-		t.Fatalf("without burst the workload was throttled in %d periods: it did not hit its quota, nothing to compare", without.ThrottledPeriods)
-	}
-	if with.ThrottledPeriods*2 > without.ThrottledPeriods || with.ThrottledTime*2 > without.ThrottledTime {
-		t.Errorf("with burst: %+v, without: %+v; want at most half the throttled periods and time", with, without)
+		with := r.measure()
+		t.Logf("workload %v of CPU every %v under a 500m limit, 4 s each: burst 0: %d of %d periods throttled, %v throttled; "+
+			"burst 50ms: %d of %d periods throttled, %v throttled", burstWork, burstWork+burstIdle,
+			without.ThrottledPeriods, without.Periods, without.ThrottledTime.Round(time.Millisecond),
+			with.ThrottledPeriods, with.Periods, with.ThrottledTime.Round(time.Millisecond))
+		if without.ThrottledPeriods < 5 {
+			if attempt < attempts {
+				continue
+			}
+			t.Fatalf("without burst the workload was throttled in %d periods in each of %d attempts: it did not reach its quota (the machine is too busy), nothing to compare", without.ThrottledPeriods, attempts)
+		}
+		if with.ThrottledPeriods*2 > without.ThrottledPeriods || with.ThrottledTime*2 > without.ThrottledTime {
+			t.Errorf("with burst: %+v, without: %+v; want at most half the throttled periods and time", with, without)
+		}
+		return
 	}
 }
 
