@@ -10,7 +10,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -70,6 +75,26 @@ func TestBestEffortCgroupsFollowTheConfigMap(t *testing.T) {
 	podDir := filepath.Join(besteffort, "pod"+string(pod.UID))
 	idle := filepath.Join("/sys/fs/cgroup/cpu", besteffort, "cpu.idle")
 	waitForFile(e, idle, "1")
+	// The kernel refuses the kubelet's cpu.shares of the idle besteffort cgroup, and the kubelet's QoS update stops
+	// there; the agent keeps the burstable cgroup's weight at the kubelet's value for it, also for a new service.
+	e.RunPod(testutil.Pod("tuning-svc").Container("c").Image(PauseImage).Requests("cpu", "300m").Obj())
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		list, err := e.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + localcluster.NodeName})
+		if err != nil {
+			return false, err.Error()
+		}
+		var pods []*corev1.Pod
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
+		}
+		want := cgroup.BurstableShares(pods)
+		b, err := os.ReadFile("/sys/fs/cgroup/cpu/kubepods/burstable/cpu.shares")
+		if err != nil {
+			return false, err.Error()
+		}
+		got := strings.TrimSpace(string(b))
+		return got == fmt.Sprint(want), fmt.Sprintf("burstable cpu.shares %s, want the kubelet's %d", got, want)
+	})
 
 	disk := loopDisk(e)
 	const writeBPS = 10 << 20

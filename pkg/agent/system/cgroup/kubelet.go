@@ -126,3 +126,17 @@ func PodResources(pod *corev1.Pod) Resources {
 	}
 	return r
 }
+
+// BurstableShares is the cpu.shares the kubelet's QoS manager gives the burstable QoS cgroup: the CPU requests of
+// the node's Burstable pods that have not ended, summed, through MilliCPUToShares (at least MinShares).
+func BurstableShares(pods []*corev1.Pod) uint64 {
+	var milli int64
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || qos.GetPodQOS(pod) != corev1.PodQOSBurstable {
+			continue
+		}
+		reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		milli += reqs.Cpu().MilliValue()
+	}
+	return MilliCPUToShares(milli)
+}

@@ -171,3 +171,23 @@ func TestKubeletValuesThroughWriter(t *testing.T) {
 		})
 	}
 }
+
+// TestBurstableShares: the kubelet's burstable QoS cgroup weight counts the CPU requests of Burstable pods that have
+// not ended, and nothing of Guaranteed or BestEffort ones.
+func TestBurstableShares(t *testing.T) {
+	done := testutil.Pod("done").Container("c").Requests("cpu", "2").Obj()
+	done.Status.Phase = corev1.PodSucceeded
+	pods := []*corev1.Pod{
+		testutil.Pod("web").Container("c").Requests("cpu", "1").Obj(),
+		testutil.Pod("api").Container("c").Requests("cpu", "250m", "memory", "64Mi").Obj(),
+		testutil.Pod("db").Container("c").Requests("cpu", "2", "memory", "1Gi").Limits("cpu", "2", "memory", "1Gi").Obj(),
+		testutil.Pod("batch").Container("c").Obj(),
+		done,
+	}
+	if got, want := BurstableShares(pods), MilliCPUToShares(1250); got != want {
+		t.Errorf("BurstableShares = %d, want %d", got, want)
+	}
+	if got := BurstableShares(nil); got != MinShares {
+		t.Errorf("BurstableShares of no pods = %d, want MinShares", got)
+	}
+}

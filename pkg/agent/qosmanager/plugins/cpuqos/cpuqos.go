@@ -31,9 +31,11 @@ const IdleGroupIdentity = -1
 
 // Plugin writes cpu.idle for the classes whose cpuQOS asks for it.
 type Plugin struct {
-	d      qosmanager.Deps
-	qosDir string // the besteffort QoS cgroup
-	hold   *qosmanager.Holder
+	d            qosmanager.Deps
+	qosDir       string // the besteffort QoS cgroup
+	burstableDir string // the burstable QoS cgroup, whose cpu.shares the plugin keeps for the kubelet (standIn)
+	hold         *qosmanager.Holder
+	standingIn   bool // the plugin holds the burstable QoS cgroup's cpu.shares
 
 	probed      bool // cpu.idle was found in the besteffort QoS cgroup (or found missing)
 	unsupported bool // this kernel has no cpu.idle: the plugin steps aside
@@ -52,9 +54,10 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		return nil, err
 	}
 	return &Plugin{
-		d:      d,
-		qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort),
-		hold:   qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
+		d:            d,
+		qosDir:       d.Layout.QoSDir(corev1.PodQOSBestEffort),
+		burstableDir: d.Layout.QoSDir(corev1.PodQOSBurstable),
+		hold:         qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
 	}, nil
 }
 
@@ -118,7 +121,8 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	}
 	s := spec.ResourceQOSStrategy
 	p.sayAnolis(log, s)
-	pods := running(p.d.States.GetAllPods())
+	all := p.d.States.GetAllPods()
+	pods := running(all)
 	if !p.adopted {
 		p.adopt(pods)
 	}
@@ -136,8 +140,34 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		want = append(want, executor.Update{Dir: dir, Value: executor.CPUIdle(true),
 			Reason: fmt.Sprintf("pod %s of class %s (cpuQOS groupIdentity -1) runs as SCHED_IDLE", m.Key(), m.QoS)})
 	}
-	return p.hold.Sync(ctx, "cpuQOS of the class is off or not groupIdentity -1: cpu.idle back to the kernel's 0", want,
+	err := p.hold.Sync(ctx, "cpuQOS of the class is off or not groupIdentity -1: cpu.idle back to the kernel's 0", want,
 		func(dir string) bool { return live[dir] })
+	return errors.Join(err, p.standIn(ctx, all, idle(s.BEClass)))
+}
+
+// standIn keeps the burstable QoS cgroup's cpu.shares at the kubelet's value while the besteffort QoS cgroup is
+// idle. The kernel refuses cpu.shares (cpu.weight) writes to an idle cgroup, and the kubelet's QoS manager, which
+// writes the besteffort cgroup's cpu.shares 2 on every update (each minute and for each new pod), gives up that
+// update at the refusal: whether the burstable cgroup's cpu.shares was written first is up to map order, so the
+// services' weight could lag their requests by minutes. The plugin writes the same value the kubelet computes
+// (cgroup.BurstableShares), through the executor, at its own interval. With the besteffort cgroup no longer idle the
+// kubelet's updates go through again and the plugin lets the value go without writing.
+func (p *Plugin) standIn(ctx context.Context, pods []*statesinformer.PodMeta, beIdle bool) error {
+	if !beIdle {
+		if p.standingIn {
+			p.d.Executor.Release(Name, executor.ResourceCPUShares, func(dir string) bool { return dir == p.burstableDir })
+			p.standingIn = false
+		}
+		return nil
+	}
+	list := make([]*corev1.Pod, 0, len(pods))
+	for _, m := range pods {
+		list = append(list, m.Pod)
+	}
+	shares := cgroup.BurstableShares(list)
+	p.standingIn = true
+	return p.d.Executor.Apply(ctx, Name, executor.Update{Dir: p.burstableDir, Value: executor.CPUShares(shares),
+		Reason: fmt.Sprintf("the kubelet's value (the Burstable pods' CPU requests, %d pods): its own update stops at the besteffort cgroup's cpu.shares, which the kernel refuses while cpu.idle is 1", len(list))})
 }
 
 // underIdleQoS reports whether pod m is a BE pod in the besteffort QoS cgroup while that cgroup is idle: the

@@ -212,6 +212,58 @@ func TestDefaultIdlesBestEffort(t *testing.T) {
 	})
 }
 
+// TestStandsInForTheKubelet: while the besteffort QoS cgroup is idle the plugin keeps the burstable QoS cgroup's
+// cpu.shares at the kubelet's value (the kubelet's own update stops at the refused besteffort write), follows a new
+// Burstable pod, and lets the value go, without writing, once BE's cpuQOS is off.
+func TestStandsInForTheKubelet(t *testing.T) {
+	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+		w, b, o := web(), batch(), beOutside()
+		r := newRig(t, v, d, true, w, b, o)
+		burstable := r.host.Layout().QoSDir(corev1.PodQOSBurstable)
+		shares := func() uint64 {
+			t.Helper()
+			n, err := r.fs.CPUShares(burstable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		r.run(spec(nil))
+		// web asks for 1 CPU, be-outside for 500m: the kubelet's 1536 shares (v2: the weight that converts back).
+		want := cgroup.MilliCPUToShares(1500)
+		if v == cgroup.V2 {
+			want = cgroup.WeightToShares(cgroup.SharesToWeight(want))
+		}
+		if got := shares(); got != want {
+			t.Errorf("cpu.shares of %s = %d, want the kubelet's %d", burstable, got, want)
+		}
+		more := tu.Pod("api").UID("0000000d-0000-4000-8000-000000000004").Container("c").Requests("cpu", "250m").Running("containerd://api").Obj()
+		if err := r.host.AddPod(more, hostsim.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+		r.store.SetPod(more)
+		r.run(spec(nil))
+		want = cgroup.MilliCPUToShares(1750)
+		if v == cgroup.V2 {
+			want = cgroup.WeightToShares(cgroup.SharesToWeight(want))
+		}
+		if got := shares(); got != want {
+			t.Errorf("after a new Burstable pod cpu.shares of %s = %d, want %d", burstable, got, want)
+		}
+
+		r.run(spec(beOff))
+		if err := r.fs.SetCPUShares(burstable, 4096); err != nil { // the kubelet, whose updates go through again
+			t.Fatal(err)
+		}
+		if err := r.exec.Resync(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := shares(), uint64(4096); v == cgroup.V1 && got != want {
+			t.Errorf("cpu.shares of %s = %d after BE's cpuQOS was turned off: the plugin still asserts its value", burstable, got)
+		}
+	})
+}
+
 // TestPerClassSwitch: groupIdentity -1 idles any class's pods; 0..2 need Anolis OS, leave cpu.idle 0 and are said
 // once; a class that is off is left alone.
 func TestPerClassSwitch(t *testing.T) {

@@ -75,6 +75,13 @@ func TestRealKernelIdleYields(t *testing.T) {
 		if on, err := fs.CPUIdle(beQoS); err != nil || on != wantIdle {
 			t.Fatalf("cpu.idle of %s is %v (%v), want %v", beQoS, on, err, wantIdle)
 		}
+		if wantIdle {
+			// The kernel refuses the cpu.shares the kubelet writes to the besteffort cgroup every minute: the reason
+			// the plugin stands in for the kubelet's update of the burstable cgroup (standIn).
+			if err := fs.SetCPUShares(beQoS, cgroup.MinShares); err == nil {
+				t.Errorf("the kernel took cpu.shares of an idle cgroup; standIn's reason is gone")
+			}
+		}
 		time.Sleep(200 * time.Millisecond) // let the scheduler settle
 		b0, s0 := usage(t, fs, beQoS), usage(t, fs, svcDir)
 		time.Sleep(3 * time.Second)
