@@ -261,19 +261,7 @@ func TestDefaults(t *testing.T) {
 	}
 	expectDiff(t, "threshold defaults", wantThreshold, eff.ResourceUsedThresholdWithBE)
 	expectDiff(t, "cpu burst defaults", slov1alpha1.DefaultCPUBurstStrategy(), eff.CPUBurstStrategy)
-	if b := eff.CPUBurstStrategy; b.Policy != slov1alpha1.CPUBurstNone || *b.CPUBurstPercent != 1000 ||
-		*b.CFSQuotaBurstPercent != 300 || *b.CFSQuotaBurstPeriodSeconds != -1 || *b.SharePoolThresholdPercent != 50 {
-		t.Errorf("cpu burst defaults are none/1000/300/-1/50, got %+v", b)
-	}
-	if sys := eff.SystemStrategy; *sys.MinFreeKbytesFactor != 100 || *sys.WatermarkScaleFactor != 150 || *sys.MemcgReapBackGround != 0 {
-		t.Errorf("system defaults are 100/150/0, got %+v", sys)
-	}
-	qos := eff.ResourceQOSStrategy
-	if *qos.BEClass.CPUQOS.GroupIdentity != -1 || *qos.LSClass.CPUQOS.GroupIdentity != 2 || *qos.BEClass.ResctrlQOS.CATRangeEndPercent != 30 ||
-		*qos.BEClass.MemoryQOS.WmarkMinAdj != 50 || *qos.LSRClass.MemoryQOS.WmarkRatio != 95 || *qos.LSClass.CPUQOS.Enable ||
-		!*qos.BEClass.CPUQOS.Enable || *qos.BEClass.MemoryQOS.Enable {
-		t.Errorf("qos defaults differ from seed 002's template: %+v", qos)
-	}
+	checkDocumentedDefaults(t, eff)
 	if d := cmp.Diff(sparse, s.NodeSLOSpec(nil)); d != "" {
 		t.Errorf("WithDefaults modified its argument or the snapshot (-before +after):\n%s", d)
 	}
@@ -283,6 +271,31 @@ func TestDefaults(t *testing.T) {
 	for _, k := range s.KeyStatuses() {
 		if k.Source != SourceDefault || k.Err != nil {
 			t.Errorf("key %s: %+v, want defaults without error", k.Key, k)
+		}
+	}
+}
+
+// checkDocumentedDefaults checks the strategies' defaults against the numbers docs/configuration.md gives.
+func checkDocumentedDefaults(t *testing.T, eff *slov1alpha1.NodeSLOSpec) {
+	t.Helper()
+	b, sys, qos := eff.CPUBurstStrategy, eff.SystemStrategy, eff.ResourceQOSStrategy
+	for _, c := range []struct {
+		what string
+		want bool
+		got  any
+	}{
+		{"cpu burst defaults are none/1000/300/-1/50", b.Policy == slov1alpha1.CPUBurstNone && *b.CPUBurstPercent == 1000 &&
+			*b.CFSQuotaBurstPercent == 300 && *b.CFSQuotaBurstPeriodSeconds == -1 && *b.SharePoolThresholdPercent == 50, b},
+		{"system defaults are off, 100/150/0", !*sys.Enable && *sys.MinFreeKbytesFactor == 100 && *sys.WatermarkScaleFactor == 150 &&
+			*sys.MemcgReapBackGround == 0, sys},
+		{"qos defaults are seed 002's template", *qos.BEClass.CPUQOS.GroupIdentity == -1 && *qos.LSClass.CPUQOS.GroupIdentity == 2 &&
+			*qos.BEClass.ResctrlQOS.CATRangeEndPercent == 30 && *qos.BEClass.MemoryQOS.WmarkMinAdj == 50 &&
+			*qos.LSRClass.MemoryQOS.WmarkRatio == 95 && !*qos.BEClass.MemoryQOS.Enable, qos},
+		{"CPU idle is on for BE alone", *qos.BEClass.CPUQOS.Enable && !*qos.LSClass.CPUQOS.Enable && !*qos.LSRClass.CPUQOS.Enable &&
+			!*qos.SystemClass.CPUQOS.Enable, qos},
+	} {
+		if !c.want {
+			t.Errorf("%s, got %+v", c.what, c.got)
 		}
 	}
 }
