@@ -151,7 +151,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		p.saidAnolis = true
 		log.Info("memory QoS writes memory.min, memory.low, memory.high and memory.oom.group; wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable and priority need Anolis OS memcg extensions and are not applied", "classes", strings.Join(on, ","))
 	}
-	pods := running(p.d.States.GetAllPods())
+	pods := qosmanager.WithRunningContainers(p.d.States.GetAllPods())
 	want, live, containerDirs := p.wanted(s, pods)
 	if !p.adopted {
 		p.adopt(pods, containerDirs)
@@ -189,7 +189,7 @@ func (p *Plugin) wanted(s *slov1alpha1.ResourceQOSStrategy, pods []*statesinform
 		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		live[podDir] = true
 		containers := map[string]string{} // container name -> cgroup, of the running ones
-		forRunning(m.Pod, func(st *corev1.ContainerStatus) {
+		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) {
 			if dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID); err == nil {
 				containers[st.Name], live[dir] = dir, true
 				containerDirs = append(containerDirs, dir)
@@ -338,28 +338,4 @@ func classNames(cs []corev1.PodQOSClass) []string {
 		out[i] = string(c)
 	}
 	return out
-}
-
-// running are the pods with a running container: those whose cgroups exist.
-func running(pods []*statesinformer.PodMeta) []*statesinformer.PodMeta {
-	out := pods[:0:0]
-	for _, m := range pods {
-		n := 0
-		forRunning(m.Pod, func(*corev1.ContainerStatus) { n++ })
-		if n > 0 {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// forRunning calls fn with each of the pod's containers (init containers included, for sidecars) that runs now.
-func forRunning(pod *corev1.Pod, fn func(*corev1.ContainerStatus)) {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for i := range list {
-			if list[i].State.Running != nil && list[i].ContainerID != "" {
-				fn(&list[i])
-			}
-		}
-	}
 }

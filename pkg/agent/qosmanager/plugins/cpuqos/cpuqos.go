@@ -122,7 +122,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.ResourceQOSStrategy
 	p.sayAnolis(log, s)
 	all := p.d.States.GetAllPods()
-	pods := running(all)
+	pods := qosmanager.WithRunningContainers(all)
 	if !p.adopted {
 		p.adopt(pods)
 	}
@@ -207,26 +207,4 @@ func (p *Plugin) sayAnolis(log klog.Logger, s *slov1alpha1.ResourceQOSStrategy) 
 	}
 	p.saidAnolis = true
 	log.Info("cpuQOS groupIdentity 0, 1 and 2 need Anolis OS group identity, which upstream kernels lack; these classes keep cpu.idle 0", "classes", strings.Join(classes, ","))
-}
-
-// running are the pods with a running container: those whose cgroups exist.
-func running(pods []*statesinformer.PodMeta) []*statesinformer.PodMeta {
-	out := pods[:0:0]
-	for _, m := range pods {
-		if hasRunning(m.Pod) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func hasRunning(pod *corev1.Pod) bool {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for i := range list {
-			if list[i].State.Running != nil && list[i].ContainerID != "" {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -283,7 +283,7 @@ func (p *Plugin) clampBelow(q executor.CPUQuota, reason string) []executor.Updat
 		}
 		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		clamp(podDir)
-		forRunning(m.Pod, func(st *corev1.ContainerStatus) {
+		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) {
 			if dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID); err == nil {
 				clamp(dir)
 			}

@@ -38,7 +38,7 @@ func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 			continue
 		}
 		key = hash(hash(key, string(m.Pod.UID)), string(m.KubeQoS))
-		forRunning(m.Pod, func(st *corev1.ContainerStatus) { key = hash(key, st.ContainerID) })
+		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) { key = hash(key, st.ContainerID) })
 	}
 	if v.built && key == v.key {
 		return
@@ -60,7 +60,7 @@ func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 			continue
 		}
 		v.dirs, v.container = append(v.dirs, podDir), append(v.container, false)
-		forRunning(m.Pod, func(st *corev1.ContainerStatus) {
+		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) {
 			if dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID); err == nil {
 				v.dirs, v.container = append(v.dirs, dir), append(v.container, true)
 			}
@@ -73,18 +73,6 @@ func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 // cpuset must hold its children's, so those pods' cgroups must be written too).
 func confinedPod(m *statesinformer.PodMeta) bool {
 	return m.KubeQoS == corev1.PodQOSBestEffort || qosmanager.IsBestEffort(m)
-}
-
-// forRunning calls fn with each of the pod's containers (init containers included, for sidecars) that runs now:
-// those whose cgroups exist.
-func forRunning(pod *corev1.Pod, fn func(*corev1.ContainerStatus)) {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for i := range list {
-			if list[i].State.Running != nil && list[i].ContainerID != "" {
-				fn(&list[i])
-			}
-		}
-	}
 }
 
 // cpuView is the CPUs best-effort pods may be given, read again every cpusRefresh or when a Guaranteed pod's
@@ -136,7 +124,7 @@ func (v *cpuView) refresh(p *Plugin, pods []*statesinformer.PodMeta) error {
 			continue
 		}
 		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
-		forRunning(m.Pod, func(st *corev1.ContainerStatus) {
+		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) {
 			if !wholeCPUs(m.Pod, st.Name) {
 				return
 			}
@@ -175,7 +163,7 @@ func guaranteedKey(pods []*statesinformer.PodMeta) uint64 {
 			continue
 		}
 		key = hash(key, string(m.Pod.UID))
-		forRunning(m.Pod, func(st *corev1.ContainerStatus) { key = hash(key, st.ContainerID) })
+		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) { key = hash(key, st.ContainerID) })
 	}
 	return key
 }
