@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"syscall"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
@@ -140,7 +141,7 @@ func (e *Executor) record(ctx context.Context, owner, dir string, r Resource, va
 	result := ResultWritten
 	switch {
 	case err == nil:
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ESRCH): // ESRCH: the task moved into a group ended
 		result = ResultGone
 	case errors.Is(err, system.ErrUnsupported):
 		result = ResultUnsupported

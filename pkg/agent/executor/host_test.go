@@ -2,9 +2,11 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -130,6 +132,15 @@ func TestDirsAndActions(t *testing.T) {
 	if len(e.held) != 1 {
 		t.Errorf("the executor holds %d values, want 1 (the schemata; a task move is an action)", len(e.held))
 	}
+	// A task that ended before it was moved: the kernel's ESRCH is a task gone, not a failed write.
+	e.targets.host = esrch{e.targets.host}
+	if err := e.Do(ctx, "resctrl", Update{Dir: group + "/tasks", Value: HostFile{Kind: ResourceResctrlTasks, Content: "4243"}}); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("want the write's ESRCH, got %v", err)
+	}
+	if got := testutil.ToFloat64(e.writes.WithLabelValues(string(ResourceResctrlTasks), ResultGone)); got != 1 {
+		t.Errorf("writes{resctrl.tasks,gone} = %v, want 1", got)
+	}
+	e.targets.host = e.targets.host.(esrch).HostWriter
 	if err := os.RemoveAll(filepath.Join(host, group)); err != nil { // the kernel removes a group's files with it
 		t.Fatal(err)
 	}
@@ -149,10 +160,17 @@ func TestDirsAndActions(t *testing.T) {
 	for _, r := range e.Audit() {
 		seen = append(seen, string(r.Resource)+" "+r.Value+" "+r.Result)
 	}
-	want := []string{"dir create written", "resctrl.schemata L3:0=3 written", "resctrl.tasks 4242 written", "dir remove written"}
+	want := []string{"dir create written", "resctrl.schemata L3:0=3 written", "resctrl.tasks 4242 written", "resctrl.tasks 4243 gone", "dir remove written"}
 	if strings.Join(seen, "|") != strings.Join(want, "|") {
 		t.Errorf("audit = %q, want %q", seen, want)
 	}
+}
+
+// esrch is a host whose writes fail as the kernel's write of an ended task to a tasks file does.
+type esrch struct{ HostWriter }
+
+func (esrch) WriteFile(rel, _ string) error {
+	return &os.PathError{Op: "write", Path: rel, Err: syscall.ESRCH}
 }
 
 // TestIOLimitsPerDevice: two devices of one cgroup are held apart, so changing one leaves the other alone.
