@@ -110,7 +110,7 @@ func (e *Executor) dir(ctx context.Context, owner, rel, reason, op string) error
 			err = e.targets.host.Remove(rel)
 			prefix := rel + "/"
 			for k := range e.held {
-				if k.dir == rel || strings.HasPrefix(k.dir, prefix) {
+				if err == nil && (k.dir == rel || strings.HasPrefix(k.dir, prefix)) {
 					delete(e.held, k)
 				}
 			}
@@ -118,6 +118,19 @@ func (e *Executor) dir(ctx context.Context, owner, rel, reason, op string) error
 	}
 	e.record(ctx, owner, rel, ResourceDir, op, reason, err)
 	return err
+}
+
+// Invalidate makes the executor write resource r of dir again at the next Apply that asks for it, as if it had
+// never written it: for an owner that read the file and found someone else changed it (systemd resetting cpu.idle)
+// and cannot wait for the resync.
+func (e *Executor) Invalidate(dir string, r Resource) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, h := range e.held {
+		if k.dir == dir && k.resource == r {
+			h.written = false
+		}
+	}
 }
 
 // Release stops holding owner's values of resource r in the cgroups (or host paths) for which match is true,

@@ -84,6 +84,26 @@ func TestHostFiles(t *testing.T) {
 	if got := read(minFree); got != "262144" {
 		t.Errorf("after a resync min_free_kbytes = %q, want 262144", got)
 	}
+	// A value changed behind the executor's back is written again at the next Apply once the owner says so, not
+	// only at the resync.
+	if err := os.WriteFile(filepath.Join(host, minFree), []byte("2048"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	apply := func() {
+		t.Helper()
+		if err := e.Apply(ctx, "sysreconcile", Update{Dir: minFree, Value: HostFile{Kind: ResourceSysctl, Content: "262144"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply()
+	if got := read(minFree); got != "2048" {
+		t.Errorf("Apply of a held, written value wrote it again: %q", got)
+	}
+	e.Invalidate(minFree, ResourceSysctl)
+	apply()
+	if got := read(minFree); got != "262144" {
+		t.Errorf("after Invalidate, Apply did not write: min_free_kbytes = %q", got)
+	}
 	// Released values are no longer asserted.
 	if n := e.Release("sysreconcile", ResourceSysctl, func(dir string) bool { return dir == minFree }); n != 1 {
 		t.Errorf("Release dropped %d values, want 1", n)

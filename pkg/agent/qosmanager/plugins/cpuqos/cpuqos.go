@@ -13,6 +13,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
@@ -34,8 +35,8 @@ type Plugin struct {
 	d            qosmanager.Deps
 	qosDir       string // the besteffort QoS cgroup
 	burstableDir string // the burstable QoS cgroup, whose cpu.shares the plugin keeps for the kubelet (standIn)
+	v2           bool
 	hold         *qosmanager.Holder
-	standingIn   bool // the plugin holds the burstable QoS cgroup's cpu.shares
 
 	probed      bool // cpu.idle was found in the besteffort QoS cgroup (or found missing)
 	unsupported bool // this kernel has no cpu.idle: the plugin steps aside
@@ -57,6 +58,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		d:            d,
 		qosDir:       d.Layout.QoSDir(corev1.PodQOSBestEffort),
 		burstableDir: d.Layout.QoSDir(corev1.PodQOSBurstable),
+		v2:           cgroupV2(d.Cgroups),
 		hold:         qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
 	}, nil
 }
@@ -130,50 +132,108 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	if idle(s.BEClass) {
 		want = append(want, executor.Update{Dir: p.qosDir, Value: executor.CPUIdle(true), Reason: "class BE is cpuQOS groupIdentity -1: the besteffort QoS cgroup runs as SCHED_IDLE"})
 	}
-	live := map[string]bool{p.qosDir: true}
+	live := map[string]*corev1.Pod{p.qosDir: nil}
 	for _, m := range pods {
 		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
-		live[dir] = true
-		if !idle(qosmanager.ResourceQOSOf(s, m.QoS)) || underIdleQoS(m, s) {
+		live[dir] = m.Pod
+		if !idle(qosmanager.ResourceQOSOf(s, m.QoS)) || underIdleQoS(m, s) || hookOwnsShares(m.Pod) {
 			continue
 		}
 		want = append(want, executor.Update{Dir: dir, Value: executor.CPUIdle(true),
 			Reason: fmt.Sprintf("pod %s of class %s (cpuQOS groupIdentity -1) runs as SCHED_IDLE", m.Key(), m.QoS)})
 	}
+	p.reassertDrifted(want)
+	wasIdle := map[string]bool{}
+	for dir := range live {
+		wasIdle[dir] = p.hold.Held(dir, executor.ResourceCPUIdle)
+	}
 	err := p.hold.Sync(ctx, "cpuQOS of the class is off or not groupIdentity -1: cpu.idle back to the kernel's 0", want,
-		func(dir string) bool { return live[dir] })
-	return errors.Join(err, p.standIn(ctx, all, idle(s.BEClass)))
+		func(dir string) bool { _, ok := live[dir]; return ok })
+	return errors.Join(err, p.restoreShares(ctx, live, wasIdle), p.standIn(ctx, all, idle(s.BEClass)))
 }
 
-// standIn keeps the burstable QoS cgroup's cpu.shares at the kubelet's value while the besteffort QoS cgroup is
-// idle. The kernel refuses cpu.shares (cpu.weight) writes to an idle cgroup, and the kubelet's QoS manager, which
-// writes the besteffort cgroup's cpu.shares 2 on every update (each minute and for each new pod), gives up that
-// update at the refusal: whether the burstable cgroup's cpu.shares was written first is up to map order, so the
-// services' weight could lag their requests by minutes. The plugin writes the same value the kubelet computes
-// (cgroup.BurstableShares), through the executor, at its own interval. With the besteffort cgroup no longer idle the
-// kubelet's updates go through again and the plugin lets the value go without writing.
-func (p *Plugin) standIn(ctx context.Context, pods []*statesinformer.PodMeta, beIdle bool) error {
-	if !beIdle {
-		if p.standingIn {
-			p.d.Executor.Release(Name, executor.ResourceCPUShares, func(dir string) bool { return dir == p.burstableDir })
-			p.standingIn = false
+// reassertDrifted has the executor write again the cpu.idle 1 of wanted cgroups that no longer hold it. The executor
+// skips values it wrote and still holds until its next resync, but on cgroup v2 with the systemd driver systemd
+// writes cpu.idle 0 whenever it applies the slice's CPU settings (the kubelet's QoS update every minute and for each
+// new pod does that); reading each wanted cgroup every run puts idle back within the plugin's interval.
+func (p *Plugin) reassertDrifted(want []executor.Update) {
+	for _, u := range want {
+		if !p.hold.Held(u.Dir, executor.ResourceCPUIdle) {
+			continue // not written yet: this Sync writes it
 		}
-		return nil
+		if on, err := p.d.Cgroups.CPUIdle(u.Dir); err == nil && !on {
+			p.d.Executor.Invalidate(u.Dir, executor.ResourceCPUIdle)
+		}
 	}
-	list := make([]*corev1.Pod, 0, len(pods))
-	for _, m := range pods {
-		list = append(list, m.Pod)
+}
+
+// restoreShares writes back the kubelet's cpu.shares of every live cgroup whose cpu.idle this run gave back: the
+// kernel resets the weight of a cgroup leaving idle to the default 1024, not to what it was, and the kubelet writes
+// a pod cgroup's weight only when it creates or resizes the pod (the besteffort cgroup's within a minute). The
+// value is the kubelet's own (cgroup.PodResources, MinShares for the besteffort cgroup); it is written once, not
+// held.
+func (p *Plugin) restoreShares(ctx context.Context, live map[string]*corev1.Pod, wasIdle map[string]bool) error {
+	var errs []error
+	for dir, pod := range live {
+		if !wasIdle[dir] || p.hold.Held(dir, executor.ResourceCPUIdle) {
+			continue
+		}
+		shares := cgroup.MinShares
+		if pod != nil {
+			shares = cgroup.PodResources(pod).CPUShares
+		}
+		errs = append(errs, p.d.Executor.Do(ctx, Name, executor.Update{Dir: dir, Value: executor.CPUShares(shares),
+			Reason: "cpu.idle 0 resets the weight to 1024: the kubelet's value back"}))
 	}
-	shares := cgroup.BurstableShares(list)
-	p.standingIn = true
-	return p.d.Executor.Apply(ctx, Name, executor.Update{Dir: p.burstableDir, Value: executor.CPUShares(shares),
-		Reason: fmt.Sprintf("the kubelet's value (the Burstable pods' CPU requests, %d pods): its own update stops at the besteffort cgroup's cpu.shares, which the kernel refuses while cpu.idle is 1", len(list))})
+	return errors.Join(errs...)
 }
 
 // underIdleQoS reports whether pod m is a BE pod in the besteffort QoS cgroup while that cgroup is idle: the
 // cgroup already makes it idle against the services, and among its siblings (all best-effort) idle changes nothing.
 func underIdleQoS(m *statesinformer.PodMeta, s *slov1alpha1.ResourceQOSStrategy) bool {
 	return m.QoS == slov1alpha1.QoSBE && m.KubeQoS == corev1.PodQOSBestEffort && idle(s.BEClass)
+}
+
+// hookOwnsShares reports whether the runtime hook sets the pod's cpu.shares (a pod asking for batch or mid CPU):
+// the kernel refuses cpu.shares of an idle cgroup, so such a pod is not made idle on its own. A BE pod in the
+// besteffort QoS cgroup is idle through that cgroup anyway.
+func hookOwnsShares(pod *corev1.Pod) bool {
+	plan, ok := runtimehook.Translate(pod)
+	return ok && plan.Pod.CPUShares != 0
+}
+
+// cgroupV2 reports whether r reads a cgroup v2 hierarchy.
+func cgroupV2(r cgroup.Reader) bool {
+	fs, ok := r.(interface{ Version() cgroup.Version })
+	return ok && fs.Version() == cgroup.V2
+}
+
+// standIn keeps the burstable QoS cgroup's cpu.shares at the kubelet's value while the besteffort QoS cgroup is
+// idle, on cgroup v1. The kernel refuses cpu.shares writes to an idle cgroup, and the kubelet's QoS manager, which
+// writes the besteffort cgroup's cpu.shares 2 on every update (each minute and for each new pod), gives up that
+// update at the refusal: whether the burstable cgroup's cpu.shares was written first is up to map order, so the
+// services' weight could lag their requests by minutes. Each run the plugin reads the burstable cgroup's weight and,
+// when it differs from what the kubelet computes (cgroup.BurstableShares), writes that value once (not held: the
+// kubelet stays its owner). Not on v2: the kubelet's runtime library converts shares to cpu.weight on its own curve,
+// which the agent's linear conversion would contradict (with the systemd driver, systemd clears cpu.idle before it
+// writes the weight, so the kubelet's update goes through there).
+func (p *Plugin) standIn(ctx context.Context, pods []*statesinformer.PodMeta, beIdle bool) error {
+	if !beIdle || p.v2 {
+		return nil
+	}
+	var list []*corev1.Pod
+	for _, m := range pods {
+		if m.Pod.DeletionTimestamp != nil && len(qosmanager.WithRunningContainers([]*statesinformer.PodMeta{m})) == 0 {
+			continue // the kubelet counts a deleted pod only while its containers run
+		}
+		list = append(list, m.Pod)
+	}
+	shares := cgroup.BurstableShares(list)
+	if got, err := p.d.Cgroups.CPUShares(p.burstableDir); err == nil && got == shares {
+		return nil
+	}
+	return p.d.Executor.Do(ctx, Name, executor.Update{Dir: p.burstableDir, Value: executor.CPUShares(shares),
+		Reason: fmt.Sprintf("the kubelet's value (the CPU requests of the Burstable pods among %d): its own update stops at the besteffort cgroup's cpu.shares, which the kernel refuses while cpu.idle is 1", len(list))})
 }
 
 // adopt holds the cpu.idle = 1 an earlier agent left in the besteffort QoS cgroup and the pods' cgroups, so that

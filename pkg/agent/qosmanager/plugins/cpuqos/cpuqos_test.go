@@ -198,8 +198,29 @@ func TestDefaultIdlesBestEffort(t *testing.T) {
 		}
 		r.expectIdle(map[string]bool{r.beDir(): true})
 
+		// systemd (v2) resets cpu.idle when it applies the slice's settings: the next run puts it back, without
+		// waiting for the executor's resync.
+		r.setIdle(r.beDir(), false)
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): true})
+
+		// Leaving idle the kernel resets the weight to 1024 (as here); the kubelet's values are written back.
+		for _, dir := range []string{r.beDir(), r.podDir(o)} {
+			if err := r.fs.SetCPUShares(dir, 1024); err != nil {
+				t.Fatal(err)
+			}
+		}
 		r.run(spec(beOff))
 		r.expectIdle(map[string]bool{r.beDir(): false, r.podDir(o): false})
+		for dir, want := range map[string]uint64{r.beDir(): cgroup.MinShares, r.podDir(o): cgroup.MilliCPUToShares(500)} {
+			got, err := r.fs.CPUShares(dir)
+			if v == cgroup.V2 {
+				want = cgroup.WeightToShares(cgroup.SharesToWeight(want))
+			}
+			if err != nil || got != want {
+				t.Errorf("cpu.shares of %s after cpu.idle 0 = %d (%v), want the kubelet's %d", dir, got, err, want)
+			}
+		}
 		if n := r.p.hold.Len(); n != 0 {
 			t.Errorf("the plugin still holds %d values after BE's cpuQOS was turned off", n)
 		}
@@ -228,13 +249,17 @@ func TestStandsInForTheKubelet(t *testing.T) {
 			}
 			return n
 		}
+		before := shares()
 		r.run(spec(nil))
-		// web asks for 1 CPU, be-outside for 500m: the kubelet's 1536 shares (v2: the weight that converts back).
-		want := cgroup.MilliCPUToShares(1500)
 		if v == cgroup.V2 {
-			want = cgroup.WeightToShares(cgroup.SharesToWeight(want))
+			// Not on v2: the kubelet's runtime library has its own shares-to-weight curve.
+			if got := shares(); got != before {
+				t.Errorf("v2: cpu.shares of %s changed from %d to %d; the plugin stands in on v1 only", burstable, before, got)
+			}
+			return
 		}
-		if got := shares(); got != want {
+		// web asks for 1 CPU, be-outside for 500m: the kubelet's 1536 shares.
+		if got, want := shares(), cgroup.MilliCPUToShares(1500); got != want {
 			t.Errorf("cpu.shares of %s = %d, want the kubelet's %d", burstable, got, want)
 		}
 		more := tu.Pod("api").UID("0000000d-0000-4000-8000-000000000004").Container("c").Requests("cpu", "250m").Running("containerd://api").Obj()
@@ -243,12 +268,22 @@ func TestStandsInForTheKubelet(t *testing.T) {
 		}
 		r.store.SetPod(more)
 		r.run(spec(nil))
-		want = cgroup.MilliCPUToShares(1750)
-		if v == cgroup.V2 {
-			want = cgroup.WeightToShares(cgroup.SharesToWeight(want))
-		}
-		if got := shares(); got != want {
+		if got, want := shares(), cgroup.MilliCPUToShares(1750); got != want {
 			t.Errorf("after a new Burstable pod cpu.shares of %s = %d, want %d", burstable, got, want)
+		}
+		// Not held: the kubelet's own value is not overwritten at the resync, only corrected at the next run.
+		if err := r.fs.SetCPUShares(burstable, 4000); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.exec.Resync(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := shares(); got != 4000 {
+			t.Errorf("the executor holds the stand-in value: cpu.shares %d after a resync, want 4000", got)
+		}
+		r.run(spec(nil))
+		if got, want := shares(), cgroup.MilliCPUToShares(1750); got != want {
+			t.Errorf("a wrong weight is not corrected at the next run: %d, want %d", got, want)
 		}
 
 		r.run(spec(beOff))
@@ -258,9 +293,24 @@ func TestStandsInForTheKubelet(t *testing.T) {
 		if err := r.exec.Resync(r.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := shares(), uint64(4096); v == cgroup.V1 && got != want {
+		if got, want := shares(), uint64(4096); got != want {
 			t.Errorf("cpu.shares of %s = %d after BE's cpuQOS was turned off: the plugin still asserts its value", burstable, got)
 		}
+	})
+}
+
+// TestHookOwnedPodsStayOutOfIdle: a BE pod asking for batch-cpu with a native memory request is Burstable to the
+// kubelet, and the runtime hook writes its pod cgroup's cpu.shares, which the kernel would refuse while idle: the
+// plugin does not make it idle on its own.
+func TestHookOwnedPodsStayOutOfIdle(t *testing.T) {
+	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+		hooked := tu.Pod("batch-burstable").UID("0000000e-0000-4000-8000-000000000005").Label(slov1alpha1.LabelQoSClass, "BE").
+			PriorityClass("gleaner-batch").Container("c").Requests(string(slov1alpha1.BatchCPU), "500", "memory", "64Mi").
+			Running("containerd://hooked").Obj()
+		o := beOutside()
+		r := newRig(t, v, d, true, hooked, o)
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): true, r.podDir(o): true, r.podDir(hooked): false})
 	})
 }
 

@@ -82,6 +82,16 @@ func TestRealKernelIdleYields(t *testing.T) {
 				t.Errorf("the kernel took cpu.shares of an idle cgroup; standIn's reason is gone")
 			}
 		}
+		if !wantIdle {
+			// Leaving idle the kernel resets the weight to 1024; the plugin writes the kubelet's 2 back.
+			if n, err := fs.CPUShares(beQoS); err != nil || n != cgroup.MinShares {
+				t.Errorf("cpu.shares of %s after cpu.idle 0 is %d (%v), want the kubelet's %d written back", beQoS, n, err, cgroup.MinShares)
+			}
+			// The comparison is at equal weights: what idle itself does.
+			if err := fs.SetCPUShares(beQoS, 1024); err != nil {
+				t.Fatal(err)
+			}
+		}
 		time.Sleep(200 * time.Millisecond) // let the scheduler settle
 		b0, s0 := usage(t, fs, beQoS), usage(t, fs, svcDir)
 		time.Sleep(3 * time.Second)
