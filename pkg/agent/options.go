@@ -45,7 +45,7 @@ type Options struct {
 	// /proc/sys is read-only, so the DaemonSet mounts the host's /proc/sys/vm writable under it.
 	SysctlRoot string
 	// StateDir is a directory on the node that outlives the agent's restarts (a hostPath in the DaemonSet): the
-	// sysreconcile plugin records there the kernel values it replaced.
+	// sysreconcile plugin records there the kernel values it replaced, cgreconcile the cgroup files it holds.
 	StateDir string
 	// CgroupRoot is where the host's cgroup hierarchy is mounted (a hostPath of /sys/fs/cgroup in the DaemonSet).
 	CgroupRoot string
@@ -128,7 +128,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProcRoot, "proc-root", o.ProcRoot, "the host's /proc")
 	fs.StringVar(&o.SysRoot, "sys-root", o.SysRoot, "the host's /sys")
 	fs.StringVar(&o.SysctlRoot, "sysctl-root", o.SysctlRoot, "the host's /proc/sys, written by the sysreconcile QoS plugin (a container's own is read-only)")
-	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "a directory on the node that outlives agent restarts, for the kernel values the agent replaced")
+	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "a directory on the node that outlives agent restarts, for the kernel values the agent replaced and the cgroup files it holds")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the host's cgroup hierarchy is mounted")
 	fs.StringVar(&o.CgroupParent, "cgroup-parent", o.CgroupParent, "the kubelet's --cgroup-root, relative to the cgroup hierarchy root (empty for /)")
 	fs.StringVar(&o.CgroupDriver, "cgroup-driver", o.CgroupDriver, "the kubelet's cgroup driver: systemd, cgroupfs, or auto (from the kubepods directory)")

@@ -3,6 +3,7 @@ package qosmanager
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 )
@@ -42,6 +43,19 @@ func (h *Holder) Held(dir string, r executor.Resource) bool { return h.held[held
 
 // Len is the number of values held.
 func (h *Holder) Len() int { return len(h.held) }
+
+// All is every value held, by cgroup directory, each directory's resources sorted: what a plugin records to adopt
+// them again after a restart.
+func (h *Holder) All() map[string][]executor.Resource {
+	all := map[string][]executor.Resource{}
+	for k := range h.held {
+		all[k.dir] = append(all[k.dir], k.resource)
+	}
+	for _, rs := range all {
+		slices.Sort(rs)
+	}
+	return all
+}
 
 // Sync hands want to the executor in one batch (so that the executor orders it for the hierarchy), together with
 // the kernel's default for every held value left out of want whose cgroup live says still exists (nil: all do);

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,8 +36,10 @@ type Plugin struct {
 
 	probed      bool // memory.min was found in the kubepods cgroup (or found missing)
 	unsupported bool // no memory.min here: the plugin steps aside
-	adopted     bool
 	saidAnolis  bool
+	// saved is what the state file holds once read (and the held values adopted); nil until then, and while it
+	// cannot be read.
+	saved map[string][]executor.Resource
 }
 
 // parent is a QoS parent cgroup and the Kubernetes QoS classes of the pods below it.
@@ -49,9 +53,9 @@ var (
 	_ qosmanager.ValidatingPlugin = &Plugin{}
 )
 
-// New returns the plugin. It needs Deps.States, Executor and Cgroups.
+// New returns the plugin. It needs Deps.States, Executor, Cgroups and StateDir.
 func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
-	if err := d.Need(Name, "States", "Executor", "Cgroups"); err != nil {
+	if err := d.Need(Name, "States", "Executor", "Cgroups", "StateDir"); err != nil {
 		return nil, err
 	}
 	p := &Plugin{
@@ -126,7 +130,9 @@ func memoryQOS(q *slov1alpha1.ResourceQOS) *slov1alpha1.MemoryQOSCfg {
 }
 
 // Run implements qosmanager.RunPlugin: the memory QoS of every pod of a class that is on, the sums on the QoS
-// parents, and the kernel's defaults back, released, where a class was turned off or a percent set to 0.
+// parents, and the kernel's defaults back, released, where a class was turned off or a percent set to 0. Only the
+// values this plugin wrote are ever given back (the state file remembers them across restarts): with every class
+// off and nothing recorded it neither reads nor writes a cgroup.
 func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	if p.unsupported {
 		return nil
@@ -141,7 +147,19 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		}
 		return nil
 	}
-	if len(on) == 0 && p.adopted && p.hold.Len() == 0 {
+	if p.saved == nil {
+		rec, err := loadRecord(p.d.StateDir, p.d.Layout.Kubepods())
+		if err != nil {
+			return err
+		}
+		for dir, rs := range rec.Held {
+			for _, r := range rs {
+				p.hold.Adopt(dir, r)
+			}
+		}
+		p.saved = rec.Held
+	}
+	if len(on) == 0 && p.hold.Len() == 0 {
 		return nil
 	}
 	if err := p.probe(log); err != nil || p.unsupported {
@@ -152,12 +170,37 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		log.Info("memory QoS writes memory.min, memory.low, memory.high and memory.oom.group; wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable and priority need Anolis OS memcg extensions and are not applied", "classes", strings.Join(on, ","))
 	}
 	pods := qosmanager.WithRunningContainers(p.d.States.GetAllPods())
-	want, live, containerDirs := p.wanted(s, pods)
-	if !p.adopted {
-		p.adopt(pods, containerDirs)
+	want, live := p.wanted(s, pods)
+	// Recorded before written: a value written but not recorded would be left behind by a restart.
+	held := p.hold.All()
+	for _, u := range want {
+		if r := u.Value.Resource(); !slices.Contains(held[u.Dir], r) {
+			held[u.Dir] = append(held[u.Dir], r)
+		}
 	}
-	return p.hold.Sync(ctx, "memoryQOS of the class is off or the percent is 0: the kernel's default", want,
+	if err := p.record(held); err != nil {
+		return fmt.Errorf("leaving the memory QoS as it is: %w", err)
+	}
+	err := p.hold.Sync(ctx, "memoryQOS of the class is off or the percent is 0: the kernel's default", want,
 		func(dir string) bool { return live[dir] })
+	return errors.Join(err, p.record(p.hold.All()))
+}
+
+// record saves held in the state file unless the file already holds it.
+func (p *Plugin) record(held map[string][]executor.Resource) error {
+	if maps.EqualFunc(held, p.saved, func(a, b []executor.Resource) bool {
+		return len(a) == len(b) && !slices.ContainsFunc(a, func(r executor.Resource) bool { return !slices.Contains(b, r) })
+	}) {
+		return nil
+	}
+	for _, rs := range held {
+		slices.Sort(rs)
+	}
+	if err := saveRecord(p.d.StateDir, &record{Held: held}); err != nil {
+		return err
+	}
+	p.saved = held
+	return nil
 }
 
 // probe looks once for memory.min in the kubepods cgroup; without it the plugin steps aside, saying so.
@@ -178,8 +221,8 @@ func (p *Plugin) probe(log klog.Logger) error {
 }
 
 // wanted are the values of the pods of the classes that are on and of the QoS parents; live are the cgroups that
-// exist (the parents, the pods' and their running containers'), containerDirs the containers' among them.
-func (p *Plugin) wanted(s *slov1alpha1.ResourceQOSStrategy, pods []*statesinformer.PodMeta) (want []executor.Update, live map[string]bool, containerDirs []string) {
+// exist (the parents, the pods' and their running containers').
+func (p *Plugin) wanted(s *slov1alpha1.ResourceQOSStrategy, pods []*statesinformer.PodMeta) (want []executor.Update, live map[string]bool) {
 	live = map[string]bool{}
 	for _, pr := range p.parents {
 		live[pr.dir] = true
@@ -192,7 +235,6 @@ func (p *Plugin) wanted(s *slov1alpha1.ResourceQOSStrategy, pods []*statesinform
 		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) {
 			if dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID); err == nil {
 				containers[st.Name], live[dir] = dir, true
-				containerDirs = append(containerDirs, dir)
 			}
 		})
 		cfg := memoryQOS(qosmanager.ResourceQOSOf(s, m.QoS))
@@ -212,7 +254,7 @@ func (p *Plugin) wanted(s *slov1alpha1.ResourceQOSStrategy, pods []*statesinform
 		reason := fmt.Sprintf("the sum of its pods' protection (%s)", strings.Join(classNames(pr.classes), ", "))
 		want = append(want, sum.updates(pr.dir, reason)...)
 	}
-	return want, live, containerDirs
+	return want, live
 }
 
 // protection is the memory.min and memory.low of a cgroup, bytes; 0 leaves the kernel's default.
@@ -282,43 +324,6 @@ func specContainers(pod *corev1.Pod) []corev1.Container {
 		}
 	}
 	return append(cs, pod.Spec.Containers...)
-}
-
-// adopt holds what an earlier agent left: memory.min and memory.low above 0 on the QoS parents, pods and
-// containers, memory.high below max on pods and containers, memory.oom.group 1 on pods. The next Sync gives back
-// what the strategy no longer asks for.
-func (p *Plugin) adopt(pods []*statesinformer.PodMeta, containers []string) {
-	dirs := make([]string, 0, len(p.parents)+len(pods)+len(containers))
-	for _, pr := range p.parents {
-		dirs = append(dirs, pr.dir)
-	}
-	podDirs := map[string]bool{}
-	for _, m := range pods {
-		d := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
-		podDirs[d] = true
-		dirs = append(dirs, d)
-	}
-	dirs = append(dirs, containers...)
-	for i, dir := range dirs {
-		if v, err := p.d.Cgroups.MemoryMin(dir); err == nil && v != 0 {
-			p.hold.Adopt(dir, executor.ResourceMemoryMin)
-		}
-		if v, err := p.d.Cgroups.MemoryLow(dir); err == nil && v != 0 {
-			p.hold.Adopt(dir, executor.ResourceMemoryLow)
-		}
-		if i < len(p.parents) {
-			continue // the kubelet may limit its QoS cgroups' memory.high (memory QoS feature gate): not ours
-		}
-		if v, err := p.d.Cgroups.MemoryHigh(dir); err == nil && v >= 0 {
-			p.hold.Adopt(dir, executor.ResourceMemoryHigh)
-		}
-		if podDirs[dir] {
-			if on, err := p.d.Cgroups.MemoryOOMGroup(dir); err == nil && on {
-				p.hold.Adopt(dir, executor.ResourceMemoryOOMGroup)
-			}
-		}
-	}
-	p.adopted = true
 }
 
 // enabledClasses names the classes whose memoryQOS is on.

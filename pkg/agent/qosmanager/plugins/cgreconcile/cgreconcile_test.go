@@ -2,6 +2,8 @@ package cgreconcile
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +38,7 @@ type rig struct {
 	store *statesinformer.Store
 	exec  *executor.Executor
 	p     *Plugin
+	state string // Deps.StateDir
 	ctx   context.Context
 	log   *lines
 }
@@ -49,11 +52,6 @@ func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, memFiles bool, pods
 		t.Fatal(err)
 	}
 	fs := cgroup.NewFS(host.CgroupRoot(), v)
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	exec, err := executor.New(fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := statesinformer.NewStore()
 	for _, pod := range pods {
 		if err := host.AddPod(pod, hostsim.Usage{}); err != nil {
@@ -68,12 +66,25 @@ func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, memFiles bool, pods
 			}
 		}
 	}
-	p, err := New(qosmanager.Deps{States: store, Executor: exec, Cgroups: fs, Layout: host.Layout(), Clock: clk, Interval: DefaultInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
 	l := &lines{}
-	return &rig{t: t, host: host, fs: fs, store: store, exec: exec, p: p.(*Plugin), ctx: klog.NewContext(context.Background(), l.logger()), log: l}
+	r := &rig{t: t, host: host, fs: fs, store: store, state: t.TempDir(), ctx: klog.NewContext(context.Background(), l.logger()), log: l}
+	r.restart()
+	return r
+}
+
+// restart is a new agent on the node: a new executor and plugin, the same cgroups and state directory.
+func (r *rig) restart() {
+	r.t.Helper()
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	exec, err := executor.New(r.fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p, err := New(qosmanager.Deps{States: r.store, Executor: exec, Cgroups: r.fs, Layout: r.host.Layout(), StateDir: r.state, Clock: clk, Interval: DefaultInterval})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.exec, r.p = exec, p.(*Plugin)
 }
 
 func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
@@ -354,26 +365,119 @@ func TestAnolisFieldsSaidOnce(t *testing.T) {
 	}
 }
 
-// TestLeftovers: values an earlier agent left where the strategy (all off) asks for none are given back at the
-// first run, then nothing more is written.
+// TestLeftovers: what an earlier agent wrote and recorded is given back at the first run when the class was turned
+// off while the agent was down (and then nothing more is written); values it did not write are left alone.
 func TestLeftovers(t *testing.T) {
-	w := web()
-	r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, w)
-	wa := r.containerDir(w, "containerd://web-a")
-	for _, err := range []error{
-		r.fs.SetMemoryMin(r.qosDir(corev1.PodQOSBurstable), 75*mi), r.fs.SetMemoryLow(r.podDir(w), 9*mi),
-		r.fs.SetMemoryHigh(wa, 180*mi), r.fs.SetMemoryOOMGroup(r.podDir(w), true),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
+	w, g := web(), db()
+	r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, w, g)
+	wa, gc := r.containerDir(w, "containerd://web-a"), r.containerDir(g, "containerd://db")
+	burstable := r.qosDir(corev1.PodQOSBurstable)
+	r.run(spec(func(s *slov1alpha1.ResourceQOSStrategy) { memOn(s.LSClass, 50, 80, 90, 1) }))
+	if err := r.fs.SetMemoryMin(gc, 64*mi); err != nil { // someone else's, on a pod of a class that is off
+		t.Fatal(err)
 	}
+	r.restart()
 	r.run(spec(nil))
-	r.expectMem(map[string]mem{r.qosDir(corev1.PodQOSBurstable): {0, 0, -1, false}, r.podDir(w): {0, 0, -1, false}, wa: {0, 0, -1, false}})
+	r.expectMem(map[string]mem{burstable: {0, 0, -1, false}, r.podDir(w): {0, 0, -1, false}, wa: {0, 0, -1, false}, gc: {64, 0, -1, false}})
 	n := len(r.exec.Audit())
 	r.run(spec(nil))
 	if a := r.exec.Audit()[n:]; len(a) != 0 {
 		t.Errorf("wrote again with nothing to do: %+v", a)
+	}
+	rec, err := loadRecord(r.state, r.host.Layout().Kubepods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Held) != 0 {
+		t.Errorf("the state file still holds %v after everything was given back", rec.Held)
+	}
+}
+
+// TestKubeletMemoryQoSLeftAlone: the kubelet's MemoryQoS feature gate writes memory.min and memory.high on the QoS
+// parents, pods and containers. With every class off (the default) the plugin touches none of it, at the first run
+// or later; with a class on it writes only that class's pods (and the parents' sums).
+func TestKubeletMemoryQoSLeftAlone(t *testing.T) {
+	for _, d := range v2Trees {
+		t.Run(string(d), func(t *testing.T) {
+			w, g := web(), db()
+			r := newRig(t, cgroup.V2, d, true, w, g)
+			wa, wb, gc := r.containerDir(w, "containerd://web-a"), r.containerDir(w, "containerd://web-b"), r.containerDir(g, "containerd://db")
+			kubepods, burstable := r.qosDir(corev1.PodQOSGuaranteed), r.qosDir(corev1.PodQOSBurstable)
+			kubelet := map[string]mem{ // memory.min = requests, memory.high on containers with a limit
+				wa: {100, 0, 190, false}, wb: {50, 0, -1, false}, r.podDir(w): {150, 0, -1, false},
+				gc: {64, 0, -1, false}, r.podDir(g): {64, 0, -1, false},
+				burstable: {150, 0, -1, false}, kubepods: {214, 0, -1, false},
+			}
+			for dir, m := range kubelet {
+				if err := r.fs.SetMemoryMin(dir, m.min*mi); err != nil {
+					t.Fatal(err)
+				}
+				if m.high >= 0 {
+					if err := r.fs.SetMemoryHigh(dir, m.high*mi); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for range 2 {
+				r.run(spec(nil))
+			}
+			r.expectMem(kubelet)
+			if a := r.exec.Audit(); len(a) != 0 {
+				t.Errorf("the plugin wrote with every class off: %+v", a)
+			}
+
+			// LSR on: db's cgroups and the parents' sums are the plugin's; web (LS, off) keeps the kubelet's values.
+			r.run(spec(func(s *slov1alpha1.ResourceQOSStrategy) { memOn(s.LSRClass, 50, 0, 0, 0) }))
+			r.run(spec(nil))
+			r.expectMem(map[string]mem{wa: kubelet[wa], wb: kubelet[wb], r.podDir(w): kubelet[r.podDir(w)]})
+		})
+	}
+}
+
+// TestBadStateFile: a state file that cannot be read, or that names cgroups or files the plugin does not write,
+// stops the plugin before it writes anything, naming the file; the file is kept as it is.
+func TestBadStateFile(t *testing.T) {
+	for name, content := range map[string]string{
+		"not JSON":         `{"held": {`,
+		"outside kubepods": `{"held": {"system.slice": ["memory.min"]}}`,
+		"parent path":      `{"held": {"kubepods/../system.slice": ["memory.min"]}}`,
+		"unknown file":     `{"held": {"kubepods/burstable": ["memory.max"]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := web()
+			r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, w)
+			path := filepath.Join(r.state, StateFile)
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []*slov1alpha1.NodeSLOSpec{spec(lsAndLSR), spec(nil)} {
+				err := r.p.Run(r.ctx, s)
+				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "moving it away") {
+					t.Errorf("Run: want an error naming %s, got %v", path, err)
+				}
+			}
+			if a := r.exec.Audit(); len(a) != 0 {
+				t.Errorf("written with an unreadable state file: %+v", a)
+			}
+			if b, _ := os.ReadFile(path); string(b) != content {
+				t.Errorf("the state file changed: %q", b)
+			}
+		})
+	}
+}
+
+// TestUnwritableStateDir: a value that cannot be recorded is not written. The state directory is one that cannot
+// be created even by root (procfs takes no mkdir), and it has no state file to read.
+func TestUnwritableStateDir(t *testing.T) {
+	r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, web())
+	r.state = "/proc/gleaner-cgreconcile-test"
+	r.restart()
+	err := r.p.Run(r.ctx, spec(lsAndLSR))
+	if err == nil || !strings.Contains(err.Error(), "leaving the memory QoS as it is") {
+		t.Errorf("Run: want an error saying nothing is written, got %v", err)
+	}
+	if a := r.exec.Audit(); len(a) != 0 {
+		t.Errorf("written without a record: %+v", a)
 	}
 }
 

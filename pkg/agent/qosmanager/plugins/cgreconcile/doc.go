@@ -12,5 +12,8 @@
 // children first. A percent of 0 is the kernel's default: nothing is written, and a value written before is put
 // back. Upstream cgroup v1 has none of these files: the plugin says so once and steps aside. The Anolis OS fields
 // (wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable, priority) are said once not to be applied.
-// docs/qos.md explains every knob.
+//
+// The plugin gives back only what it wrote: the files it holds are recorded in a state file under Deps.StateDir
+// before they are written, and taken over from there after a restart, so that values written by someone else (the
+// kubelet's MemoryQoS feature gate writes the same files) are never reset. docs/qos.md explains every knob.
 package cgreconcile

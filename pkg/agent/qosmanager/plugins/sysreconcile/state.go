@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 )
 
 // The state file records the values the plugin replaced, by file relative to the host root:
@@ -69,33 +71,14 @@ func loadRecord(dir string) (*record, error) {
 	return rec, nil
 }
 
-// saveRecord replaces the state file in dir atomically (a new file renamed over the old one), creating dir.
+// saveRecord replaces the state file in dir atomically (qosmanager.WriteStateFile), creating dir.
 func saveRecord(dir string, rec *record) error {
-	path := filepath.Join(dir, StateFile)
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
+		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, StateFile), err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := qosmanager.WriteStateFile(dir, StateFile, append(b, '\n')); err != nil {
 		return fmt.Errorf("recording the kernel values sysreconcile replaced: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, StateFile+".*")
-	if err != nil {
-		return fmt.Errorf("recording the kernel values sysreconcile replaced: %w", err)
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("recording the kernel values sysreconcile replaced in %s: %w", path, err)
 	}
 	return nil
 }
