@@ -5,6 +5,10 @@
 // memory subsystems, so it never touches a kubelet's own /kubepods on the same machine. Point the agent's cgroup
 // layout at it with Layout(). When not root, not on cgroup v1, or when the kernel refuses to create cgroups, tests
 // skip saying why, and fail under CI=true (test/ci).
+//
+// Sandboxes take turns across the machine: New waits for a lock on LockFile that the sandbox holds until its test
+// ends, so the real-kernel tests of packages that `go test ./...` runs at the same time never measure CPU time,
+// throttling or I/O while another one's burners run.
 package cgrouptest
 
 import (
@@ -18,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +33,44 @@ import (
 
 // Root is the cgroup v1 mount point the sandbox lives under.
 const Root = "/sys/fs/cgroup"
+
+// LockFile is the machine-wide lock the sandboxes of all test processes take turns on.
+const LockFile = "/tmp/gleaner-cgrouptest.lock"
+
+// turn is this process's hold on LockFile: the first sandbox of the process takes the lock, further ones (a test
+// with two sandboxes, parallel tests of one package) share it, and the last one to end lets it go.
+var turn struct {
+	sync.Mutex
+	f     *os.File
+	users int
+}
+
+// takeTurn waits for the machine-wide lock and returns its release.
+func takeTurn(t *testing.T) func() {
+	t.Helper()
+	turn.Lock()
+	defer turn.Unlock()
+	if turn.users == 0 {
+		f, err := os.OpenFile(LockFile, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatalf("cgrouptest: opening the lock %s: %v", LockFile, err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			t.Fatalf("cgrouptest: waiting for the lock %s: %v", LockFile, err)
+		}
+		turn.f = f
+	}
+	turn.users++
+	return func() {
+		turn.Lock()
+		defer turn.Unlock()
+		if turn.users--; turn.users == 0 {
+			_ = turn.f.Close() // closing the file releases the lock
+			turn.f = nil
+		}
+	}
+}
 
 // Sandbox is a private cgroup hierarchy.
 type Sandbox struct {
@@ -45,6 +88,7 @@ func New(t *testing.T) *Sandbox {
 	if v, err := cgroup.DetectVersion(Root); err != nil || v != cgroup.V1 {
 		ci.Skipf(t, "cgrouptest: this test builds a cgroup v1 hierarchy; %s is %v (%v)", Root, v, err)
 	}
+	t.Cleanup(takeTurn(t)) // registered first, so it runs after the sandbox is removed
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	s := &Sandbox{t: t, Parent: "gleaner-test-" + hex.EncodeToString(b)}
