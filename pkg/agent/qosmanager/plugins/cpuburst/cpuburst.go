@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,9 +58,11 @@ type Plugin struct {
 
 // dirState is what the plugin knows of one pod or container cgroup.
 type dirState struct {
-	gen   uint64
-	quota time.Duration // the quota in force as far as the plugin knows
-	burst time.Duration // the burst in force as far as the plugin knows
+	gen uint64
+	// raised is the quota above the limit that the plugin wrote and the executor holds, as the kernel read back;
+	// 0 while no raise is in force: the quota is then the kubelet's, which the plugin neither writes nor holds.
+	raised time.Duration
+	burst  time.Duration // the burst in force as far as the plugin knows
 
 	// The last throttling sample, for quota burst.
 	stat    cgroup.CPUStat
@@ -112,7 +116,8 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 // Run implements qosmanager.RunPlugin. For every running container with a CPU limit of every service pod (priority
 // class prod, not best-effort), and for those pods' own cgroups, it sets the burst and the quota the pod's configuration asks for;
 // with the policy off, or the pod opted out, it puts back burst 0 and the kubelet's quota where the plugin (or an
-// earlier agent) changed them.
+// earlier agent) raised it. A quota it did not raise it never writes: that is the kubelet's, in-place resizes
+// included.
 func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.CPUBurstStrategy
 	if s == nil {
@@ -159,7 +164,9 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	if len(updates) == 0 {
 		return nil
 	}
-	return p.d.Executor.Apply(ctx, Name, updates...)
+	err := p.d.Executor.Apply(ctx, Name, updates...)
+	p.settle(r.wrote)
+	return err
 }
 
 // round is one run's shared inputs.
@@ -168,6 +175,14 @@ type round struct {
 	load      load
 	threshold float64
 	pods      map[types.UID]bool
+	wrote     []quotaWrite // the quotas asked for this run, read back once written
+}
+
+// quotaWrite is a quota the plugin asked for: a raise, or the limit that gives one back.
+type quotaWrite struct {
+	ds   *dirState
+	dir  string
+	base cgroup.CPUQuota
 }
 
 func (r *round) seen(uid types.UID) bool { return r.pods[uid] }
@@ -194,10 +209,15 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	var quotas, bursts []executor.Update
 	var raised time.Duration // how far the containers' quotas are above their limits, summed
 	limited, pinned := 0, 0
-	forRunning(m.Pod, func(c *corev1.Container, st *corev1.ContainerStatus) {
-		base := cgroup.ContainerResources(m.Pod, c).CPUQuota
+	ap := applied(m.Pod)
+	forRunning(ap, func(c *corev1.Container, st *corev1.ContainerStatus) {
+		base := cgroup.ContainerResources(ap, c).CPUQuota
 		if base.Unlimited() {
 			return
+		}
+		spec := base
+		if sc := specContainer(m.Pod, c.Name); sc != nil {
+			spec = cgroup.ContainerResources(m.Pod, sc).CPUQuota
 		}
 		dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID)
 		if err != nil {
@@ -209,52 +229,129 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 			kc = knobs{} // a pinned container cannot run beyond its CPUs: a burst gives it nothing
 			pinned++
 		}
-		ds := p.state(ctx, dir, base, other)
+		ds, cur := p.state(ctx, dir, base, spec, other)
 		if ds == nil {
 			return
 		}
-		quota, why := base.Quota, "the quota of the CPU limit"
-		if kc.quota {
+		quota, why := base.Quota, "back to the quota of the CPU limit"
+		if kc.quota && (ds.raised > 0 || cur == base) {
 			quota, why = p.nextQuota(ds, dir, base, cfg, r)
 		} else {
 			ds.since, ds.rest, ds.sampled = time.Time{}, time.Time{}, false
 		}
 		raised += quota - base.Quota
-		q, b := p.want(ds, dir, base, quota, burstOf(base, cfg, kc), why, m)
+		q, b := p.want(ds, dir, base, quota, burstOf(bound(base, spec, cur), cfg, kc), why, m, r)
 		quotas, bursts = append(quotas, q...), append(bursts, b...)
 	})
 	if limited > 0 && pinned == limited {
 		k = knobs{} // nor its pod
 	}
-	if base := cgroup.PodResources(m.Pod).CPUQuota; !base.Unlimited() {
-		if ds := p.state(ctx, podDir, base, other); ds != nil {
-			why := "the quota of the pod's CPU limit"
-			if raised > 0 {
+	if base := cgroup.PodResources(ap).CPUQuota; !base.Unlimited() {
+		spec := cgroup.PodResources(m.Pod).CPUQuota
+		if ds, cur := p.state(ctx, podDir, base, spec, other); ds != nil {
+			quota, why := base.Quota, "back to the quota of the pod's CPU limit"
+			if raised > 0 && (ds.raised > 0 || cur == base) {
+				quota = base.Quota + raised
 				why = fmt.Sprintf("the pod's limit raised by its containers' quota burst, %.3f cores", cgroup.CPUQuota{Quota: raised, Period: base.Period}.Cores())
 			}
-			q, b := p.want(ds, podDir, base, base.Quota+raised, burstOf(base, cfg, k), why, m)
+			q, b := p.want(ds, podDir, base, quota, burstOf(bound(base, spec, cur), cfg, k), why, m, r)
 			quotas, bursts = append(q, quotas...), append(b, bursts...)
 		}
 	}
 	return append(quotas, bursts...)
 }
 
-// state is the plugin's record of dir, created on first sight from the kernel's values: a quota above the limit or
-// a burst left by an earlier agent is then put back. It is nil while dir cannot be read (not created yet, gone), and
-// for a cgroup of a pod that is not a service the plugin never changed (their quotas are the runtime hook's).
-func (p *Plugin) state(ctx context.Context, dir string, base cgroup.CPUQuota, other bool) *dirState {
+// applied is pod with the CPU limits the kubelet applied to its cgroups: those status.containerStatuses[].resources
+// (status.resources for pod-level resources) report, where they do, over the spec's. During an in-place resize the
+// spec says what is asked, which the kubelet may defer or find infeasible; the status says what the cgroups hold.
+// A kubelet that reports no resources (before Kubernetes 1.33, or InPlacePodVerticalScaling off) cannot resize, so
+// its spec is what it applied.
+func applied(pod *corev1.Pod) *corev1.Pod {
+	out := *pod
+	out.Spec.InitContainers = appliedContainers(pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+	out.Spec.Containers = appliedContainers(pod.Spec.Containers, pod.Status.ContainerStatuses)
+	if pod.Spec.Resources != nil && pod.Status.Resources != nil {
+		r := *pod.Spec.Resources
+		r.Limits = withCPULimit(r.Limits, pod.Status.Resources.Limits)
+		out.Spec.Resources = &r
+	}
+	return &out
+}
+
+func appliedContainers(cs []corev1.Container, sts []corev1.ContainerStatus) []corev1.Container {
+	out := slices.Clone(cs)
+	for i := range out {
+		j := slices.IndexFunc(sts, func(st corev1.ContainerStatus) bool { return st.Name == out[i].Name })
+		if j >= 0 && sts[j].Resources != nil {
+			out[i].Resources.Limits = withCPULimit(out[i].Resources.Limits, sts[j].Resources.Limits)
+		}
+	}
+	return out
+}
+
+// withCPULimit is spec with the CPU limit of status, where status has one.
+func withCPULimit(spec, status corev1.ResourceList) corev1.ResourceList {
+	q, ok := status[corev1.ResourceCPU]
+	if !ok {
+		return spec
+	}
+	out := maps.Clone(spec)
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	out[corev1.ResourceCPU] = q
+	return out
+}
+
+// specContainer is pod's container (or init container) name as its spec has it.
+func specContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		if i := slices.IndexFunc(list, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// bound is the quota a burst is a percentage of: the smallest of the limit applied (base), the spec's (which the
+// kubelet is about to write when a resize is asked) and the quota in the cgroup (cur), so that the kernel's rule,
+// burst at most the quota, holds for the quota in force and for the kubelet's next write. A resize down is then not
+// refused for the burst, except when the kubelet writes before the plugin's next run lowers it.
+func bound(base, spec, cur cgroup.CPUQuota) cgroup.CPUQuota {
+	b := base
+	for _, q := range []cgroup.CPUQuota{spec, cur} {
+		if !q.Unlimited() && q.Quota < b.Quota {
+			b.Quota = q.Quota
+		}
+	}
+	return b
+}
+
+// state is the plugin's record of dir, with the quota in the cgroup now (cur). It is created on first sight from the
+// kernel's values: a quota above both the applied limit (base) and the spec's, or a burst, left by an earlier agent
+// is then taken as the plugin's own and put back. A raise whose quota someone else has changed since (the kubelet
+// applying an in-place resize) has ended: the plugin releases it without writing. It is nil while dir cannot be read
+// (not created yet, gone), and for a cgroup of a pod that is not a service the plugin never changed (their quotas
+// are the runtime hook's).
+func (p *Plugin) state(ctx context.Context, dir string, base, spec cgroup.CPUQuota, other bool) (*dirState, cgroup.CPUQuota) {
 	ds := p.dirs[dir]
+	if ds == nil && other {
+		return nil, cgroup.CPUQuota{}
+	}
+	cur, err := p.d.Cgroups.CPUQuota(dir)
+	if err != nil {
+		return nil, cgroup.CPUQuota{}
+	}
+	if ds != nil && ds.raised > 0 && cur != (cgroup.CPUQuota{Quota: ds.raised, Period: base.Period}) {
+		klog.FromContext(ctx).Info("quota burst: another writer changed a raised quota (the kubelet resizing the pod?); the raise ends there",
+			"cgroup", dir, "raised", ds.raised, "now", cur.Quota, "period", cur.Period)
+		p.release(dir)
+		ds.raised, ds.since = 0, time.Time{}
+	}
 	if ds == nil {
-		if other {
-			return nil
-		}
-		q, err := p.d.Cgroups.CPUQuota(dir)
-		if err != nil {
-			return nil
-		}
-		ds = &dirState{quota: base.Quota}
-		if !q.Unlimited() && q.Quota > base.Quota {
-			ds.quota = q.Quota // raised by an earlier agent: want() lowers it
+		ds = &dirState{}
+		if cur.Period == base.Period && !cur.Unlimited() && cur.Quota > max(base.Quota, spec.Quota) {
+			ds.raised = cur.Quota // raised by an earlier agent: want() lowers it
 		}
 		switch b, err := p.d.Cgroups.CPUBurst(dir); {
 		case errors.Is(err, system.ErrUnsupported):
@@ -264,39 +361,60 @@ func (p *Plugin) state(ctx context.Context, dir string, base cgroup.CPUQuota, ot
 			}
 			p.noBurstFile = true
 		case err != nil:
-			return nil
+			return nil, cgroup.CPUQuota{}
 		default:
 			ds.burst = b
 		}
 		p.dirs[dir] = ds
 	}
 	ds.gen = p.gen
-	return ds
+	return ds, cur
 }
 
-// want returns the quota and burst updates that make dir hold quota and burst, where they differ from what it
-// holds.
-func (p *Plugin) want(ds *dirState, dir string, base cgroup.CPUQuota, quota, burst time.Duration, why string, m *statesinformer.PodMeta) (quotas, bursts []executor.Update) {
+// want returns the quota and burst updates that make dir hold quota and burst. The plugin writes a quota only to
+// raise it above the limit applied (base), or to give a raise back (base again; settle then releases it): a quota
+// it did not raise is the kubelet's, which it leaves alone, so that an in-place resize is the kubelet's to apply.
+func (p *Plugin) want(ds *dirState, dir string, base cgroup.CPUQuota, quota, burst time.Duration, why string, m *statesinformer.PodMeta, r *round) (quotas, bursts []executor.Update) {
 	pod := m.Key()
-	if quota != ds.quota {
+	if quota != max(ds.raised, base.Quota) {
 		quotas = append(quotas, executor.Update{Dir: dir, Value: executor.CPUQuota{Quota: quota, Period: base.Period},
 			Reason: fmt.Sprintf("pod %s: %.3f cores, %s (limit %.3f)", pod, cgroup.CPUQuota{Quota: quota, Period: base.Period}.Cores(), why, base.Cores())})
-		ds.quota = quota
+		r.wrote = append(r.wrote, quotaWrite{ds: ds, dir: dir, base: base})
 	}
 	if burst != ds.burst && !p.noBurstFile {
 		bursts = append(bursts, executor.Update{Dir: dir, Value: executor.CPUBurst(burst),
-			Reason: fmt.Sprintf("pod %s: burst %s on a quota of %s", pod, burst, base.Quota)})
+			Reason: fmt.Sprintf("pod %s: burst %s on a quota of %s", pod, burst, quota)})
 		ds.burst = burst
 	}
 	return quotas, bursts
 }
 
-// burstOf is the burst for a cgroup whose limit is base: cpuBurstPercent of its quota, at most the quota itself.
-func burstOf(base cgroup.CPUQuota, cfg *slov1alpha1.CPUBurstConfig, k knobs) time.Duration {
+// settle reads back the quotas written this run: a quota above the limit is the raise in force; the limit (a raise
+// given back), or anything else (a write refused, another writer), is no raise: the executor stops holding it, so
+// that it does not assert the value against the kubelet. A refused raise or give-back is tried again next run.
+func (p *Plugin) settle(wrote []quotaWrite) {
+	for _, w := range wrote {
+		cur, err := p.d.Cgroups.CPUQuota(w.dir)
+		if err == nil && cur.Period == w.base.Period && !cur.Unlimited() && cur.Quota > w.base.Quota {
+			w.ds.raised = cur.Quota
+			continue
+		}
+		w.ds.raised = 0
+		p.release(w.dir)
+	}
+}
+
+// release stops the executor holding the plugin's quota of dir.
+func (p *Plugin) release(dir string) {
+	p.d.Executor.Release(Name, executor.ResourceCPUQuota, func(d string) bool { return d == dir })
+}
+
+// burstOf is the burst for a cgroup whose quota is q: cpuBurstPercent of it, at most the quota itself.
+func burstOf(q cgroup.CPUQuota, cfg *slov1alpha1.CPUBurstConfig, k knobs) time.Duration {
 	if !k.burst || cfg.CPUBurstPercent == nil {
 		return 0
 	}
-	return percentOf(base.Quota, min(*cfg.CPUBurstPercent, maxBurstPercent))
+	return percentOf(q.Quota, min(*cfg.CPUBurstPercent, maxBurstPercent))
 }
 
 // percentOf is pct percent of d, rounded down to the microsecond the kernel's files hold.
@@ -313,7 +431,7 @@ func percentOf(d time.Duration, pct int64) time.Duration {
 //   - otherwise kept.
 func (p *Plugin) nextQuota(ds *dirState, dir string, base cgroup.CPUQuota, cfg *slov1alpha1.CPUBurstConfig, r *round) (time.Duration, string) {
 	ceiling := percentOf(base.Quota, *cfg.CFSQuotaBurstPercent)
-	cur := min(max(ds.quota, base.Quota), ceiling)
+	cur := min(max(ds.raised, base.Quota), ceiling)
 	stat, err1 := p.d.Cgroups.CPUStat(dir)
 	usage, err2 := p.d.Cgroups.CPUUsage(dir)
 	prev := *ds

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -587,4 +588,186 @@ func removeBurstFiles(t *testing.T, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// resized is a copy of pod after an in-place resize of container's CPU limit: the spec asks for spec; the status
+// reports applied, the limit the kubelet actuated ("" : the status reports no resources, a kubelet before 1.33).
+func resized(pod *corev1.Pod, container, spec, applied string) *corev1.Pod {
+	out := pod.DeepCopy()
+	for i := range out.Spec.Containers {
+		if c := &out.Spec.Containers[i]; c.Name == container {
+			c.Resources.Limits[corev1.ResourceCPU] = resource.MustParse(spec)
+			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok && q.Cmp(resource.MustParse(spec)) > 0 {
+				c.Resources.Requests[corev1.ResourceCPU] = resource.MustParse(spec)
+			}
+		}
+	}
+	for i := range out.Status.ContainerStatuses {
+		if st := &out.Status.ContainerStatuses[i]; st.Name == container && applied != "" {
+			st.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(applied)}}
+		}
+	}
+	return out
+}
+
+// quotaWrites are the CFS quota writes among recs.
+func quotaWrites(recs []executor.Record) []executor.Record {
+	var out []executor.Record
+	for _, rec := range recs {
+		if rec.Resource == executor.ResourceCPUQuota {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestResizeInPlace: an in-place resize changes the spec's CPU limit; the kubelet applies it (or defers it, or
+// finds it infeasible) and writes the quotas itself. With policy none the plugin writes nothing; with cpuBurstOnly
+// it writes no quota, and sizes the burst so that the kernel's rule (burst at most the quota) holds both for the
+// quota in the cgroup and for the one the kubelet is about to write, so that the kubelet's write is not refused.
+func TestResizeInPlace(t *testing.T) {
+	forLayouts(t, func(t *testing.T, r *rig) {
+		web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+		r.addPod(web, hostsim.Usage{CPU: 0.1})
+		app, pod := r.dir(web, "app"), r.dir(web, "")
+		check := func(step string, quota, burst int64) {
+			t.Helper()
+			for _, d := range []string{app, pod} {
+				if q, b := r.quota(d), r.burst(d); q != quota || b != burst {
+					t.Errorf("%s: %s has quota %d, burst %d µs, want %d and %d", step, d, q, b, quota, burst)
+				}
+			}
+		}
+
+		// Policy none: the spec asks for 500m, the kubelet has not applied it (deferred, or refused as infeasible).
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		n := len(r.exec.Audit())
+		r.store.SetPod(resized(web, "app", "500m", "1"))
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		r.store.SetPod(resized(web, "app", "500m", "")) // a status without resources: the spec alone
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		if recs := r.exec.Audit()[n:]; len(recs) != 0 {
+			t.Errorf("policy none wrote on a resize: %v", recs)
+		}
+		check("policy none, resize not applied", 100000, 0)
+		web = resized(web, "app", "500m", "500m")
+		r.kubelet(web) // applied
+		r.store.SetPod(web)
+		r.run(strategy(slov1alpha1.CPUBurstNone))
+		if recs := r.exec.Audit()[n:]; len(recs) != 0 {
+			t.Errorf("policy none wrote after the kubelet applied a resize: %v", recs)
+		}
+		check("policy none, resize applied", 50000, 0)
+
+		// cpuBurstOnly, cpuBurstPercent 1000 (acting as 100): the burst is the quota.
+		s := strategy(slov1alpha1.CPUBurstOnly)
+		r.run(s)
+		check("cpuBurstOnly", 50000, 50000)
+		steps := []struct {
+			name         string
+			spec, status string
+			kubelet      bool // the kubelet has written the spec's quota
+			quota, burst int64
+		}{
+			// Up to 1 CPU, not applied yet: the quota in the cgroup bounds the burst.
+			{"resize up asked", "1", "500m", false, 50000, 50000},
+			{"resize up applied", "1", "1", true, 100000, 100000},
+			// Down to 400m: the burst comes down at once, so that the kubelet's write of 40 ms is not refused.
+			{"resize down asked", "400m", "1", false, 100000, 40000},
+			{"resize down applied", "400m", "400m", true, 40000, 40000},
+		}
+		for _, st := range steps {
+			web = resized(web, "app", st.spec, st.status)
+			if st.kubelet {
+				r.kubelet(web)
+			}
+			r.store.SetPod(web)
+			n := len(r.exec.Audit())
+			r.run(s)
+			if w := quotaWrites(r.exec.Audit()[n:]); len(w) != 0 {
+				t.Errorf("%s: cpuBurstOnly wrote quotas %v", st.name, w)
+			}
+			check(st.name, st.quota, st.burst)
+		}
+		if n := r.exec.Release(Name, executor.ResourceCPUQuota, func(string) bool { return true }); n != 0 {
+			t.Errorf("the executor held %d quotas of the plugin, which raised none", n)
+		}
+	})
+}
+
+// TestQuotaBurstResize: a resize while a quota is raised: the kubelet's write ends the raise, and the plugin
+// neither writes over it nor leaves the executor holding its raise; a raise given back is released, so the
+// executor's resync does not undo a later resize; the base of a raise is the limit the kubelet applied
+// (status), not the spec's.
+func TestQuotaBurstResize(t *testing.T) {
+	forLayouts(t, func(t *testing.T, r *rig) {
+		web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
+			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
+		r.addPod(web, hostsim.Usage{CPU: 1, Throttled: 0.5})
+		app, pod := r.dir(web, "app"), r.dir(web, "")
+		s := strategy(slov1alpha1.CFSQuotaBurstOnly)
+		resync := func() {
+			t.Helper()
+			if err := r.exec.Resync(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			r.tick(s, 2)
+		}
+		if q := r.quota(app); q != 144000 {
+			t.Fatalf("raised to %d µs, want 144000", q)
+		}
+
+		// The spec asks for 2 CPUs, not applied: the raise goes on from the applied limit, 1 CPU.
+		web = resized(web, "app", "2", "1")
+		r.store.SetPod(web)
+		r.tick(s, 2)
+		if q := r.quota(app); q != 172800 {
+			t.Errorf("resize asked, not applied: quota %d µs, want 172800 (raised from the applied 1 CPU)", q)
+		}
+
+		// The kubelet applies it: its write ends the raise; nothing is written over it, now or at the resync.
+		web = resized(web, "app", "2", "2")
+		r.kubelet(web)
+		r.store.SetPod(web)
+		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		n := len(r.exec.Audit())
+		r.tick(s, 2)
+		resync()
+		if w := quotaWrites(r.exec.Audit()[n:]); len(w) != 0 {
+			t.Errorf("after the kubelet's resize: quota writes %v", w)
+		}
+		if a, p := r.quota(app), r.quota(pod); a != 200000 || p != 200000 {
+			t.Errorf("after the kubelet's resize: quotas container %d, pod %d µs, want the kubelet's 200000", a, p)
+		}
+
+		// Raised again, then given back: the base written, then released: a later resize is not undone by a resync.
+		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 2, Throttled: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		r.tick(s, 2)
+		if q := r.quota(app); q != 240000 {
+			t.Fatalf("raised again to %d µs, want 240000", q)
+		}
+		r.tick(strategy(slov1alpha1.CPUBurstNone), 2)
+		if a, p := r.quota(app), r.quota(pod); a != 200000 || p != 200000 {
+			t.Errorf("given back: quotas container %d, pod %d µs, want 200000", a, p)
+		}
+		web = resized(web, "app", "1500m", "1500m")
+		r.kubelet(web)
+		r.store.SetPod(web)
+		n = len(r.exec.Audit())
+		r.tick(strategy(slov1alpha1.CPUBurstNone), 2)
+		resync()
+		if w := quotaWrites(r.exec.Audit()[n:]); len(w) != 0 {
+			t.Errorf("after a raise was given back, a resize: quota writes %v", w)
+		}
+		if a, p := r.quota(app), r.quota(pod); a != 150000 || p != 150000 {
+			t.Errorf("quotas container %d, pod %d µs, want the kubelet's 150000", a, p)
+		}
+	})
 }

@@ -11,6 +11,7 @@
 //     needs it, and at once when a burst has lasted cfsQuotaBurstPeriodSeconds (policies cfsQuotaBurstOnly and auto).
 //
 // A pod's gleaner.sh/cpu-burst annotation sets its own percents or narrows the policy. With the policy off, or a
-// pod opted out, the burst goes back to 0 and the quota to the kubelet's. Every write goes through the resource
-// executor. docs/qos.md explains the knobs.
+// pod opted out, the burst goes back to 0 and a raised quota to the kubelet's. The plugin writes a quota only to
+// raise it or give a raise back, and holds it only while raised: the kubelet's quota, in-place resizes included,
+// is the kubelet's. Every write goes through the resource executor. docs/qos.md explains the knobs.
 package cpuburst

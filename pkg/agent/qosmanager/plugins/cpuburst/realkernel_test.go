@@ -2,12 +2,14 @@ package cpuburst
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -59,6 +61,9 @@ type realBurst struct {
 	t           *testing.T
 	fs          *cgroup.FS
 	cache       *metriccache.MemoryCache
+	store       *statesinformer.Store
+	exec        *executor.Executor
+	pod         *corev1.Pod
 	p           qosmanager.RunPlugin
 	podDir, dir string
 	limit       cgroup.CPUQuota
@@ -96,6 +101,7 @@ func startRealBurst(t *testing.T) *realBurst {
 	store := statesinformer.NewStore()
 	store.SetNode(tu.Node("node-1").Capacity("cpu", "2").Allocatable("cpu", "2").Obj())
 	store.SetPod(pod)
+	r.store, r.pod = store, pod
 	clk := clock.RealClock{}
 	if r.cache, err = metriccache.New(metriccache.DefaultConfig(), clk); err != nil {
 		t.Fatal(err)
@@ -104,6 +110,7 @@ func startRealBurst(t *testing.T) *realBurst {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.exec = exe
 	if r.p, err = New(qosmanager.Deps{States: store, Cache: r.cache, Executor: exe, Cgroups: r.fs, Layout: l, Clock: clk, Interval: DefaultInterval}); err != nil {
 		t.Fatal(err)
 	}
@@ -198,5 +205,36 @@ func TestRealKernelQuotaBurst(t *testing.T) {
 	r.run(strategy(slov1alpha1.CPUBurstNone))
 	if c, p := r.quotas(); c != r.limit.Quota || p != r.limit.Quota {
 		t.Errorf("policy none: quotas container %v, pod %v, want the kubelet's %v", c, p, r.limit.Quota)
+	}
+}
+
+// TestRealKernelResizeDown: with cpuBurstOnly the burst equals the quota (cpuBurstPercent 1000 clamped); a resize
+// down is then refused by the kernel (EINVAL: burst above quota) until the plugin's next run, which lowers the burst
+// to the spec's new quota without writing a quota itself; the kubelet's write then goes through.
+func TestRealKernelResizeDown(t *testing.T) {
+	r := startRealBurst(t)
+	r.run(strategy(slov1alpha1.CPUBurstOnly))
+	down := cgroup.CPUQuota{Quota: 25 * time.Millisecond, Period: cgroup.CFSPeriod}
+	if err := r.fs.SetCPUQuota(r.dir, down); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("the kubelet's quota %v under a burst of %v: %v, want EINVAL (the kernel's rule burst <= quota)", down.Quota, r.limit.Quota, err)
+	}
+	r.store.SetPod(resized(r.pod, "app", "250m", "500m")) // asked, not applied (the kubelet's write was refused)
+	n := len(r.exec.Audit())
+	r.run(strategy(slov1alpha1.CPUBurstOnly))
+	if w := quotaWrites(r.exec.Audit()[n:]); len(w) != 0 {
+		t.Errorf("cpuBurstOnly wrote quotas %v", w)
+	}
+	for _, d := range []string{r.podDir, r.dir} {
+		if b, err := r.fs.CPUBurst(d); err != nil || b != down.Quota {
+			t.Errorf("burst of %s is %v (%v), want the spec's new quota %v", d, b, err, down.Quota)
+		}
+	}
+	if c, p := r.quotas(); c != r.limit.Quota || p != r.limit.Quota {
+		t.Errorf("quotas container %v, pod %v, want the kubelet's %v: the plugin writes none", c, p, r.limit.Quota)
+	}
+	for _, d := range []string{r.dir, r.podDir} { // the kubelet's order for a decrease: containers, then the pod
+		if err := r.fs.SetCPUQuota(d, down); err != nil {
+			t.Errorf("the kubelet's quota %v of %s after the plugin's run: %v", down.Quota, d, err)
+		}
 	}
 }
