@@ -3,6 +3,7 @@ package cpuburst
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"syscall"
 	"testing"
@@ -26,11 +27,14 @@ import (
 // burstEnv makes the test binary the bursting workload of TestRealKernelBurst (TestBursterProcess).
 const burstEnv = "GLEANER_CPUBURST_BURSTER"
 
-// The workload: burstWork of CPU time, then burstIdle asleep, for ever: 0.4 cores on average, under a 500m limit,
-// but 80 ms at a time, more than the 50 ms quota of one 100 ms period.
+// The workload: burstWork of CPU time, then burstIdle and up to burstJitter more asleep, for ever: about 0.3 cores
+// on average, under a 500m limit, but 80 ms at a time, more than the 50 ms quota of one 100 ms period. The jitter
+// keeps the bursts from locking onto the CFS period: on an idle machine a fixed 200 ms cycle settled where each
+// burst straddles two periods with under 50 ms in each, and was never throttled.
 const (
-	burstWork = 80 * time.Millisecond
-	burstIdle = 120 * time.Millisecond
+	burstWork   = 80 * time.Millisecond
+	burstIdle   = 120 * time.Millisecond
+	burstJitter = 100 * time.Millisecond
 )
 
 // TestBursterProcess is the workload process TestRealKernelBurst starts; run by hand it does nothing.
@@ -45,7 +49,7 @@ func TestBursterProcess(t *testing.T) {
 				x ^= x << 1
 			}
 		}
-		time.Sleep(burstIdle)
+		time.Sleep(burstIdle + rand.N(burstJitter))
 	}
 }
 
@@ -172,8 +176,8 @@ func TestRealKernelBurst(t *testing.T) {
 			}
 		}
 		with := r.measure()
-		t.Logf("workload %v of CPU every %v under a 500m limit, 4 s each: burst 0: %d of %d periods throttled, %v throttled; "+
-			"burst 50ms: %d of %d periods throttled, %v throttled", burstWork, burstWork+burstIdle,
+		t.Logf("workload %v of CPU every %v to %v under a 500m limit, 4 s each: burst 0: %d of %d periods throttled, %v throttled; "+
+			"burst 50ms: %d of %d periods throttled, %v throttled", burstWork, burstWork+burstIdle, burstWork+burstIdle+burstJitter,
 			without.ThrottledPeriods, without.Periods, without.ThrottledTime.Round(time.Millisecond),
 			with.ThrottledPeriods, with.Periods, with.ThrottledTime.Round(time.Millisecond))
 		if without.ThrottledPeriods < 5 {
