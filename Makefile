@@ -84,6 +84,7 @@ FUZZ += ./pkg/sloconfig:FuzzResourceQOSConfig ./pkg/sloconfig:FuzzCPUBurstConfig
 FUZZ += ./pkg/sloconfig:FuzzSystemConfig ./pkg/sloconfig:FuzzHostApplicationConfig
 FUZZ += ./pkg/agent/system/cgroup:FuzzParsers ./pkg/agent/system/topology:FuzzParseNodeMeminfo
 FUZZ += ./pkg/agent/prediction/checkpoint:FuzzDecode
+FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
 
 .PHONY: fuzz
 fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing input is saved under the package's testdata/fuzz.
