@@ -167,6 +167,32 @@ type ReclaimableMetric struct {
 	// Resource is the reclaimable quantity per resource.
 	// +optional
 	Resource corev1.ResourceList `json:"resource,omitempty"`
+	// Prediction is how Resource was predicted, for explanations (kubectl glean explain).
+	// +optional
+	Prediction *ReclaimablePrediction `json:"prediction,omitempty"`
+}
+
+// ReclaimablePrediction holds the terms of a reclaimable prediction.
+type ReclaimablePrediction struct {
+	// ProdRequest is the prod pods' requests.
+	// +optional
+	ProdRequest corev1.ResourceList `json:"prodRequest,omitempty"`
+	// ProdPeak is the prod pods' predicted peak together (p95 of CPU, p98 of memory), before the safety margin.
+	// +optional
+	ProdPeak corev1.ResourceList `json:"prodPeak,omitempty"`
+	// SystemPeak is the predicted peak of the node's system part, before the safety margin.
+	// +optional
+	SystemPeak corev1.ResourceList `json:"systemPeak,omitempty"`
+	// SafetyMarginPercent is how much the peaks were raised before they were subtracted.
+	// +optional
+	SafetyMarginPercent int64 `json:"safetyMarginPercent,omitempty"`
+	// ColdStartUntil is when the node's models will be old enough to predict; until then nothing is reclaimable.
+	// Unset once they are.
+	// +optional
+	ColdStartUntil *metav1.Time `json:"coldStartUntil,omitempty"`
+	// ColdPods is how many prod pods' own models are still too young; they count as reclaiming nothing.
+	// +optional
+	ColdPods int32 `json:"coldPods,omitempty"`
 }
 
 // NodeMetricList is a list of NodeMetric.

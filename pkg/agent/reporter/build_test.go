@@ -122,6 +122,38 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// predictorAt is a Predictor that reports a fixed prediction, and the time it was asked for.
+type predictorAt struct {
+	asked  time.Time
+	result *slov1alpha1.ReclaimableMetric
+}
+
+func (p *predictorAt) ProdReclaimable(now time.Time) *slov1alpha1.ReclaimableMetric {
+	p.asked = now
+	return p.result
+}
+
+// TestBuildReportsThePrediction: with a predictor the status carries its prod reclaimable resources, asked at the
+// report's time; without one it carries none.
+func TestBuildReportsThePrediction(t *testing.T) {
+	cache := fill(t, node(metriccache.NodeCPUUsage, 300, constant(1)), node(metriccache.NodeMemoryUsage, 300, constant(gi)))
+	policy := Policy{AggregateDuration: 300 * time.Second}
+	plain := New(nil, statesinformer.NewStore(), cache, clocktesting.NewFakeClock(now), metrics.New(), "n", DefaultOptions())
+	if got := plain.Build(now, policy); got == nil || got.ProdReclaimableMetric != nil {
+		t.Fatalf("without a predictor: %+v, want a status without prodReclaimableMetric", got)
+	}
+	p := &predictorAt{result: &slov1alpha1.ReclaimableMetric{Resource: rl("2500m", "3Gi"),
+		Prediction: &slov1alpha1.ReclaimablePrediction{SafetyMarginPercent: 10}}}
+	r := New(nil, statesinformer.NewStore(), cache, clocktesting.NewFakeClock(now), metrics.New(), "n", DefaultOptions()).WithPredictor(p)
+	got := r.Build(now, policy)
+	if got == nil || got.ProdReclaimableMetric != p.result {
+		t.Fatalf("status %+v does not carry the prediction", got)
+	}
+	if !p.asked.Equal(now) {
+		t.Errorf("the prediction was asked for %v, want the report's time %v", p.asked, now)
+	}
+}
+
 func TestBuildColdStart(t *testing.T) {
 	store := statesinformer.NewStore()
 	tests := []struct {

@@ -55,15 +55,29 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Predictor is the peak prediction whose result the NodeMetric reports as prodReclaimableMetric.
+type Predictor interface {
+	// ProdReclaimable is what the prod pods requested but are predicted not to use, at now, with the terms it was
+	// derived from; nil reports nothing.
+	ProdReclaimable(now time.Time) *slov1alpha1.ReclaimableMetric
+}
+
 // Reporter writes the NodeMetric status of one node. It is a Runnable.
 type Reporter struct {
-	client   client.Client
-	states   statesinformer.States
-	cache    metriccache.Cache
-	clock    clock.WithTicker
-	metrics  *metrics.Metrics
-	nodeName string
-	opts     Options
+	client    client.Client
+	states    statesinformer.States
+	cache     metriccache.Cache
+	clock     clock.WithTicker
+	metrics   *metrics.Metrics
+	nodeName  string
+	opts      Options
+	predictor Predictor
+}
+
+// WithPredictor has the reporter include p's prediction in every status; it returns r.
+func (r *Reporter) WithPredictor(p Predictor) *Reporter {
+	r.predictor = p
+	return r
 }
 
 // New returns a reporter for nodeName. c writes the status (and reads the NodeMetric again after a conflict).
@@ -170,12 +184,16 @@ func (r *Reporter) Build(now time.Time, p Policy) *slov1alpha1.NodeMetricStatus 
 			info.AggregatedSystemUsages = append(info.AggregatedSystemUsages, *a)
 		}
 	}
-	return &slov1alpha1.NodeMetricStatus{
+	status := &slov1alpha1.NodeMetricStatus{
 		UpdateTime:            &metav1.Time{Time: now.Truncate(time.Second)},
 		NodeMetric:            info,
 		PodsMetric:            r.pods(start, now),
 		HostApplicationMetric: r.hostApps(start, now),
 	}
+	if r.predictor != nil {
+		status.ProdReclaimableMetric = r.predictor.ProdReclaimable(now)
+	}
+	return status
 }
 
 // pods lists the usage of the node's pods covered enough, at most MaxPods.

@@ -12,6 +12,7 @@ package mid
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -109,10 +110,13 @@ func calculate(in *framework.Input, r corev1.ResourceName, reclaimable corev1.Re
 
 	terms := []slov1alpha1.DerivationTerm{
 		framework.Term("capacity", capacity, r, "node status.capacity"),
-		framework.Term("prodReclaimable", reclaim, r, "NodeMetric prod reclaimable (predicted)"),
+		framework.Term("prodReclaimable", reclaim, r, "NodeMetric prod reclaimable (predicted)"+coldStart(in)),
+	}
+	terms = append(terms, predictionTerms(in, r)...)
+	terms = append(terms,
 		framework.Term("nodeUsage", nodeUsage, r, "NodeMetric node usage"),
 		framework.Term("free", free, r, "capacity - nodeUsage"),
-	}
+	)
 	terms = append(terms, sysTerms...)
 	terms = append(terms,
 		framework.Term("prodRequests", prodRequests, r, fmt.Sprintf("requests of %d prod pods", prodPods)),
@@ -132,4 +136,33 @@ func calculate(in *framework.Input, r corev1.ResourceName, reclaimable corev1.Re
 			MetricTime: in.Metric.Status.UpdateTime.DeepCopy(),
 		},
 	}
+}
+
+// predictionTerms are the agent's prediction inputs the NodeMetric carries, shown after prodReclaimable: the prod
+// pods' requests and the predicted peaks it was derived from.
+func predictionTerms(in *framework.Input, r corev1.ResourceName) []slov1alpha1.DerivationTerm {
+	p := in.Metric.Status.ProdReclaimableMetric.Prediction
+	if p == nil {
+		return nil
+	}
+	margin := fmt.Sprintf("before the %d%% safety margin", p.SafetyMarginPercent)
+	return []slov1alpha1.DerivationTerm{
+		framework.Term("predictedProdRequest", framework.Amount(p.ProdRequest[r], r), r, "prod pods' requests, as the agent counted them"),
+		framework.Term("prodPeak", framework.Amount(p.ProdPeak[r], r), r, "predicted peak of the prod pods together (p95 CPU, p98 memory), "+margin),
+		framework.Term("systemPeak", framework.Amount(p.SystemPeak[r], r), r, "predicted peak of the system part, "+margin),
+	}
+}
+
+// coldStart explains a prediction still in its cold start: nothing is reclaimable until the models are old enough.
+func coldStart(in *framework.Input) string {
+	p := in.Metric.Status.ProdReclaimableMetric.Prediction
+	switch {
+	case p == nil:
+		return ""
+	case p.ColdStartUntil != nil:
+		return "; cold start until " + p.ColdStartUntil.UTC().Format(time.RFC3339)
+	case p.ColdPods > 0:
+		return fmt.Sprintf("; %d prod pods still in their cold start count as reclaiming nothing", p.ColdPods)
+	}
+	return ""
 }

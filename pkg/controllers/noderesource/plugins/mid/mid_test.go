@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -131,6 +132,45 @@ func TestResetWhenInputsMissing(t *testing.T) {
 			if !it.Reset || !strings.Contains(it.Message, tt.reason) {
 				t.Errorf("%s: %s: want reset with %q, got %+v", tt.name, it.Name, tt.reason, it)
 			}
+		}
+	}
+}
+
+// TestPredictionTerms: the agent's prediction inputs are explained after prodReclaimable, and a cold start says
+// until when nothing is reclaimable.
+func TestPredictionTerms(t *testing.T) {
+	m := metric().Obj()
+	until := now.Add(3 * time.Hour)
+	m.Status.ProdReclaimableMetric.Prediction = &slov1alpha1.ReclaimablePrediction{
+		ProdRequest:         corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3750m"), corev1.ResourceMemory: resource.MustParse("5888Mi")},
+		ProdPeak:            corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("600m"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+		SystemPeak:          corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		SafetyMarginPercent: 10,
+		ColdStartUntil:      &metav1.Time{Time: until},
+	}
+	items, err := New().Calculate(input(nil, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		terms := map[string]slov1alpha1.DerivationTerm{}
+		var names []string
+		for _, term := range it.Derivation.Terms {
+			terms[term.Name] = term
+			names = append(names, term.Name)
+		}
+		if got := strings.Join(names[:5], ","); got != "capacity,prodReclaimable,predictedProdRequest,prodPeak,systemPeak" {
+			t.Errorf("%s: terms start %s", it.Name, got)
+		}
+		if !strings.Contains(terms["prodReclaimable"].Detail, "cold start until "+until.Format(time.RFC3339)) {
+			t.Errorf("%s: prodReclaimable detail %q does not name the cold start", it.Name, terms["prodReclaimable"].Detail)
+		}
+		if !strings.Contains(terms["prodPeak"].Detail, "10% safety margin") {
+			t.Errorf("%s: prodPeak detail %q", it.Name, terms["prodPeak"].Detail)
+		}
+		want := map[corev1.ResourceName]string{slov1alpha1.MidCPU: "600m", slov1alpha1.MidMemory: "2Gi"}[it.Name]
+		if v := terms["prodPeak"].Value; v.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("%s: prodPeak = %v, want %s", it.Name, v, want)
 		}
 	}
 }
