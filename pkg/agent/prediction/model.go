@@ -52,9 +52,10 @@ func newModel(now time.Time) *model {
 	return &model{cpu: cpu, mem: mem, created: now, lastSeen: now}
 }
 
-// warm says the model is older than the cold-start period at now.
+// warm says the model is older than the cold-start period at now and has learned both resources: a model with no
+// CPU samples would predict a peak of 0 and reclaim the whole CPU request.
 func (m *model) warm(now time.Time, coldStart time.Duration) bool {
-	return m != nil && now.Sub(m.created) >= coldStart
+	return m != nil && now.Sub(m.created) >= coldStart && !m.cpu.IsEmpty() && !m.mem.IsEmpty()
 }
 
 // peak is the model's predicted peak: p95 of its CPU in millicores and p98 of its memory in bytes, rounded up.

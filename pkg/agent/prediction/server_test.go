@@ -194,6 +194,20 @@ func TestBandIsSumOfProdPods(t *testing.T) {
 	}
 }
 
+func TestModelWithoutCPUSamplesStaysCold(t *testing.T) {
+	o := testOptions()
+	o.ColdStart = 0
+	e := newEnv(t, o, 10*time.Second)
+	e.states.SetPod(prodPod("web", "4", "8Gi"))
+	e.run(time.Hour, func(time.Time) []metriccache.Sample {
+		return append(systemSamples(0.5, gib), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodMemoryUsage, "uid-web"), Value: gib})
+	})
+	p := e.srv.Prediction(e.clk.Now())
+	if p.Warm || p.ColdPods != 1 || p.Reclaimable != (Resources{}) {
+		t.Errorf("prediction with memory samples only = %+v, want cold, nothing reclaimable", p)
+	}
+}
+
 func TestGonePodModelExpires(t *testing.T) {
 	dir := t.TempDir()
 	o := testOptions()
