@@ -61,6 +61,24 @@ func TestQueryAggregations(t *testing.T) {
 	}
 }
 
+func TestResultValues(t *testing.T) {
+	c := newCache(t, small())
+	appendSeq(c, node, 7, 3, 10)
+	c.Append(t0.Add(5*time.Second), Sample{Key: node, Value: 1}) // t0+4s left empty
+	r, ok := c.Query(node, t0, t0.Add(5*time.Second))
+	if !ok {
+		t.Fatal("no result")
+	}
+	dst := []float64{-1}
+	if d := cmp.Diff([]float64{-1, 7, 3, 10, 1}, r.Values(dst)); d != "" {
+		t.Errorf("Values appended to dst, oldest first (-want +got):\n%s", d)
+	}
+	r.Value(P50)
+	if d := cmp.Diff([]float64{1, 3, 7, 10}, r.Values(nil)); d != "" {
+		t.Errorf("Values after a percentile (-want +got):\n%s", d)
+	}
+}
+
 func TestQueryWindows(t *testing.T) {
 	tests := []struct {
 		name         string

@@ -65,6 +65,11 @@ func (r *Result) Value(agg Aggregation) float64 {
 	return math.NaN()
 }
 
+// Values appends the samples in the window to dst and returns it: oldest first, empty buckets skipped, except that
+// after a percentile was asked for they come sorted. Callers that need the samples themselves (peak prediction's
+// histograms) read them here instead of one aggregation.
+func (r *Result) Values(dst []float64) []float64 { return append(dst, r.values...) }
+
 func (r *Result) percentile(p float64) float64 {
 	if !r.sorted {
 		slices.Sort(r.values)
