@@ -26,6 +26,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/prediction"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
@@ -46,6 +47,8 @@ type Agent struct {
 	Collectors *collector.Runner
 	// Reporter writes the NodeMetric status.
 	Reporter *reporter.Reporter
+	// Prediction predicts what the prod pods will not use; nil with --prediction-off.
+	Prediction *prediction.Server
 	// Executor writes cgroup values.
 	Executor *executor.Executor
 	// Evictor evicts best-effort pods.
@@ -242,27 +245,45 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, Evictor: ev, QoS: qos,
 		RuntimeHook: hook, Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
 	}
+	if !opts.PredictionOff {
+		if a.Prediction, err = prediction.NewServer(states, cache, clk, opts.predictionOptions()); err != nil {
+			return nil, err
+		}
+		a.Reporter.WithPredictor(a.Prediction)
+	}
+	a.runnables = a.modules(cache, states, exec, hook, runner, ev, qos)
+	return a, nil
+}
+
+// modules lists the agent's Runnables in the order they start.
+func (a *Agent) modules(cache *metriccache.MemoryCache, states *statesinformer.Informer, exec *executor.Executor, hook *runtimehook.Hook,
+	runner *collector.Runner, ev *evictor.Evictor, qos *qosmanager.Manager) []Runnable {
+	var rs []Runnable
+	opts := a.opts
 	if opts.MetricsAddr != "0" {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+		mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}))
 		mux.Handle("/debug/executor", exec.AuditHandler())
 		mux.Handle("/debug/runtimehook", hook.Status.Handler())
-		a.runnables = append(a.runnables, &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout, handler: mux})
+		rs = append(rs, &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout, handler: mux})
 	}
 	if opts.HealthAddr != "0" {
-		a.runnables = append(a.runnables, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})
+		rs = append(rs, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})
 	}
 	// The executor and the evictor start before the QoS plugins that use them; the runtime hook right after the
 	// executor, so that the NRI plugin connects before the collectors' first round is waited for.
-	a.runnables = append(a.runnables, cache, states, exec)
+	rs = append(rs, cache, states, exec)
 	if hook.NRI != nil {
-		a.runnables = append(a.runnables, hook.NRI)
+		rs = append(rs, hook.NRI)
 	}
 	if hook.Reconciler != nil {
-		a.runnables = append(a.runnables, hook.Reconciler)
+		rs = append(rs, hook.Reconciler)
 	}
-	a.runnables = append(a.runnables, runner, ev, qos, a.Reporter)
-	return a, nil
+	rs = append(rs, runner, ev, qos)
+	if a.Prediction != nil {
+		rs = append(rs, a.Prediction)
+	}
+	return append(rs, a.Reporter)
 }
 
 // Run runs the modules in order until ctx ends (see the package documentation).

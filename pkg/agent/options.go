@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/prediction"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
@@ -62,6 +64,10 @@ type Options struct {
 	// CollectorIntervals overrides collectors' intervals, by name.
 	CollectorIntervals map[string]time.Duration
 
+	// Prediction configures peak prediction; its CheckpointDir is always StateDir/prediction.
+	Prediction prediction.Options
+	// PredictionOff turns peak prediction off: the NodeMetric reports no prod reclaimable resources (no mid-*).
+	PredictionOff bool
 	// QoSPlugins selects QoS manager plugins, as Collectors does collectors.
 	QoSPlugins []string
 	// QoSPluginIntervals overrides QoS plugins' intervals, by name.
@@ -107,6 +113,7 @@ func NewOptions() *Options {
 		CgroupKeepOpenFiles: 4096,
 		Collectors:          []string{"*"},
 		QoSPlugins:          []string{"*"},
+		Prediction:          prediction.DefaultOptions(),
 		Executor:            executor.DefaultOptions(),
 		Eviction:            evictor.DefaultOptions(),
 		RuntimeHook:         runtimehook.DefaultOptions(),
@@ -135,6 +142,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.CgroupKeepOpenFiles, "cgroup-keep-open-files", o.CgroupKeepOpenFiles, "cgroup files kept open between reads, re-read with one pread each (0: open each time)")
 	fs.StringSliceVar(&o.Collectors, "collectors", o.Collectors, "collectors to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(collectorNames(), ", ")+")")
 	fs.Var(&durationMap{m: &o.CollectorIntervals}, "collector-intervals", "collection interval per collector, as name=duration pairs (e.g. podresource=2s,psi=10s)")
+	fs.BoolVar(&o.PredictionOff, "prediction-off", o.PredictionOff, "turn peak prediction off: the NodeMetric reports no prod reclaimable resources, so the node offers no mid-* (docs/prediction.md)")
+	fs.DurationVar(&o.Prediction.TrainingInterval, "prediction-training-interval", o.Prediction.TrainingInterval, "how often the peak-prediction models learn the collectors' new samples")
+	fs.DurationVar(&o.Prediction.ColdStart, "prediction-cold-start", o.Prediction.ColdStart, "how old a model must be before its peak counts; younger ones reclaim nothing")
+	fs.DurationVar(&o.Prediction.ModelExpiry, "prediction-model-expiry", o.Prediction.ModelExpiry, "how long a prod pod may be gone before its model is dropped")
+	fs.Int64Var(&o.Prediction.SafetyMarginPercent, "prediction-safety-margin-percent", o.Prediction.SafetyMarginPercent, "how much every predicted peak is raised before it is subtracted from the requests")
+	fs.DurationVar(&o.Prediction.CheckpointInterval, "prediction-checkpoint-interval", o.Prediction.CheckpointInterval, "how often the models are saved under --state-dir/prediction (and once more at shutdown)")
+	fs.Int64Var(&o.Prediction.CheckpointMaxBytes, "prediction-checkpoint-max-bytes", o.Prediction.CheckpointMaxBytes, "the most bytes the saved models may take")
 	fs.StringSliceVar(&o.QoSPlugins, "qos-plugins", o.QoSPlugins, "QoS plugins to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(qosPluginNames(), ", ")+")")
 	fs.Var(&durationMap{m: &o.QoSPluginIntervals}, "qos-plugin-intervals", "interval per QoS plugin, as name=duration pairs (e.g. memoryevict=500ms)")
 	fs.DurationVar(&o.Executor.Resync, "executor-resync", o.Executor.Resync, "how often the resource executor writes every cgroup value it holds again, undoing changes made behind its back")
@@ -225,6 +239,7 @@ func (o *Options) validateModules() []error {
 		o.RuntimeHook.Validate(),
 		o.Cache.Validate(),
 		o.Report.Validate(),
+		o.predictionOptions().Validate(),
 	} {
 		if err != nil {
 			errs = append(errs, err)
@@ -292,3 +307,10 @@ func (d *durationMap) Set(s string) error {
 }
 
 func (d *durationMap) Type() string { return "name=duration,..." }
+
+// predictionOptions are the peak-prediction options with the checkpoint directory under --state-dir.
+func (o *Options) predictionOptions() prediction.Options {
+	p := o.Prediction
+	p.CheckpointDir = filepath.Join(o.StateDir, "prediction")
+	return p
+}

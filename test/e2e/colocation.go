@@ -81,13 +81,16 @@ func (e *Env) setColocation(fields map[string]any) {
 
 // batchCPUDerivation is the terms gleaner-manager gives for the node's batch-cpu, as `kubectl glean explain` shows
 // them.
-func batchCPUDerivation(node *corev1.Node) string {
+func batchCPUDerivation(node *corev1.Node) string { return derivation(node, slov1alpha1.BatchCPU) }
+
+// derivation is the terms gleaner-manager gives for the node's resource r, as `kubectl glean explain` shows them.
+func derivation(node *corev1.Node, r corev1.ResourceName) string {
 	var x slov1alpha1.NodeResourceExplanation
 	if err := json.Unmarshal([]byte(node.Annotations[slov1alpha1.AnnotationResourceExplanation]), &x); err != nil {
 		return "no explanation on the node yet"
 	}
 	for _, d := range x.Resources {
-		if d.Resource != slov1alpha1.BatchCPU {
+		if d.Resource != r {
 			continue
 		}
 		if d.Reason != "" {
@@ -99,5 +102,5 @@ func batchCPUDerivation(node *corev1.Node) string {
 		}
 		return fmt.Sprintf("strategy %s; %s", x.Strategy, strings.Join(terms, ", "))
 	}
-	return "the explanation has no batch-cpu"
+	return "the explanation has no " + string(r)
 }

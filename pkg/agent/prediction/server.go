@@ -49,10 +49,10 @@ type Options struct {
 	CheckpointMaxBytes int64
 }
 
-// DefaultOptions returns the defaults: train every minute; drop a gone pod's model after 30 minutes; a day of cold start, so that a model
-// has seen a whole daily cycle before its peak counts (the histograms' half-lives are 12 and 24 hours); a 10 %
-// margin; checkpoints every 10 minutes (a crash loses at most 10 minutes of a day-long history) bounded to 64 MiB
-// (maxModels models of at most about 5 KiB take about 5 MiB).
+// DefaultOptions returns the defaults: train every minute; drop a gone pod's model after 30 minutes; a day of cold
+// start, so that a model has seen a whole daily cycle before its peak counts (both histograms decay with a 24-hour
+// half-life, see cpuOptions); a 10 % margin; checkpoints every 10 minutes (a crash loses at most 10 minutes of a
+// day-long history) bounded to 64 MiB (maxModels models of at most about 5 KiB take about 5 MiB).
 func DefaultOptions() Options {
 	return Options{
 		TrainingInterval:    time.Minute,
