@@ -89,6 +89,48 @@ func (e *Executor) Do(ctx context.Context, owner string, u Update) error {
 	return err
 }
 
+// DoAll writes each update once, as Do does, but records them as one audit record (the first update's path and
+// resource, how many were written, gone or failed, and reason): for actions that come many at a time, such as
+// moving a pod's threads into a resctrl group, which would otherwise push every other record out of the audit
+// trail. The counters count every write. It returns each update's error, in order (nil for those written).
+func (e *Executor) DoAll(ctx context.Context, owner, reason string, updates ...Update) []error {
+	if len(updates) == 0 {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	errs := make([]error, len(updates))
+	counts := map[string]int{}
+	var firstErr error
+	for i, u := range updates {
+		errs[i] = u.Value.write(e.targets, u.Dir)
+		result := resultOf(errs[i])
+		counts[result]++
+		e.writes.WithLabelValues(string(u.Value.Resource()), result).Inc()
+		if firstErr == nil && result == ResultError {
+			firstErr = errs[i]
+		}
+	}
+	var summary []string
+	for _, r := range []string{ResultWritten, ResultGone, ResultUnsupported, ResultError} {
+		if counts[r] > 0 {
+			summary = append(summary, fmt.Sprintf("%d %s", counts[r], r))
+		}
+	}
+	result := ResultWritten
+	if firstErr != nil {
+		result = ResultError
+	}
+	rec := Record{Time: e.clock.Now(), Owner: owner, Dir: updates[0].Dir, Resource: updates[0].Value.Resource(),
+		Value: strings.Join(summary, ", "), Reason: reason, Result: result}
+	if firstErr != nil {
+		rec.Error = firstErr.Error()
+	}
+	e.audit.add(rec)
+	e.log(ctx, rec)
+	return errs
+}
+
 // MakeDir creates the host directory rel (relative to the host root, as HostFile paths) on behalf of owner.
 func (e *Executor) MakeDir(ctx context.Context, owner, rel, reason string) error {
 	return e.dir(ctx, owner, rel, reason, "create")
@@ -151,16 +193,7 @@ func (e *Executor) Release(owner string, r Resource, match func(dir string) bool
 
 // record counts and audits one write that is not a held value's; e.mu is held.
 func (e *Executor) record(ctx context.Context, owner, dir string, r Resource, value, reason string, err error) {
-	result := ResultWritten
-	switch {
-	case err == nil:
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ESRCH): // ESRCH: the task moved into a group ended
-		result = ResultGone
-	case errors.Is(err, system.ErrUnsupported):
-		result = ResultUnsupported
-	default:
-		result = ResultError
-	}
+	result := resultOf(err)
 	e.writes.WithLabelValues(string(r), result).Inc()
 	rec := Record{Time: e.clock.Now(), Owner: owner, Dir: dir, Resource: r, Value: value, Reason: reason, Result: result}
 	if err != nil {
@@ -168,4 +201,17 @@ func (e *Executor) record(ctx context.Context, owner, dir string, r Resource, va
 	}
 	e.audit.add(rec)
 	e.log(ctx, rec)
+}
+
+// resultOf is the result of a write that failed with err (nil: written).
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return ResultWritten
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ESRCH): // ESRCH: the task moved into a group ended
+		return ResultGone
+	case errors.Is(err, system.ErrUnsupported):
+		return ResultUnsupported
+	}
+	return ResultError
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,5 +228,36 @@ func TestIOLimitsPerDevice(t *testing.T) {
 	want := map[string]string{"8:0": "8:0 rbps=3145728 wbps=max riops=max wiops=max", "8:16": "8:16 rbps=max wbps=2097152 riops=max wiops=max"}
 	if len(got) != 2 || got["8:0"] != want["8:0"] || got["8:16"] != want["8:16"] {
 		t.Errorf("held = %v, want %v", got, want)
+	}
+}
+
+// TestDoAllIsOneRecord: many one-shot writes (a pod's threads into a resctrl group) are one audit record with the
+// count of each result, while the counters count every write and each update gets its own error.
+func TestDoAllIsOneRecord(t *testing.T) {
+	host, e := newHost(t)
+	ctx := context.Background()
+	group := "sys/fs/resctrl/gleaner-BE"
+	if err := os.MkdirAll(filepath.Join(host, group), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, group, "tasks"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := func(dir, id string) Update {
+		return Update{Dir: dir + "/tasks", Value: HostFile{Kind: ResourceResctrlTasks, Content: id}}
+	}
+	errs := e.DoAll(ctx, "resctrl", "threads of pod default/batch", task(group, "10"), task("sys/fs/resctrl/gone", "11"), task(group, "12"))
+	if len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], fs.ErrNotExist) || errs[2] != nil {
+		t.Fatalf("errors %v, want nil, a gone group, nil", errs)
+	}
+	audit := e.Audit()
+	if len(audit) != 1 || audit[0].Value != "2 written, 1 gone" || audit[0].Reason != "threads of pod default/batch" || audit[0].Result != ResultWritten {
+		t.Errorf("audit %+v, want one record of 2 written and 1 gone", audit)
+	}
+	if got := testutil.ToFloat64(e.writes.WithLabelValues(string(ResourceResctrlTasks), ResultWritten)); got != 2 {
+		t.Errorf("writes{resctrl.tasks,written} = %v, want 2", got)
+	}
+	if errs := e.DoAll(ctx, "resctrl", "nothing"); errs != nil || len(e.Audit()) != 1 {
+		t.Errorf("an empty DoAll wrote or recorded: %v, %d records", errs, len(e.Audit()))
 	}
 }

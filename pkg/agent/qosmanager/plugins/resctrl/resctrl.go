@@ -269,15 +269,17 @@ func (p *Plugin) enforce(ctx context.Context, class slov1alpha1.QoSClass, c *slo
 			}
 			continue
 		}
-		moved := 0
+		var moves []executor.Update
+		var movedIDs []int
 		for _, id := range ids {
-			if in[id] {
-				continue
+			if !in[id] {
+				moves = append(moves, executor.Update{Dir: tasksFile, Value: executor.HostFile{Kind: executor.ResourceResctrlTasks, Content: strconv.Itoa(id)}})
+				movedIDs = append(movedIDs, id)
 			}
-			err := p.d.Executor.Do(ctx, Name, executor.Update{
-				Dir: tasksFile, Value: executor.HostFile{Kind: executor.ResourceResctrlTasks, Content: strconv.Itoa(id)},
-				Reason: fmt.Sprintf("thread of pod %s, class %s", m.Key(), class),
-			})
+		}
+		moved := 0
+		for i, err := range p.d.Executor.DoAll(ctx, Name, fmt.Sprintf("threads of pod %s, class %s", m.Key(), class), moves...) {
+			id := movedIDs[i]
 			switch {
 			case err == nil:
 				in[id] = true

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -169,6 +170,27 @@ func (r *rig) hasGroup(group string) bool {
 func (r *rig) writes(res executor.Resource) int {
 	n := 0
 	for _, rec := range r.exec.Audit() {
+		if rec.Resource != res {
+			continue
+		}
+		// A batch of task moves is one record, "N written[, M gone]".
+		if k, _, ok := strings.Cut(rec.Value, " written"); ok && res == executor.ResourceResctrlTasks {
+			w, err := strconv.Atoi(k)
+			if err != nil {
+				r.t.Fatalf("audit value %q", rec.Value)
+			}
+			n += w
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// records counts the audit records of resource res.
+func (r *rig) records(res executor.Resource) int {
+	n := 0
+	for _, rec := range r.exec.Audit() {
 		if rec.Resource == res {
 			n++
 		}
@@ -251,6 +273,9 @@ func TestGroupsAndTasks(t *testing.T) {
 			moves := r.writes(executor.ResourceResctrlTasks)
 			if moves != 8 {
 				t.Errorf("%d task writes, want one per thread moved (8)", moves)
+			}
+			if n := r.records(executor.ResourceResctrlTasks); n != 3 {
+				t.Errorf("%d audit records of task moves, want one per pod (3)", n)
 			}
 
 			// A new thread in the batch pod: moved on the next run, and only it.
