@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
@@ -86,7 +87,7 @@ func (f fitter) cpuSet(podDir, requested string) (cpuset.CPUSet, bool) {
 	if !f.v1 || requested == "" {
 		return cpuset.CPUSet{}, false
 	}
-	want, err := cpuset.Parse(requested)
+	want, err := system.ParseCPUList(requested)
 	if err != nil {
 		return cpuset.CPUSet{}, false
 	}

@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -125,7 +124,7 @@ func (f *FS) CPUBurst(dir string) (time.Duration, error) {
 func (f *FS) CPUSet(dir string) (cpuset.CPUSet, error) {
 	var s cpuset.CPUSet
 	err := f.read(dir, fileCPUSetEffective, func(b []byte) (err error) {
-		s, err = cpuset.Parse(string(bytes.TrimSpace(b)))
+		s, err = system.ParseCPUList(string(b))
 		return err
 	})
 	return s, err

@@ -144,3 +144,19 @@ func TestParseIOFiles(t *testing.T) {
 	err = parseDeviceValues([]byte("8:0\n"), func(Device, uint64) {})
 	checkParse(t, nil, err, nil, "is not \"major:minor value\"")
 }
+
+// TestCPUSetRefusesHugeLists: a cpuset file naming CPUs up to 99,999,999,999 (which hung the agent in cpuset.Parse)
+// is an error naming the bound, at once.
+func TestCPUSetRefusesHugeLists(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/v1-cgroupfs")); err != nil {
+		t.Fatal(err)
+	}
+	pod := Layout{Driver: Cgroupfs}.PodDir(burstablePod())
+	if err := os.WriteFile(filepath.Join(root, "cpuset", pod, "cpuset.effective_cpus"), []byte("0-99999999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewFS(root, V1).CPUSet(pod); err == nil || !strings.Contains(err.Error(), "above 65535") {
+		t.Errorf("CPUSet of a huge list: %v, want an error naming the bound", err)
+	}
+}

@@ -29,6 +29,8 @@ import (
 
 	"github.com/prometheus/procfs/sysfs"
 	"k8s.io/utils/cpuset"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
 // CPU is one online logical CPU.
@@ -199,7 +201,7 @@ func readCPUList(path string) (cpuset.CPUSet, error) {
 	if err != nil {
 		return cpuset.CPUSet{}, err
 	}
-	s, err := cpuset.Parse(strings.TrimSpace(string(b)))
+	s, err := system.ParseCPUList(string(b))
 	if err != nil {
 		return cpuset.CPUSet{}, fmt.Errorf("parsing %s: %w", path, err)
 	}
