@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"sync"
 	"syscall"
@@ -151,9 +152,20 @@ func (o *openFiles) len() int {
 
 // preadAll appends the file's contents from offset 0 to buf; a read that does not fill the buffer is the end
 // (kernfs and regular files return everything they have).
+// maxFileSize bounds a cgroup file read: the largest the agent reads (memory.stat, a v2 io.max with every disk)
+// are a few KiB, and a file that keeps growing (a fixture gone wrong, a kernel bug) must not take the agent's
+// memory with it.
+const maxFileSize = 1 << 20
+
+// errFileTooLarge is returned for a file above maxFileSize.
+var errFileTooLarge = fmt.Errorf("larger than %d bytes, not read", maxFileSize)
+
 func preadAll(fd int, buf []byte) ([]byte, error) {
 	start := len(buf)
 	for {
+		if len(buf)-start > maxFileSize {
+			return buf[:start], errFileTooLarge
+		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}

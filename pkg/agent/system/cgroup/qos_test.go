@@ -160,3 +160,22 @@ func TestCPUSetRefusesHugeLists(t *testing.T) {
 		t.Errorf("CPUSet of a huge list: %v, want an error naming the bound", err)
 	}
 }
+
+// TestHugeFilesAreNotRead: a memory.stat of 2 MiB is refused with an error naming the file, not read whole.
+func TestHugeFilesAreNotRead(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/v1-cgroupfs")); err != nil {
+		t.Fatal(err)
+	}
+	pod := Layout{Driver: Cgroupfs}.PodDir(burstablePod())
+	huge := strings.Repeat("total_cache 1\n", (2<<20)/14)
+	if err := os.WriteFile(filepath.Join(root, "memory", pod, "memory.stat"), []byte(huge), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range []*FS{NewFS(root, V1), NewFS(root, V1).KeepOpen(16)} {
+		_, err := fs.MemoryStat(pod)
+		if err == nil || !strings.Contains(err.Error(), "not read") || !strings.Contains(err.Error(), "memory.stat") {
+			t.Errorf("MemoryStat of a 2 MiB file: %v, want an error naming the file and the bound", err)
+		}
+	}
+}
