@@ -1,13 +1,11 @@
 package cgroup
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,7 +63,7 @@ func killTasks(top string, sigkill func(pid int) error) error {
 	self := os.Getpid()
 	signalled := map[int]bool{}
 	for range killPasses {
-		pids, err := treeProcs(top)
+		pids, err := treeIDs(top, "cgroup.procs")
 		if err != nil {
 			return err
 		}
@@ -90,41 +88,6 @@ func killTasks(top string, sigkill func(pid int) error) error {
 		}
 	}
 	return fmt.Errorf("killing the processes of %s: new processes still appeared after %d passes", top, killPasses)
-}
-
-// treeProcs reads cgroup.procs of top and every cgroup below it. A cgroup removed during the walk is skipped.
-func treeProcs(top string) ([]int, error) {
-	var pids []int
-	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p != top {
-				return nil
-			}
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p != top {
-				return nil
-			}
-			return err
-		}
-		for _, field := range bytes.Fields(b) {
-			pid, err := strconv.Atoi(string(field))
-			if err != nil {
-				return fmt.Errorf("parsing %s/cgroup.procs: %w", p, err)
-			}
-			pids = append(pids, pid)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing the processes of %s: %w", top, err)
-	}
-	return pids, nil
 }
 
 // writeExisting writes v to the file p without creating it.

@@ -33,7 +33,9 @@ func (f *FS) Tasks(dir string) ([]int, error) {
 	return nil, fmt.Errorf("listing the tasks of cgroup %q: no such cgroup under %s: %w", dir, f.root, fs.ErrNotExist)
 }
 
-// treeIDs reads the ids listed in file of top and every cgroup below it.
+// treeIDs reads the ids listed in file (tasks, cgroup.threads, cgroup.procs) of top and every cgroup below it;
+// Tasks and Kill share it. A listed id of 0 or less is an error (see Tasks): for Kill it would signal the agent's
+// own process group.
 func treeIDs(top, file string) ([]int, error) {
 	var ids []int
 	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
