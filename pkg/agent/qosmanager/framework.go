@@ -143,3 +143,11 @@ func (d Deps) Need(plugin string, what ...string) error {
 	}
 	return nil
 }
+
+// CgroupVersion is the cgroup version Cgroups reads (cgroup.FS knows it), or 0 for a reader that does not say.
+func (d Deps) CgroupVersion() cgroup.Version {
+	if v, ok := d.Cgroups.(interface{ Version() cgroup.Version }); ok {
+		return v.Version()
+	}
+	return 0
+}

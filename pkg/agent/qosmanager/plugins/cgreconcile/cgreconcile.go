@@ -67,9 +67,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		},
 		hold: qosmanager.NewHolder(Name, d.Executor, executor.MemoryMin(0), executor.MemoryLow(0), executor.MemoryHigh(-1), executor.MemoryOOMGroup(false)),
 	}
-	if v, ok := d.Cgroups.(interface{ Version() cgroup.Version }); ok {
-		p.v1 = v.Version() == cgroup.V1
-	}
+	p.v1 = d.CgroupVersion() == cgroup.V1
 	return p, nil
 }
 

@@ -58,7 +58,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		d:            d,
 		qosDir:       d.Layout.QoSDir(corev1.PodQOSBestEffort),
 		burstableDir: d.Layout.QoSDir(corev1.PodQOSBurstable),
-		v2:           cgroupV2(d.Cgroups),
+		v2:           d.CgroupVersion() == cgroup.V2,
 		hold:         qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
 	}, nil
 }
@@ -200,12 +200,6 @@ func underIdleQoS(m *statesinformer.PodMeta, s *slov1alpha1.ResourceQOSStrategy)
 func hookOwnsShares(pod *corev1.Pod) bool {
 	plan, ok := runtimehook.Translate(pod)
 	return ok && plan.Pod.CPUShares != 0
-}
-
-// cgroupV2 reports whether r reads a cgroup v2 hierarchy.
-func cgroupV2(r cgroup.Reader) bool {
-	fs, ok := r.(interface{ Version() cgroup.Version })
-	return ok && fs.Version() == cgroup.V2
 }
 
 // standIn keeps the burstable QoS cgroup's cpu.shares at the kubelet's value while the besteffort QoS cgroup is

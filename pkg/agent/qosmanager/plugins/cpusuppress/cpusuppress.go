@@ -110,9 +110,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 			Help: "CPU that CPU suppression leaves best-effort pods, cores: the besteffort cgroup's CFS quota (cfsQuota policy) or the number of CPUs of their cpuset (cpuset policy); -1 while suppression is off.",
 		}),
 	}
-	if v, ok := d.Cgroups.(interface{ Version() cgroup.Version }); ok {
-		p.v1 = v.Version() == cgroup.V1
-	}
+	p.v1 = d.CgroupVersion() == cgroup.V1
 	p.limit.Set(-1)
 	return p, nil
 }
