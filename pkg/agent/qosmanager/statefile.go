@@ -1,6 +1,7 @@
 package qosmanager
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,4 +34,13 @@ func WriteStateFile(dir, name string, b []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteStateJSON is WriteStateFile of v encoded as JSON (one line).
+func WriteStateJSON(dir, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, name), err)
+	}
+	return WriteStateFile(dir, name, append(b, '\n'))
 }

@@ -90,11 +90,7 @@ func loadRecord(dir, kubepods string) (*record, error) {
 
 // saveRecord replaces the state file in dir atomically, creating dir.
 func saveRecord(dir string, rec *record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, StateFile), err)
-	}
-	if err := qosmanager.WriteStateFile(dir, StateFile, append(b, '\n')); err != nil {
+	if err := qosmanager.WriteStateJSON(dir, StateFile, rec); err != nil {
 		return fmt.Errorf("recording the memory QoS values cgreconcile holds: %w", err)
 	}
 	return nil

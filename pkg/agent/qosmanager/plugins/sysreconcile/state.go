@@ -73,11 +73,7 @@ func loadRecord(dir string) (*record, error) {
 
 // saveRecord replaces the state file in dir atomically (qosmanager.WriteStateFile), creating dir.
 func saveRecord(dir string, rec *record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, StateFile), err)
-	}
-	if err := qosmanager.WriteStateFile(dir, StateFile, append(b, '\n')); err != nil {
+	if err := qosmanager.WriteStateJSON(dir, StateFile, rec); err != nil {
 		return fmt.Errorf("recording the kernel values sysreconcile replaced: %w", err)
 	}
 	return nil
