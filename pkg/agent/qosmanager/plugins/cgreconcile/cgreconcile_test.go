@@ -5,12 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +18,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
@@ -40,7 +38,7 @@ type rig struct {
 	p     *Plugin
 	state string // Deps.StateDir
 	ctx   context.Context
-	log   *lines
+	log   *qosmanagertest.Log
 }
 
 // newRig lays out the node; with memFiles the cgroups have memory.min, memory.low, memory.high and
@@ -66,8 +64,8 @@ func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, memFiles bool, pods
 			}
 		}
 	}
-	l := &lines{}
-	r := &rig{t: t, host: host, fs: fs, store: store, state: t.TempDir(), ctx: klog.NewContext(context.Background(), l.logger()), log: l}
+	l := &qosmanagertest.Log{}
+	r := &rig{t: t, host: host, fs: fs, store: store, state: t.TempDir(), ctx: klog.NewContext(context.Background(), l.Logger()), log: l}
 	r.restart()
 	return r
 }
@@ -144,32 +142,6 @@ func (r *rig) containerDir(pod *corev1.Pod, id string) string {
 }
 
 func (r *rig) qosDir(c corev1.PodQOSClass) string { return r.host.Layout().QoSDir(c) }
-
-// lines records log lines.
-type lines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *lines) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.all = append(l.all, prefix+" "+args)
-	}, funcr.Options{})
-}
-
-func (l *lines) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.all {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
 
 // spec is the NodeSLO spec with the defaults and edit applied to its resourceQOSStrategy.
 func spec(edit func(s *slov1alpha1.ResourceQOSStrategy)) *slov1alpha1.NodeSLOSpec {
@@ -319,14 +291,14 @@ func TestV1StepsAside(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			r := newRig(t, cgroup.V1, d, false, web(), batch())
 			r.run(spec(nil))
-			if n := r.log.count("cgroup v1 has no memory.min"); n != 0 {
+			if n := r.log.Count("cgroup v1 has no memory.min"); n != 0 {
 				t.Errorf("said the files are missing while no class asks for them")
 			}
 			for range 3 {
 				r.run(spec(lsAndLSR))
 			}
-			if n := r.log.count("cgroup v1 has no memory.min"); n != 1 {
-				t.Errorf("said %d times that cgroup v1 lacks the files, want once; log:\n%s", n, strings.Join(r.log.all, "\n"))
+			if n := r.log.Count("cgroup v1 has no memory.min"); n != 1 {
+				t.Errorf("said %d times that cgroup v1 lacks the files, want once; log:\n%s", n, r.log)
 			}
 			if a := r.exec.Audit(); len(a) != 0 {
 				t.Errorf("the plugin wrote on cgroup v1: %+v", a)
@@ -342,7 +314,7 @@ func TestV2WithoutFiles(t *testing.T) {
 	for range 3 {
 		r.run(spec(lsAndLSR))
 	}
-	if n := r.log.count("has no memory.min"); n != 1 {
+	if n := r.log.Count("has no memory.min"); n != 1 {
 		t.Errorf("said %d times that memory.min is missing, want once", n)
 	}
 	if a := r.exec.Audit(); len(a) != 0 {
@@ -354,13 +326,13 @@ func TestV2WithoutFiles(t *testing.T) {
 func TestAnolisFieldsSaidOnce(t *testing.T) {
 	r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, web())
 	r.run(spec(nil))
-	if n := r.log.count("need Anolis OS"); n != 0 {
+	if n := r.log.Count("need Anolis OS"); n != 0 {
 		t.Errorf("said the Anolis OS fields are not applied while memory QoS is off")
 	}
 	for range 3 {
 		r.run(spec(lsAndLSR))
 	}
-	if n := r.log.count("wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable and priority need Anolis OS"); n != 1 {
+	if n := r.log.Count("wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable and priority need Anolis OS"); n != 1 {
 		t.Errorf("said %d times, want once", n)
 	}
 }
@@ -540,7 +512,7 @@ func TestBadNodeSLOKeepsLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.expectMem(map[string]mem{r.podDir(w): {75, 120, -1, true}})
-	if n := r.log.count("throttlingPercent is 900, outside [0, 100]"); n != 1 {
+	if n := r.log.Count("throttlingPercent is 900, outside [0, 100]"); n != 1 {
 		t.Errorf("the refusal was logged %d times, want once", n)
 	}
 }

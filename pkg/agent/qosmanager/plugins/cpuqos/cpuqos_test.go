@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -20,6 +16,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
@@ -49,7 +46,7 @@ type rig struct {
 	exec  *executor.Executor
 	p     *Plugin
 	ctx   context.Context
-	log   *lines
+	log   *qosmanagertest.Log
 }
 
 // newRig lays out the node; with idleFile the kernel has cpu.idle (5.15+) in every cgroup, holding 0.
@@ -85,8 +82,8 @@ func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, idleFile bool, pods
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lines{}
-	return &rig{t: t, host: host, fs: fs, store: store, exec: exec, p: p.(*Plugin), ctx: klog.NewContext(context.Background(), l.logger()), log: l}
+	l := &qosmanagertest.Log{}
+	return &rig{t: t, host: host, fs: fs, store: store, exec: exec, p: p.(*Plugin), ctx: klog.NewContext(context.Background(), l.Logger()), log: l}
 }
 
 func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
@@ -125,33 +122,6 @@ func (r *rig) expectIdle(want map[string]bool) {
 			r.t.Errorf("cpu.idle of %s is %v, want %v", dir, got, w)
 		}
 	}
-}
-
-// lines records log lines.
-type lines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *lines) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.all = append(l.all, prefix+" "+args)
-	}, funcr.Options{})
-}
-
-// count is how many lines contain s.
-func (l *lines) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.all {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
 }
 
 // spec is the NodeSLO spec with the defaults and edit applied to its resourceQOSStrategy.
@@ -333,7 +303,7 @@ func TestPerClassSwitch(t *testing.T) {
 		r.run(spec(lsAnolis))
 		r.run(spec(lsAnolis))
 		r.expectIdle(map[string]bool{r.podDir(w): false, r.beDir(): true})
-		if n := r.log.count("need Anolis OS group identity"); n != 1 {
+		if n := r.log.Count("need Anolis OS group identity"); n != 1 {
 			t.Errorf("the Anolis OS line was logged %d times, want once", n)
 		}
 	})
@@ -346,8 +316,8 @@ func TestOldKernel(t *testing.T) {
 		for range 3 {
 			r.run(spec(nil))
 		}
-		if n := r.log.count("this kernel has no cpu.idle"); n != 1 {
-			t.Errorf("the missing cpu.idle was said %d times, want once; log:\n%s", n, strings.Join(r.log.all, "\n"))
+		if n := r.log.Count("this kernel has no cpu.idle"); n != 1 {
+			t.Errorf("the missing cpu.idle was said %d times, want once; log:\n%s", n, r.log)
 		}
 		if a := r.exec.Audit(); len(a) != 0 {
 			t.Errorf("the plugin wrote on a kernel without cpu.idle: %+v", a)
@@ -443,7 +413,7 @@ func TestBadNodeSLOKeepsLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.expectIdle(map[string]bool{r.beDir(): true})
-	if n := r.log.count("beClass.cpuQOS.groupIdentity is 5, outside [-1, 2]"); n != 1 {
+	if n := r.log.Count("beClass.cpuQOS.groupIdentity is 5, outside [-1, 2]"); n != 1 {
 		t.Errorf("the refusal was logged %d times, want once", n)
 	}
 }
