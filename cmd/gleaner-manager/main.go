@@ -26,11 +26,12 @@ func main() {
 	fs.AddGoFlagSet(logFlags)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
 
-	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctx := ctrl.SetupSignalHandler()
+	logger := manager.StopLogger(ctx, zap.New(zap.UseFlagOptions(&zapOpts)))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	if err := manager.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+	if err := manager.Run(ctx, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "gleaner-manager: %v\n", err)
 		os.Exit(1)
 	}

@@ -36,6 +36,12 @@ func run(assets, kubeconfig, namespace string) error {
 	if assets == "" || kubeconfig == "" {
 		return fmt.Errorf("--assets (or KUBEBUILDER_ASSETS) and --kubeconfig are required")
 	}
+	// Signals are caught before anything starts and stay caught until everything has stopped: a second Ctrl-C, or
+	// run.sh's SIGTERM while the first one is being handled, must not kill this process between stopping
+	// kube-apiserver and stopping etcd (etcd runs in its own process group, so it would be left running with its
+	// data). The deferred stop() therefore runs after env.Stop.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	crds, err := crd.Objects()
 	if err != nil {
 		return err
@@ -45,14 +51,18 @@ func run(assets, kubeconfig, namespace string) error {
 	if err != nil {
 		return fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	defer func() { _ = env.Stop() }()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "devapi: stopping kube-apiserver and etcd: %v\n", err)
+			return
+		}
+		fmt.Println("devapi: stopped; etcd's data removed")
+	}()
 
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", namespace, err)
@@ -68,8 +78,16 @@ func run(assets, kubeconfig, namespace string) error {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", kubeconfig, err)
 	}
-	fmt.Printf("devapi: kube-apiserver at %s; kubeconfig %s\n", cfg.Host, kubeconfig)
+	fmt.Printf("devapi: kube-apiserver at %s; kubeconfig %s; etcd data in %s\n", cfg.Host, kubeconfig, etcdDataDir(env))
 	<-ctx.Done()
 	fmt.Println("devapi: stopping")
 	return nil
+}
+
+// etcdDataDir is the directory envtest gave etcd, so that a stop can be checked to have removed it.
+func etcdDataDir(env *envtest.Environment) string {
+	if etcd := env.ControlPlane.Etcd; etcd != nil {
+		return etcd.DataDir
+	}
+	return ""
 }
