@@ -39,7 +39,7 @@ fmt: ## Format the code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet:
+vet: ## Run go vet (its first run compiles the whole tree and Kubernetes' packages: minutes, once).
 	go vet ./...
 
 .PHONY: lint
@@ -72,7 +72,7 @@ e2e: gleaner-local ## End-to-end tests on a real local cluster; where it cannot 
 	exit $$rc
 
 .PHONY: gleaner-local
-gleaner-local:
+gleaner-local: ## Build bin/gleaner-local, the local cluster's tool (up, down, check, status).
 	@go build -o $(BIN)/ ./hack/gleaner-local
 
 # Fuzzers `make fuzz` runs, as package:FuzzFunc, each for FUZZTIME (plain `go test` runs only their seed corpus).
@@ -147,5 +147,6 @@ run-bare: ## A bare control plane (no node, no root needed) with gleaner-manager
 	hack/run.sh
 
 .PHONY: help
-help:
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+help: ## List every target with what it does.
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{t[NR]=$$1; d[NR]=$$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, t[i], d[i]}'

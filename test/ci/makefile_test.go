@@ -114,3 +114,56 @@ func environWithout(names ...string) []string {
 		return slices.Contains(names, name)
 	})
 }
+
+// TestMakeHelpListsEveryTarget: `make help` names every target the Makefile defines, each with a description, the
+// descriptions starting in one column.
+func TestMakeHelpListsEveryTarget(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		Skipf(t, "running the Makefile needs make: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, line := range strings.Split(string(src), "\n") {
+		name, _, ok := strings.Cut(line, ":")
+		if ok && name != "" && !strings.ContainsAny(name, " \t.$=") && !strings.HasPrefix(line, "\t") {
+			targets = append(targets, name)
+		}
+	}
+	if len(targets) < 10 {
+		t.Fatalf("found only %d targets in the Makefile: %v", len(targets), targets)
+	}
+	cmd := exec.Command("make", "--no-print-directory", "-s", "help")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make help: %v\n%s", err, out)
+	}
+	listed := map[string]bool{}
+	column := -1
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			t.Errorf("make help line without a description: %q", line)
+			continue
+		}
+		listed[fields[0]] = true
+		at := strings.Index(line, fields[1])
+		if column == -1 {
+			column = at
+		} else if at != column {
+			t.Errorf("make help's descriptions are not aligned: %q starts at %d, not %d", line, at, column)
+		}
+	}
+	for _, target := range targets {
+		if !listed[target] {
+			t.Errorf("make help does not list target %s (give it a '## description')", target)
+		}
+	}
+}
