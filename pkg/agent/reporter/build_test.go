@@ -321,3 +321,26 @@ func TestStartFollowsTheReportInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMemoryReadsInBinaryUnits: memory is reported in whole KiB, and in whole MiB from 1 GiB up, so that
+// `kubectl get nodemetric` prints "15873Mi", not the raw bytes of an average.
+func TestMemoryReadsInBinaryUnits(t *testing.T) {
+	for _, tc := range []struct {
+		bytes float64
+		want  string
+	}{
+		{0, "0"},
+		{-5, "0"},
+		{1000, "1Ki"},
+		{1536 + 0.4, "2Ki"},
+		{300<<20 + 700, "307201Ki"},
+		{(1 << 30) - 1, "1Gi"},
+		{15873<<20 + 123457, "15873Mi"},
+		{16 << 30, "16Gi"},
+	} {
+		mem := resources(0, tc.bytes)[corev1.ResourceMemory]
+		if got := mem.String(); got != tc.want {
+			t.Errorf("memory of %.1f bytes reads %s, want %s", tc.bytes, got, tc.want)
+		}
+	}
+}

@@ -297,10 +297,21 @@ func (r *Reporter) query(k metriccache.Key, start, end time.Time) (*metriccache.
 	return &res, true
 }
 
-// resources renders cores and bytes as CPU with millicore precision and memory in whole bytes.
+// resources renders cores and bytes as CPU with millicore precision and memory in whole KiB, or whole MiB from 1 GiB
+// up, so that it reads as "15873Mi" in `kubectl get nodemetric` rather than as a row of raw bytes (an average is
+// rarely a multiple of 1024). The rounding is at most 512 bytes, or 0.05% from 1 GiB up.
 func resources(cores, bytes float64) corev1.ResourceList {
 	return corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(math.Round(math.Max(cores, 0)*1000)), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(int64(math.Round(math.Max(bytes, 0))), resource.BinarySI),
+		corev1.ResourceMemory: *resource.NewQuantity(roundMemory(math.Max(bytes, 0)), resource.BinarySI),
 	}
+}
+
+// roundMemory rounds bytes to the unit resources reports memory in.
+func roundMemory(bytes float64) int64 {
+	unit := float64(1 << 10)
+	if bytes >= 1<<30 {
+		unit = 1 << 20
+	}
+	return int64(math.Round(bytes/unit) * unit)
 }
