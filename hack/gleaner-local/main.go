@@ -8,7 +8,7 @@
 //	gleaner-local images    rebuild the images and import them into the running cluster
 //	gleaner-local status    what runs, with PIDs and memory
 //	gleaner-local down      stop everything and remove what the cluster left on the machine
-//	gleaner-local check     say whether the cluster can run here (exit 1 if not)
+//	gleaner-local check     say whether the cluster can run here (exit 1 if not, or if one already runs)
 //	gleaner-local bench     start and stop it --runs times; print the times and each component's memory
 //
 // It needs root and a cgroup v1 host. `make run` is `gleaner-local run`.
@@ -28,6 +28,10 @@ import (
 
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
 )
+
+// e2eStateDir is the end-to-end suite's state directory unless GLEANER_E2E_STATE says otherwise (the Makefile's
+// E2E_STATE).
+const e2eStateDir = "/var/lib/gleaner-e2e"
 
 // options are the global flags.
 type options struct {
@@ -79,6 +83,10 @@ func envOr(key, def string) string {
 func run(ctx context.Context, command string, o options) error {
 	if command == "check" {
 		if err := localcluster.Preflight(); err != nil {
+			return err
+		}
+		// The e2e suite's state directory too: its cluster is as machine-wide as any other.
+		if err := localcluster.Running(o.stateDir, localcluster.DefaultStateDir, envOr("GLEANER_E2E_STATE", e2eStateDir)); err != nil {
 			return err
 		}
 		fmt.Println("the local cluster can run on this machine")

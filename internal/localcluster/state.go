@@ -68,3 +68,27 @@ func (s *State) alive() []Process {
 	}
 	return out
 }
+
+// Running returns ErrAlreadyRunning, saying from where and since when, when a cluster started from one of the state
+// directories still runs; nil when none does. `gleaner-local check` asks it: the kubelet's ports, the kubepods
+// cgroups and /var/lib/kubelet are machine-wide, so a second cluster cannot start beside a running one, whichever
+// state directory it uses. A state file that cannot be read counts as no running cluster (Up cleans it up).
+func Running(stateDirs ...string) error {
+	seen := map[string]bool{}
+	for _, dir := range stateDirs {
+		if dir == "" || seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		s, err := readState(Layout{Dir: dir}.StateFile())
+		if err != nil {
+			continue
+		}
+		if alive := s.alive(); len(alive) > 0 {
+			return fmt.Errorf("%w from %s since %s (%d of %d components up); only one runs on a machine at a time: "+
+				"`gleaner-local --state-dir %s down` stops it", ErrAlreadyRunning, dir, s.StartedAt.Format(time.RFC3339),
+				len(alive), len(s.Processes), dir)
+		}
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -164,7 +165,16 @@ func listNodes(ctx context.Context, cs kubernetes.Interface, selector string, na
 		if selector != "" {
 			what = "not found or not matching -l " + selector
 		}
-		return nil, fmt.Errorf("node %s %s", strings.Join(unknown, ", "), what)
+		// Worded as kubectl words it (and as explain does): node "x" not found.
+		kind := "node"
+		if len(unknown) > 1 {
+			kind = "nodes"
+		}
+		quoted := make([]string, len(unknown))
+		for i, name := range unknown {
+			quoted[i] = strconv.Quote(name)
+		}
+		return nil, fmt.Errorf("%s %s %s", kind, strings.Join(quoted, ", "), what)
 	}
 	return picked, nil
 }

@@ -156,8 +156,8 @@ current-context: c
 		args []string
 		want string
 	}{
-		{"unknown node", []string{"--kubeconfig", e.Kubeconfig, "nodes", "no-such-node"}, "node no-such-node not found"},
-		{"unknown nodes among many", []string{"--kubeconfig", e.Kubeconfig, "nodes", "nope-1", "nope-2", "-l", "x=y"}, "node nope-1, nope-2 not found or not matching -l x=y"},
+		{"unknown node", []string{"--kubeconfig", e.Kubeconfig, "nodes", "no-such-node"}, `node "no-such-node" not found`},
+		{"unknown nodes among many", []string{"--kubeconfig", e.Kubeconfig, "nodes", "nope-1", "nope-2", "-l", "x=y"}, `nodes "nope-1", "nope-2" not found or not matching -l x=y`},
 		{"bad output", []string{"--kubeconfig", e.Kubeconfig, "nodes", "-o", "table"}, `-o "table": want wide, json or yaml`},
 		{"bad sort key", []string{"--kubeconfig", e.Kubeconfig, "nodes", "--sort-by", "cpu"}, `--sort-by "cpu"`},
 		{"bad selector", []string{"--kubeconfig", e.Kubeconfig, "nodes", "-l", "a=(b"}, `-l "a=(b"`},
