@@ -40,11 +40,14 @@ fmt: ## Format the code.
 
 .PHONY: vet
 vet: ## Run go vet (its first run compiles the whole tree and Kubernetes' packages: minutes, once).
+	@echo "vet: go vet ./... (a first run compiles Gleaner and the Kubernetes packages it uses into Go's build cache: about 10 minutes on 2 cores, once)"
 	go vet ./...
 
 .PHONY: lint
 lint: ## Run golangci-lint (pinned, built into the cache).
-	$$(hack/tool.sh golangci-lint) run --allow-parallel-runners ./...
+	@lint=$$(hack/tool.sh golangci-lint); \
+	  echo "lint: golangci-lint run ./... (a first run fills its analysis cache: several minutes, once)"; \
+	  $$lint run --allow-parallel-runners ./...
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their directory.
@@ -52,6 +55,7 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their
 
 .PHONY: unit
 unit: ## Run the Go tests against a real kube-apiserver and etcd.
+	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache"
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e

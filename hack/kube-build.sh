@@ -94,7 +94,7 @@ build_kube() {
     ldflags+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-  log "building ${missing[*]} $KUBE_VERSION (minutes on a cold Go build cache)"
+  log "building ${missing[*]} $KUBE_VERSION into $CACHE (once: 10-20 minutes on a cold Go build cache and 2 cores, instant afterwards)"
   mkdir -p "$KUBE_BIN"
   local tmp
   tmp=$(mktemp -d "$KUBE_BIN/.build.XXXXXX")
@@ -106,7 +106,7 @@ build_kube() {
 build_etcd() {
   [[ -x $ETCD_BIN/etcd ]] && return 0
   local dir=$CACHE/src/etcd-$ETCD_VERSION
-  log "building etcd $ETCD_VERSION"
+  log "building etcd $ETCD_VERSION into $CACHE (once)"
   rm -rf "$dir" && mkdir -p "$dir" "$ETCD_BIN"
   cat >"$dir/go.mod" <<MOD
 module gleaner.local/etcd-build
@@ -138,7 +138,7 @@ build_containerd() {
   for c in "${CONTAINERD_COMMANDS[@]}"; do [[ -x $CONTAINERD_BIN/$c ]] || missing+=("$c"); done
   ((${#missing[@]})) || return 0
   local dir=$CACHE/src/containerd-$CONTAINERD_VERSION pkgs=()
-  log "building containerd $CONTAINERD_VERSION (minutes on a cold Go build cache)"
+  log "building containerd $CONTAINERD_VERSION into $CACHE (once: a few minutes on a cold Go build cache)"
   if [[ ! -f $dir/.ready ]]; then
     rm -rf "$dir" && mkdir -p "$dir"
     cat >"$dir/go.mod" <<MOD
