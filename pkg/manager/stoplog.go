@@ -29,7 +29,7 @@ type stopSink struct {
 
 func (s *stopSink) Error(err error, msg string, kv ...any) {
 	if msg == stopSequenceMsg && err != nil && err.Error() == "leader election lost" && s.ctx.Err() != nil {
-		s.LogSink.Info(0, "released the leader lease on stop", kv...)
+		s.Info(0, "released the leader lease on stop", kv...)
 		return
 	}
 	s.LogSink.Error(err, msg, kv...)
