@@ -36,7 +36,8 @@ func newExplainCommand(f *Factory) *cobra.Command {
 		Short: "Why a node offers the batch and mid resources it does: every term of the calculation",
 		Long: `Print how gleaner-manager derived the reclaimed resources (kubernetes.io/batch-cpu, batch-memory, mid-cpu,
 mid-memory) it published on a node: the formula, the policy, every input and intermediate term, the NodeMetric it
-used and its age, or why a resource was removed (colocation disabled, NodeMetric missing or stale).
+used and its age, warnings (a NodeMetric quantity outside [0, capacity] that was clamped), or why a resource was
+removed (colocation disabled, NodeMetric missing, stale or stamped ahead of the manager's clock).
 
 The derivation is the one that produced the values now on the node: gleaner-manager writes both in one request.
 It reads the node's noderesource.gleaner.sh/explanation annotation; it needs get on nodes.`,
@@ -133,6 +134,9 @@ func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
 		fmt.Fprintln(w, ")")
 		if q, ok := e.Published[d.Resource]; !ok || q.Cmp(*d.Value) != 0 {
 			fmt.Fprintf(w, "  warning: the node carries %s, not this value; something other than gleaner-manager changed it\n", publishedOrNone(q, ok))
+		}
+		for _, warning := range d.Warnings {
+			fmt.Fprintf(w, "  warning: %s\n", warning)
 		}
 		fmt.Fprintf(w, "  %s\n", d.Formula)
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)

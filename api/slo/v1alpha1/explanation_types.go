@@ -49,6 +49,10 @@ type ResourceDerivation struct {
 	// MetricTime is the update time of the NodeMetric the calculation used.
 	// +optional
 	MetricTime *metav1.Time `json:"metricTime,omitempty"`
+	// Warnings say what the calculation could not take as reported, such as NodeMetric quantities outside
+	// [0, node capacity] that it clamped.
+	// +optional
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // DerivationTerm is one named quantity of a derivation.

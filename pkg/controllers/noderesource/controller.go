@@ -332,8 +332,9 @@ func lastUpdate(node *corev1.Node) (time.Time, bool) {
 	return exp.UpdateTime.Time, true
 }
 
-// nextDue is when the node must be looked at again even if nothing happens: when its NodeMetric goes stale, or when
-// its forced update comes due, whichever is first and still ahead. A time already past is no reason to look again:
+// nextDue is when the node must be looked at again even if nothing happens: when its NodeMetric goes stale, when a
+// NodeMetric stamped too far ahead of the clock stops being ahead, or when its forced update comes due, whichever is
+// first and still ahead. A time already past is no reason to look again:
 // the reconcile that just ran saw it.
 func nextDue(in *framework.Input, last time.Time, written bool) time.Time {
 	var due time.Time
@@ -343,6 +344,9 @@ func nextDue(in *framework.Input, last time.Time, written bool) time.Time {
 		}
 	}
 	if d := in.MetricDeadline(); !d.IsZero() {
+		consider(d.Add(time.Second))
+	}
+	if d := in.MetricUsableFrom(); !d.IsZero() {
 		consider(d.Add(time.Second))
 	}
 	if written {

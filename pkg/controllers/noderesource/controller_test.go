@@ -234,24 +234,22 @@ func TestPublishesBatchResources(t *testing.T) {
 		t.Errorf("value gauge = %v, want 3000", v)
 	}
 
-	// kubectl glean explain shows the numbers that are on the node.
-	var out, errOut bytes.Buffer
-	cmd := cli.NewRootCommand(cli.Streams{Out: &out, ErrOut: &errOut}, h.clock)
-	cmd.SetArgs([]string{"--kubeconfig", env.Start(t).Kubeconfig, "explain", "publish"})
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		t.Fatalf("kubectl glean explain: %v (%s)", err, errOut.String())
+	// kubectl glean explain shows the numbers that are on the node, and no warning for an in-range report.
+	out := explain(t, h, "publish")
+	if strings.Contains(out, "warning") {
+		t.Errorf("explain warns of an in-range report:\n%s", out)
 	}
 	for r, q := range map[corev1.ResourceName]resource.Quantity{
 		slov1alpha1.BatchCPU: n.Status.Allocatable[slov1alpha1.BatchCPU], slov1alpha1.BatchMemory: n.Status.Allocatable[slov1alpha1.BatchMemory],
 		slov1alpha1.MidCPU: n.Status.Allocatable[slov1alpha1.MidCPU],
 	} {
-		if want := fmt.Sprintf("%s = %d ", r, q.Value()); !strings.Contains(out.String(), want) {
-			t.Errorf("explain does not show %q, the node's value:\n%s", want, out.String())
+		if want := fmt.Sprintf("%s = %d ", r, q.Value()); !strings.Contains(out, want) {
+			t.Errorf("explain does not show %q, the node's value:\n%s", want, out)
 		}
 	}
 	for _, want := range []string{"capacity", "safetyMargin", "kubeletReserved", "annotationReserved", "systemUsed", "hpUnattributed", "hpUsed", "calculated"} {
-		if !strings.Contains(out.String(), "    "+want+" ") {
-			t.Errorf("explain lacks the %s term:\n%s", want, out.String())
+		if !strings.Contains(out, "    "+want+" ") {
+			t.Errorf("explain lacks the %s term:\n%s", want, out)
 		}
 	}
 }
@@ -397,6 +395,79 @@ func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	if d == nil || d.Value != nil || d.Reason != "degraded: NodeMetric stale was last updated 16m0s ago, more than degradeTimeMinutes (15m0s)" {
 		t.Errorf("explanation of the degrade = %+v", d)
 	}
+}
+
+// TestOutOfRangeReportIsClamped: a report with a negative usage and one too large for int64 milli-units, written
+// through the API server, counts as 0 and as the whole node, and `kubectl glean explain` warns of it.
+func TestOutOfRangeReportIsClamped(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	prod := h.makeNode(t, "clamp", nil)
+	h.waitBatchCPU(t, "clamp", "3000")
+
+	// The prod pod reports -20 cores: 8000 - 3200 - 800 - 0 = 4000 (unclamped, -20000 of usage would publish the
+	// whole 8000). It reports 1e30 bytes: the whole 16Gi, so no batch-memory (unclamped, 1e30 reads as 0 bytes).
+	nm := &slov1alpha1.NodeMetric{}
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "clamp"}, nm))
+	nm.Status = tu.NodeMetric("clamp").Updated(h.clock.Now()).
+		NodeUsage("cpu", "2", "memory", "6Gi").SystemUsage("cpu", "800m", "memory", "1Gi").
+		Pod(prod, "cpu", "-20", "memory", "1e30").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj().Status
+	must(t, h.c.Status().Update(ctx, nm))
+
+	n := h.waitBatchCPU(t, "clamp", "4000")
+	if got := n.Status.Allocatable[slov1alpha1.BatchMemory]; got.Value() != 0 {
+		t.Errorf("batch-memory = %s, want 0: the pod's 1e30 bytes count as the whole node", got.String())
+	}
+	out := explain(t, h, "clamp")
+	for _, want := range []string{
+		"warning: NodeMetric clamp reports cpu outside [0, capacity 8]; clamped pod default/clamp-prod -20 to 0",
+		"warning: NodeMetric clamp reports memory outside [0, capacity 16Gi]; clamped pod default/clamp-prod 1e30 to 16Gi",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestMetricAheadOfTheClock: a report stamped three minutes ahead of the manager's clock is stale, with the reason
+// in `kubectl glean explain`, until the clock is within MaxClockSkew of it: two minutes later, before the forced
+// update (updateTimeThresholdSeconds, 5 minutes) would look at the node anyway.
+func TestMetricAheadOfTheClock(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	prod := h.makeNode(t, "ahead", nil)
+	h.waitBatchCPU(t, "ahead", "3000")
+
+	stamp := h.clock.Now().Add(3 * time.Minute)
+	nm := &slov1alpha1.NodeMetric{}
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "ahead"}, nm))
+	nm.Status = tu.NodeMetric("ahead").Updated(stamp).
+		NodeUsage("cpu", "2", "memory", "6Gi").SystemUsage("cpu", "800m", "memory", "1Gi").
+		Pod(prod, "cpu", "1", "memory", "3Gi").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj().Status
+	must(t, h.c.Status().Update(ctx, nm))
+
+	h.waitBatchCPU(t, "ahead", "")
+	want := fmt.Sprintf("degraded: NodeMetric ahead was updated at %s, 3m0s ahead of the manager's clock, more than the clock skew allowed (1m0s)",
+		stamp.UTC().Format(time.RFC3339))
+	if out := explain(t, h, "ahead"); !strings.Contains(out, "kubernetes.io/batch-cpu: not offered (plugin batch)\n  "+want) {
+		t.Errorf("explain does not give the reason %q:\n%s", want, out)
+	}
+	// Nothing happens but time: once the stamp is within the skew, the report counts again.
+	waitIdle(t)
+	h.clock.Step(2*time.Minute + time.Second)
+	h.waitBatchCPU(t, "ahead", "3000")
+}
+
+// explain runs `kubectl glean explain node` against the API server and returns what it prints.
+func explain(t *testing.T, h *harness, node string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := cli.NewRootCommand(cli.Streams{Out: &out, ErrOut: &errOut}, h.clock)
+	cmd.SetArgs([]string{"--kubeconfig", env.Start(t).Kubeconfig, "explain", node})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("kubectl glean explain %s: %v (%s)", node, err, errOut.String())
+	}
+	return out.String()
 }
 
 func TestDisablingColocationResetsOnlyThatNode(t *testing.T) {

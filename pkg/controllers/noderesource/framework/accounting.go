@@ -138,20 +138,20 @@ func (in *Input) ReservedTerms(r corev1.ResourceName) []slov1alpha1.DerivationTe
 	}
 }
 
-// SystemUsage is the NodeMetric's system usage of r (node usage outside pods and host applications).
+// SystemUsage is the NodeMetric's system usage of r (node usage outside pods and host applications), see Usage.
 func (in *Input) SystemUsage(r corev1.ResourceName) int64 {
 	if in.Metric == nil || in.Metric.Status.NodeMetric == nil {
 		return 0
 	}
-	return Amount(in.Metric.Status.NodeMetric.SystemUsage[r], r)
+	return in.Usage(in.Metric.Status.NodeMetric.SystemUsage[r], r)
 }
 
-// NodeUsage is the NodeMetric's node usage of r.
+// NodeUsage is the NodeMetric's node usage of r, see Usage.
 func (in *Input) NodeUsage(r corev1.ResourceName) int64 {
 	if in.Metric == nil || in.Metric.Status.NodeMetric == nil {
 		return 0
 	}
-	return Amount(in.Metric.Status.NodeMetric.NodeUsage[r], r)
+	return in.Usage(in.Metric.Status.NodeMetric.NodeUsage[r], r)
 }
 
 // HostApplicationUsage sums the usage of r of the high-priority host applications, and says how many there were
@@ -168,7 +168,7 @@ func (in *Input) HostApplicationUsage(r corev1.ResourceName) (sum int64, apps, u
 		if !p.HighPriority() {
 			continue
 		}
-		sum += Amount(app.Usage[r], r)
+		sum += in.Usage(app.Usage[r], r)
 		apps++
 		if p == slov1alpha1.PriorityNone {
 			unclassed++

@@ -11,15 +11,16 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
-// PodUsage returns a pod's measured usage from the NodeMetric and whether the NodeMetric has it. A record is the
-// pod's when it carries the pod's UID, or, for a record without a UID, the pod's namespace and name: a record of
-// an earlier pod of the same name (a StatefulSet's pod recreated) is never taken for the new one's.
-func (in *Input) PodUsage(pod *corev1.Pod) (corev1.ResourceList, bool) {
+// PodUsage returns a pod's measured usage of r from the NodeMetric (held to [0, capacity], see Usage) and whether
+// the NodeMetric has a record of the pod. A record is the pod's when it carries the pod's UID, or, for a record
+// without a UID, the pod's namespace and name: a record of an earlier pod of the same name (a StatefulSet's pod
+// recreated) is never taken for the new one's.
+func (in *Input) PodUsage(pod *corev1.Pod, r corev1.ResourceName) (int64, bool) {
 	i, ok := in.podRecord(pod)
 	if !ok {
-		return nil, false
+		return 0, false
 	}
-	return in.Metric.Status.PodsMetric[i].Usage, true
+	return in.Usage(in.Metric.Status.PodsMetric[i].Usage[r], r), true
 }
 
 // podRecord returns the index of a pod's record in the NodeMetric's pods.
@@ -47,7 +48,7 @@ func (in *Input) podRecord(pod *corev1.Pod) (int, bool) {
 // UnattributedPods returns the NodeMetric's pod records that no active pod of Pods claims (see PodUsage): pods the
 // manager's cache does not hold yet (created a moment ago), no longer holds (deleted while their processes still
 // run), or holds as ended (Succeeded or Failed while the NodeMetric still averages their last minutes). Their usage
-// is real and must be counted by what the records themselves say of the pods.
+// is real and must be counted by what the records themselves say of the pods, their usage through Usage.
 func (in *Input) UnattributedPods() []slov1alpha1.PodMetricInfo {
 	if in.Metric == nil || len(in.Metric.Status.PodsMetric) == 0 {
 		return nil
@@ -84,7 +85,8 @@ func (in *Input) PodClass(pod *corev1.Pod) slov1alpha1.PodClass {
 }
 
 // MetricProblem says why the node's NodeMetric cannot be used for a calculation, or "" when it can: it must exist,
-// carry node usage, and be younger than the strategy's degradeTimeMinutes.
+// carry node usage, be younger than the strategy's degradeTimeMinutes, and not be stamped further ahead of the
+// manager's clock than MaxClockSkew.
 func (in *Input) MetricProblem() string {
 	m := in.Metric
 	switch {
@@ -92,6 +94,10 @@ func (in *Input) MetricProblem() string {
 		return "NodeMetric " + in.Node.Name + " does not exist"
 	case m.Status.UpdateTime == nil || m.Status.NodeMetric == nil:
 		return "NodeMetric " + in.Node.Name + " has no usage reported yet"
+	}
+	if ahead := m.Status.UpdateTime.Sub(in.Now); ahead > MaxClockSkew {
+		return fmt.Sprintf("NodeMetric %s was updated at %s, %s ahead of the manager's clock, more than the clock skew allowed (%s)",
+			in.Node.Name, m.Status.UpdateTime.UTC().Format(time.RFC3339), ahead.Truncate(time.Second), MaxClockSkew)
 	}
 	limit := time.Duration(ptr.Deref(in.Strategy.DegradeTimeMinutes, 0)) * time.Minute
 	if age := in.Now.Sub(m.Status.UpdateTime.Time); age > limit {
@@ -107,4 +113,13 @@ func (in *Input) MetricDeadline() time.Time {
 		return time.Time{}
 	}
 	return in.Metric.Status.UpdateTime.Add(time.Duration(ptr.Deref(in.Strategy.DegradeTimeMinutes, 0)) * time.Minute)
+}
+
+// MetricUsableFrom is when the node's NodeMetric stops being stamped further ahead of the clock than MaxClockSkew
+// (a time already past for a report that is not ahead), or the zero time when there is none.
+func (in *Input) MetricUsableFrom() time.Time {
+	if in.Metric == nil || in.Metric.Status.UpdateTime == nil {
+		return time.Time{}
+	}
+	return in.Metric.Status.UpdateTime.Add(-MaxClockSkew)
 }

@@ -123,6 +123,7 @@ type Input struct {
 	podRequests map[types.UID]corev1.ResourceList
 	podClasses  map[types.UID]slov1alpha1.PodClass
 	reservation *reservation
+	outOfRange  map[corev1.ResourceName]string
 }
 
 // ResourceItem is one plugin's result for one resource.

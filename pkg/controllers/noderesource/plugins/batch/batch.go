@@ -29,8 +29,10 @@
 // and the node's system and high-priority usage attributed to zones in proportion to their capacity; the zone
 // values are written into the NodeResourceTopology in PreUpdate.
 //
-// Without a usable NodeMetric (missing, never reported, older than degradeTimeMinutes) the plugin degrades: it
-// removes both resources and says why.
+// Every usage is read from the NodeMetric held to [0, capacity] (framework.Input.Usage), and a derivation that
+// clamped one says so in its warnings. Without a usable NodeMetric (missing, never reported, older than
+// degradeTimeMinutes, stamped ahead of the manager's clock by more than framework.MaxClockSkew) the plugin
+// degrades: it removes both resources and says why.
 package batch
 
 import (
@@ -169,11 +171,10 @@ func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calculat
 		h.unknownLabels = append(h.unknownLabels, class.Unknown...)
 		req := in.PodRequest(pod, r)
 		h.requests += req
-		usage, ok := in.PodUsage(pod)
+		used, ok := in.PodUsage(pod, r)
 		if !ok {
 			h.withoutMetric++
 		}
-		used := framework.Amount(usage[r], r)
 		switch {
 		case policy == sloconfig.CalculateByRequest:
 			h.used += req
@@ -198,7 +199,7 @@ func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calculat
 			h.unattributedLow++
 			continue
 		}
-		h.unattributed += framework.Amount(pm.Usage[r], r)
+		h.unattributed += in.Usage(pm.Usage[r], r)
 		h.unattributedPods++
 	}
 	h.used += h.unattributed
@@ -272,6 +273,7 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 			Formula:    "min(max(capacity - safetyMargin - systemUsed - hpUsed, 0), cap), at least batchHeld; policy " + string(policy),
 			Terms:      terms,
 			MetricTime: in.Metric.Status.UpdateTime.DeepCopy(),
+			Warnings:   in.Warnings(r),
 		},
 	}
 	if in.Topology != nil {

@@ -476,3 +476,92 @@ func detail(it *framework.ResourceItem, name string) string {
 	}
 	return "(no term " + name + ")"
 }
+
+// TestOutOfRangeReport: every usage the NodeMetric reports is held to [0, capacity] before it counts, and the
+// derivation warns that it was. The base is TestAccountingRules's node (cpu 4500, memory 9216Mi). Unclamped, a
+// negative usage would raise batch, and a quantity too large for an int64 of milli-units would read as 0.
+func TestOutOfRangeReport(t *testing.T) {
+	pod := testutil.Pod("p").Node("n1").Priority(9500).Requests("cpu", "2", "memory", "4Gi").Obj()
+	tests := []struct {
+		name        string
+		metric      *testutil.NodeMetricBuilder
+		wantCPU     string
+		wantMem     string
+		wantTerms   map[string]string // batch-cpu terms
+		wantWarning string            // part of batch-cpu's warning; "" for none
+	}{
+		{name: "in range: no warning",
+			metric:  testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "500m", "memory", "1Gi").Pod(pod, "cpu", "500m", "memory", "3Gi"),
+			wantCPU: "4500", wantMem: "9216Mi"},
+		{name: "a negative pod usage counts as 0",
+			// Unclamped: hpUsed -50000, calculated 55000, published at the 10000 cap.
+			metric:  testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "500m", "memory", "1Gi").Pod(pod, "cpu", "-50", "memory", "3Gi"),
+			wantCPU: "5000", wantMem: "9216Mi", // 10000 - 4000 - 1000
+			wantTerms:   map[string]string{"hpUsed": "0", "calculated": "5"},
+			wantWarning: "NodeMetric n1 reports cpu outside [0, capacity 10]; clamped pod default/p -50 to 0"},
+		{name: "a negative record of a pod the manager does not hold counts as 0",
+			metric: testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "500m", "memory", "1Gi").Pod(pod, "cpu", "500m", "memory", "3Gi").
+				PodRecord("default", "ghost", "uid-ghost", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "-8", "memory", "-8Gi"),
+			wantCPU: "4500", wantMem: "9216Mi", wantTerms: map[string]string{"hpUnattributed": "0"},
+			wantWarning: "clamped pod default/ghost -8 to 0"},
+		{name: "a usage too large for int64 milli-units counts as the whole node",
+			// 1E CPU and 1e30 bytes wrap to 0 in MilliValue and Value: unclamped, the pod would count as using nothing
+			// (cpu 5000, memory 12288Mi).
+			metric:  testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "500m", "memory", "1Gi").Pod(pod, "cpu", "1E", "memory", "1e30"),
+			wantCPU: "0", wantMem: "0",
+			wantTerms:   map[string]string{"hpUsed": "10", "calculated": "-5"},
+			wantWarning: "clamped pod default/p 1E to 10"},
+		{name: "system and host application usage",
+			// systemUsed = max(0 + 0, 1000 reserved); the warning lists the first three and counts the rest.
+			metric: testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "-3", "memory", "1Gi").Pod(pod, "cpu", "500m", "memory", "3Gi").
+				NodeUsage("cpu", "-1").
+				HostApp("a", slov1alpha1.PriorityProd, "cpu", "-1").HostApp("b", slov1alpha1.PriorityProd, "cpu", "-1"),
+			wantCPU: "4500", wantMem: "9216Mi", wantTerms: map[string]string{"systemUsage": "0", "hostApplications": "0"},
+			wantWarning: "clamped nodeUsage -1 to 0, systemUsage -3 to 0, host application a -1 to 0 and 1 more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &framework.Input{Node: node(), Pods: []*corev1.Pod{pod}, Metric: tt.metric.Obj(), Strategy: strategy(nil), Now: now}
+			items, err := New().Calculate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu, mem := &items[0], &items[1]
+			if want := resource.MustParse(tt.wantCPU); cpu.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-cpu = %s, want %s (%s)", cpu.Quantity, tt.wantCPU, terms(cpu))
+			}
+			if want := resource.MustParse(tt.wantMem); mem.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-memory = %s, want %s (%s)", mem.Quantity, tt.wantMem, terms(mem))
+			}
+			for name, want := range tt.wantTerms {
+				if got := term(cpu, name); got.Cmp(resource.MustParse(want)) != 0 {
+					t.Errorf("batch-cpu term %s = %s, want %s", name, got.String(), want)
+				}
+			}
+			got := strings.Join(cpu.Derivation.Warnings, "; ")
+			if tt.wantWarning == "" && got != "" || !strings.Contains(got, tt.wantWarning) {
+				t.Errorf("batch-cpu warnings = %q, want %q", got, tt.wantWarning)
+			}
+		})
+	}
+}
+
+// TestMetricAheadOfTheClock: a report stamped more than framework.MaxClockSkew ahead of the manager's clock is not
+// used; within the skew it is.
+func TestMetricAheadOfTheClock(t *testing.T) {
+	in := &framework.Input{Node: node(), Pods: pods(), Metric: metric().Updated(now.Add(10 * time.Minute)).Obj(), Strategy: strategy(nil), Now: now}
+	items, err := New().Calculate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "degraded: NodeMetric n1 was updated at 2026-11-22T12:10:00Z, 10m0s ahead of the manager's clock, more than the clock skew allowed (1m0s)"
+	for _, it := range items {
+		if !it.Reset || it.Derivation.Reason != want {
+			t.Errorf("%s: want reset with reason %q, got %+v", it.Name, want, it)
+		}
+	}
+	in = &framework.Input{Node: node(), Pods: pods(), Metric: metric().Updated(now.Add(framework.MaxClockSkew)).Obj(), Strategy: strategy(nil), Now: now}
+	if items, _ := New().Calculate(in); items[0].Reset {
+		t.Errorf("a metric exactly MaxClockSkew ahead must still be used: %s", items[0].Message)
+	}
+}

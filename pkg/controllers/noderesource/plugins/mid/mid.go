@@ -7,7 +7,8 @@
 //	unallocated = max(capacity - max(reserved, systemUsed) - prodRequests, 0)
 //
 // prodReclaimable comes from the NodeMetric (the agent's prediction); without it, or without a usable NodeMetric,
-// the plugin removes both resources and says why.
+// the plugin removes both resources and says why. Like every quantity of the NodeMetric, it and nodeUsage are held
+// to [0, capacity] (framework.Input.Usage), with a warning in the derivation when one was not.
 package mid
 
 import (
@@ -91,7 +92,7 @@ func midResource(r corev1.ResourceName) corev1.ResourceName {
 func calculate(in *framework.Input, r corev1.ResourceName, reclaimable corev1.ResourceList, thresholdPercent, unallocatedPercent int64) framework.ResourceItem {
 	mr := midResource(r)
 	capacity := in.NodeCapacity(r)
-	reclaim := framework.Amount(reclaimable[r], r)
+	reclaim := in.Usage(reclaimable[r], r)
 	nodeUsage := in.NodeUsage(r)
 	free := capacity - nodeUsage
 	systemUsed, sysTerms := in.SystemUsed(r)
@@ -134,6 +135,7 @@ func calculate(in *framework.Input, r corev1.ResourceName, reclaimable corev1.Re
 			Formula:    "min(min(prodReclaimable, free) + unallocatedShare, cap), at least 0",
 			Terms:      terms,
 			MetricTime: in.Metric.Status.UpdateTime.DeepCopy(),
+			Warnings:   in.Warnings(r),
 		},
 	}
 }
@@ -147,9 +149,9 @@ func predictionTerms(in *framework.Input, r corev1.ResourceName) []slov1alpha1.D
 	}
 	margin := fmt.Sprintf("before the %d%% safety margin", p.SafetyMarginPercent)
 	return []slov1alpha1.DerivationTerm{
-		framework.Term("predictedProdRequest", framework.Amount(p.ProdRequest[r], r), r, "prod pods' requests, as the agent counted them"),
-		framework.Term("prodPeak", framework.Amount(p.ProdPeak[r], r), r, "predicted peak of the prod pods together (p95 CPU, p98 memory), "+margin),
-		framework.Term("systemPeak", framework.Amount(p.SystemPeak[r], r), r, "predicted peak of the system part, "+margin),
+		framework.Term("predictedProdRequest", in.Usage(p.ProdRequest[r], r), r, "prod pods' requests, as the agent counted them"),
+		framework.Term("prodPeak", in.Usage(p.ProdPeak[r], r), r, "predicted peak of the prod pods together (p95 CPU, p98 memory), "+margin),
+		framework.Term("systemPeak", in.Usage(p.SystemPeak[r], r), r, "predicted peak of the system part, "+margin),
 	}
 }
 

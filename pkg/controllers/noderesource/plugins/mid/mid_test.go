@@ -174,3 +174,53 @@ func TestPredictionTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfRangeReclaimable: prodReclaimable and node usage are held to [0, capacity] like every NodeMetric quantity.
+// Unclamped, a negative prodReclaimable would eat the unallocated share (mid-cpu 0), and one too large for int64
+// milli-units would read as 0.
+func TestOutOfRangeReclaimable(t *testing.T) {
+	unallocated := func(s *sloconfig.ColocationStrategy) { s.MidUnallocatedPercent = ptr.To[int64](50) }
+	tests := []struct {
+		name        string
+		mutate      func(*sloconfig.ColocationStrategy)
+		metric      *slov1alpha1.NodeMetric
+		wantCPU     string
+		wantWarning string
+	}{
+		// 0 reclaimable + 2625 unallocated share.
+		{"negative reclaimable counts as none", unallocated, metric().ProdReclaimable("cpu", "-3", "memory", "6Gi").Obj(), "2625",
+			"NodeMetric n1 reports cpu outside [0, capacity 10]; clamped prodReclaimable -3 to 0"},
+		// 10000 reclaimable, bounded by the 5000 free.
+		{"reclaimable too large for int64 counts as the whole node", nil, metric().ProdReclaimable("cpu", "1E", "memory", "6Gi").Obj(), "5000",
+			"clamped prodReclaimable 1E to 10"},
+		// free = 10000 - 0, not 15000: a negative node usage frees nothing beyond the node.
+		{"negative node usage counts as 0", nil, metric().NodeUsage("cpu", "-5").ProdReclaimable("cpu", "20", "memory", "6Gi").Obj(), "10000",
+			"clamped nodeUsage -5 to 0, prodReclaimable 20 to 10"},
+	}
+	wantTerms := map[string]map[string]string{
+		"negative node usage counts as 0": {"nodeUsage": "0", "free": "10", "prodReclaimable": "10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items, err := New().Calculate(input(tt.mutate, tt.metric))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu := items[0]
+			if cpu.Reset || cpu.Quantity.Cmp(resource.MustParse(tt.wantCPU)) != 0 {
+				t.Errorf("mid-cpu = %v (%s), want %s", cpu.Quantity, cpu.Message, tt.wantCPU)
+			}
+			if got := strings.Join(cpu.Derivation.Warnings, "; "); !strings.Contains(got, tt.wantWarning) {
+				t.Errorf("mid-cpu warnings = %q, want %q", got, tt.wantWarning)
+			}
+			for _, term := range cpu.Derivation.Terms {
+				if want, ok := wantTerms[tt.name][term.Name]; ok && term.Value.Cmp(resource.MustParse(want)) != 0 {
+					t.Errorf("mid-cpu term %s = %s, want %s", term.Name, term.Value.String(), want)
+				}
+			}
+			if len(items[1].Derivation.Warnings) != 0 {
+				t.Errorf("mid-memory warns of an in-range report: %v", items[1].Derivation.Warnings)
+			}
+		})
+	}
+}
