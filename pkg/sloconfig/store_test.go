@@ -75,7 +75,7 @@ func TestStoreKeepsLastGoodValues(t *testing.T) {
 		t.Errorf("the other key still applies: minFreeKbytesFactor %d, want 300", got)
 	}
 	st := r.Current.Key(ResourceThresholdConfigKey)
-	wantErr := "resource-threshold-config: clusterStrategy.cpuSuppressThresholdPercent: Invalid value: 155: should be less than or equal to 100"
+	wantErr := "resource-threshold-config: clusterStrategy.cpuSuppressThresholdPercent: Invalid value: 155: must be from 0 to 100"
 	if st.Source != SourceLastGood || st.Err == nil || st.Err.Error() != wantErr {
 		t.Errorf("status %+v, want LastGood with %q", st, wantErr)
 	}
