@@ -154,7 +154,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	// controller-runtime's unique controller names rule out anyway) would get a clear duplicate-registration error.
 	deps := Deps{Options: opts, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, SLOConfig: sloconfig.NewStore()}
 	// The config loader before the controllers that read its store; it is not in --controllers' choice.
-	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap, deps.Metrics).SetupWithManager(mgr); err != nil {
+	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap, deps.Metrics).WithClock(deps.Clock).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the SLO config loader: %w", err)
 	}
 	for _, c := range controllers(deps) {

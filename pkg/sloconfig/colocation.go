@@ -10,6 +10,16 @@ import (
 // ColocationConfigKey is the ConfigMap key of the colocation strategy.
 const ColocationConfigKey = "colocation-config"
 
+// Upper bounds of the colocation fields that only the manager reads (the others are in api/slo/v1alpha1, next to
+// the NodeMetric fields they become).
+const (
+	// MaxDegradeTimeMinutes bounds degradeTimeMinutes: a day. A NodeMetric older than that says nothing about the
+	// node's usage now, and a larger value times time.Minute soon overflows time.Duration.
+	MaxDegradeTimeMinutes int64 = 1440
+	// MaxUpdateTimeThresholdSeconds bounds updateTimeThresholdSeconds: a day, for the same reasons.
+	MaxUpdateTimeThresholdSeconds int64 = 86400
+)
+
 // CalculatePolicy is how the batch plugin counts high-priority pods against a resource.
 type CalculatePolicy string
 
@@ -57,11 +67,13 @@ type NodeColocationCfg struct {
 type ColocationStrategy struct {
 	// Enable turns colocation on for the node: without it the batch and mid resources are removed. Default false.
 	Enable *bool `json:"enable,omitempty"`
-	// MetricAggregateDurationSeconds is the window NodeMetric usage is averaged over. Default 300.
+	// MetricAggregateDurationSeconds is the window NodeMetric usage is averaged over, 1..3600. Default 300.
 	MetricAggregateDurationSeconds *int64 `json:"metricAggregateDurationSeconds,omitempty"`
-	// MetricReportIntervalSeconds is how often the agent writes NodeMetric status. Default 60.
+	// MetricReportIntervalSeconds is how often the agent writes NodeMetric status, 1..3600 and less than
+	// DegradeTimeMinutes. Default 60.
 	MetricReportIntervalSeconds *int64 `json:"metricReportIntervalSeconds,omitempty"`
-	// MetricAggregatePolicy lists the windows of the aggregated usages. Default 5m, 10m, 15m.
+	// MetricAggregatePolicy lists the windows of the aggregated usages, at most 10, each in (0, 1h]. Default 5m, 10m,
+	// 15m.
 	MetricAggregatePolicy *slov1alpha1.AggregatePolicy `json:"metricAggregatePolicy,omitempty"`
 	// CPUReclaimThresholdPercent is the share of node CPU that may be used by everything together; the rest is
 	// the safety margin. Default 60.
@@ -74,10 +86,11 @@ type ColocationStrategy struct {
 	// MemoryCalculatePolicy is how high-priority pods count against batch memory: usage, request or
 	// maxUsageRequest. Default usage.
 	MemoryCalculatePolicy *CalculatePolicy `json:"memoryCalculatePolicy,omitempty"`
-	// DegradeTimeMinutes is how old a NodeMetric may get before the node's batch and mid resources are removed.
-	// Default 15.
+	// DegradeTimeMinutes is how old a NodeMetric may get before the node's batch and mid resources are removed,
+	// 1..1440. Default 15.
 	DegradeTimeMinutes *int64 `json:"degradeTimeMinutes,omitempty"`
-	// UpdateTimeThresholdSeconds forces a node update after this long even when nothing changed much. Default 300.
+	// UpdateTimeThresholdSeconds forces a node update after this long even when nothing changed much, 1..86400.
+	// Default 300.
 	UpdateTimeThresholdSeconds *int64 `json:"updateTimeThresholdSeconds,omitempty"`
 	// ResourceDiffThreshold is the relative change of a batch or mid resource that triggers a node update.
 	// Default 0.1.

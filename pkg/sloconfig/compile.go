@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -103,11 +104,15 @@ type strategyKey[Cfg, S any] struct {
 	validateRaw func(raw *S, path *field.Path) field.ErrorList
 	// validateEffective checks a merged, defaulted strategy for fields that contradict each other.
 	validateEffective func(effective *S, path *field.Path) field.ErrorList
+	// intRange returns the range of the integer field at a path of the key's JSON without indexes
+	// ("nodeStrategies.cpuEvictTimeWindowSeconds"), so that a value that is not an integer at all is told the range
+	// too; ok is false where the key has no such field.
+	intRange func(path string) (b intBounds, ok bool)
 }
 
 // parse decodes, validates and compiles one key's value.
 func (k strategyKey[Cfg, S]) parse(r io.Reader) (any, []Finding, error) {
-	cfg, findings, err := decode[Cfg](r)
+	cfg, findings, err := decode[Cfg](r, k.intRange)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +221,9 @@ func colocationKey() strategyKey[ColocationCfg, ColocationStrategy] {
 			d := DefaultColocationStrategy()
 			return slov1alpha1.MergeStrategy(&d, s)
 		},
-		validateRaw: validateColocation,
+		validateRaw:       validateColocation,
+		validateEffective: validateColocationConsistency,
+		intRange:          colocationIntBounds,
 	}
 }
 
@@ -239,6 +246,11 @@ func nodeSLOKey[Cfg, N, S any](prop string, withDefaults func(*S) *S, parts func
 		merge:       slov1alpha1.MergeStrategy[S],
 		finish:      withDefaults,
 		validateRaw: schemaValidator[S](prop),
+		intRange: func(path string) (intBounds, bool) {
+			// The first element is clusterStrategy or nodeStrategies; the strategy's own fields follow.
+			_, rest, _ := strings.Cut(path, ".")
+			return schemaIntBoundsAt(prop, rest)
+		},
 	}
 }
 
@@ -304,6 +316,9 @@ func hostApplicationKey() strategyKey[HostApplicationCfg, hostApplications] {
 			p := path.Child("applications")
 			errs := validateSchema("hostApplications", raw.Applications, p)
 			return append(errs, validateHostApplications(raw.Applications, p)...)
+		},
+		intRange: func(path string) (intBounds, bool) {
+			return schemaIntBoundsAt("hostApplications", strings.TrimPrefix(strings.TrimPrefix(path, "nodeConfigs."), "applications"))
 		},
 	}
 }

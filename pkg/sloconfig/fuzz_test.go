@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
 // The fuzzers feed each key's parser arbitrary text, starting from the seed 002 examples (testdata/seed002) and a
@@ -128,7 +130,25 @@ func checkNode(t *testing.T, s *Snapshot, labels map[string]string) {
 	if len(errs) > 0 {
 		t.Fatalf("labels %v: accepted config has contradicting bounds: %v", labels, errs)
 	}
-	if p := s.NodeMetricSpec(labels).CollectPolicy; p.AggregateDurationSeconds == nil || p.ReportIntervalSeconds == nil {
+	if errs := validateColocationConsistency(c, field.NewPath("effective")); len(errs) > 0 {
+		t.Fatalf("labels %v: accepted colocation strategy is inconsistent: %v", labels, errs)
+	}
+	p := s.NodeMetricSpec(labels).CollectPolicy
+	if p.AggregateDurationSeconds == nil || p.ReportIntervalSeconds == nil {
 		t.Fatalf("labels %v: NodeMetric collect policy incomplete: %+v", labels, p)
+	}
+	// The NodeMetric CRD's bounds (issue 17): what the manager accepts, the API server and the agent take as is.
+	if *p.AggregateDurationSeconds > slov1alpha1.MaxMetricAggregateDurationSeconds || *p.ReportIntervalSeconds > slov1alpha1.MaxMetricReportIntervalSeconds {
+		t.Fatalf("labels %v: NodeMetric collect policy beyond the CRD's bounds: %+v", labels, p)
+	}
+	if a := p.NodeAggregatePolicy; a != nil {
+		if len(a.Durations) > slov1alpha1.MaxAggregateDurations {
+			t.Fatalf("labels %v: %d aggregation windows", labels, len(a.Durations))
+		}
+		for _, d := range a.Durations {
+			if d.Duration <= 0 || d.Duration > slov1alpha1.MaxAggregateDuration {
+				t.Fatalf("labels %v: aggregation window %s beyond the CRD's bounds", labels, d.Duration)
+			}
+		}
 	}
 }

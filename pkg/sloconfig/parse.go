@@ -129,8 +129,9 @@ func ParseKey(key string, r io.Reader) ([]Finding, error) {
 }
 
 // decode reads one JSON document from r into a new T with encoding/json (field names matched as described in
-// fields.go) and returns it with the findings about its field names. Errors carry the line and column.
-func decode[T any](r io.Reader) (*T, []Finding, error) {
+// fields.go) and returns it with the findings about its field names. Errors carry the line and column; an integer
+// field given something else names its range, from intRange (which may be nil).
+func decode[T any](r io.Reader, intRange func(path string) (intBounds, bool)) (*T, []Finding, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the value: %w", err)
@@ -140,28 +141,87 @@ func decode[T any](r io.Reader) (*T, []Finding, error) {
 	}
 	v := new(T)
 	if err := json.Unmarshal(data, v); err != nil {
-		return nil, nil, decodeError(data, err)
+		return nil, nil, decodeError(data, err, reflect.TypeFor[T](), intRange)
 	}
 	return v, lintFields(data, reflect.TypeFor[T]()), nil
 }
 
 // decodeError rewrites encoding/json's errors to say where in the value the problem is, in the words of the JSON
-// document rather than of Go types.
-func decodeError(data []byte, err error) error {
+// document rather than of Go types: "clusterStrategy.cpuEvictTimeWindowSeconds at line 1, column 52: must be an
+// integer from 1 to 3600, not the JSON number 1.5". t is the type decoded into.
+func decodeError(data []byte, err error, t reflect.Type, intRange func(path string) (intBounds, bool)) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syntax):
 		return fmt.Errorf("malformed JSON at %s: %w", position(data, syntax.Offset), err)
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "the value"
+		path, leaf := jsonPath(t, typ.Field)
+		if path == "" {
+			path = "the value"
 		}
-		return fmt.Errorf("%s at %s: a JSON %s cannot be a %s", field, position(data, typ.Offset), typ.Value, typ.Type)
+		got := "a JSON " + typ.Value
+		if strings.HasPrefix(typ.Value, "number ") {
+			got = "the JSON " + typ.Value
+		}
+		if isInteger(leaf) {
+			want := "an integer"
+			if intRange != nil {
+				if b, ok := intRange(path); ok {
+					want += " " + b.String()
+				}
+			}
+			return fmt.Errorf("%s at %s: must be %s, not %s", path, position(data, typ.Offset), want, got)
+		}
+		return fmt.Errorf("%s at %s: %s cannot be a %s", path, position(data, typ.Offset), got, typ.Type)
 	default:
 		return fmt.Errorf("invalid value: %w", err)
 	}
+}
+
+// jsonPath turns the field path of an encoding/json error, which names the Go types of embedded structs
+// ("clusterStrategy.CPUBurstConfig.cfsQuotaBurstPeriodSeconds"), into the path a user wrote
+// ("clusterStrategy.cfsQuotaBurstPeriodSeconds"), and returns the type at its end (nil when it cannot be followed).
+func jsonPath(t reflect.Type, goPath string) (string, reflect.Type) {
+	if goPath == "" {
+		return "", t
+	}
+	var out []string
+	for _, part := range strings.Split(goPath, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			out, t = append(out, part), nil
+			continue
+		}
+		if ft, ok := jsonFields(t)[part]; ok {
+			out, t = append(out, part), ft
+			continue
+		}
+		if f, ok := t.FieldByName(part); ok && f.Anonymous {
+			t = f.Type // an embedded struct: its fields are the parent's in JSON
+			continue
+		}
+		out, t = append(out, part), nil
+	}
+	return strings.Join(out, "."), t
+}
+
+// isInteger reports whether t (behind pointers) is an integer type.
+func isInteger(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 // position turns encoding/json's offset (the bytes read when the error was found) into "line L, column C" of the

@@ -37,6 +37,16 @@ type KeyStatus struct {
 	rejected string // the text rejected (Err != nil)
 }
 
+// AppliedText is the ConfigMap text of the value in force: the key's current text for SourceConfigMap, the text of
+// its last good value for SourceLastGood, and "" for SourceDefault. It is what gleaner-manager saves, so that a
+// restarted manager can Restore it.
+func (k KeyStatus) AppliedText() string {
+	if k.Source == SourceDefault {
+		return ""
+	}
+	return k.applied
+}
+
 // Snapshot is one version of the parsed slo-controller-config: for every key, the value in force and how it got
 // there. A published Snapshot never changes; its methods return copies that the caller owns and may modify. Read
 // Store.Current once per reconcile and use that one value throughout, so a reconcile never mixes two versions.

@@ -1,6 +1,7 @@
 package sloconfig
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,12 +19,15 @@ import (
 //   - NodeSource tells a controller which nodes to reconcile when the config changes: only those whose derived
 //     strategy differs between the snapshot it last saw and the new one (see NodeSource).
 //
-// Exactly one writer, gleaner-manager's config loader (package sloconfigmap), calls Apply with every version of the ConfigMap it sees. A Store's
-// zero value is not usable; call NewStore.
+// Exactly one writer, gleaner-manager's config loader (package sloconfigmap), calls Restore once with the last good
+// values it saved before a restart, then Apply with every version of the ConfigMap it sees. A Store's zero value is
+// not usable; call NewStore.
 type Store struct {
-	mu          sync.Mutex // serializes Apply and guards subscribers
+	mu          sync.Mutex // serializes Apply and Restore, and guards subscribers and restored
 	current     atomic.Pointer[Snapshot]
 	subscribers map[chan struct{}]struct{}
+	// restored holds the last good values Restore loaded, as the snapshot the first Apply starts from; nil after it.
+	restored *Snapshot
 }
 
 // NewStore returns a Store with no snapshot yet: Current is nil until the first Apply.
@@ -55,6 +59,44 @@ func (s *Store) Subscribe() (<-chan struct{}, func()) {
 	}
 }
 
+// Restore loads the last good values of the keys, as saved before the process started (by key: the text of a value
+// the ConfigMap once had and Apply accepted), so that the first Apply falls back on them instead of on the defaults:
+// after a restart, a key whose value in the ConfigMap is now rejected keeps its last good value (SourceLastGood),
+// just as it would have without the restart. A saved value is only a fallback: a key valid in the ConfigMap applies
+// as usual, and an absent key is at its defaults.
+//
+// Each saved value is parsed and validated again; one that no longer passes (edited by hand, or written by a version
+// with looser checks) is left out, and the returned error joins a *KeyError for each such key and for each name that
+// is not a key of Keys(). The others are restored either way. Restore must be called before the first Apply: after
+// it, it changes nothing and returns an error.
+func (s *Store) Restore(lastGood map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current.Load() != nil {
+		return errors.New("restoring last good values: the config is already loaded; restore before the first Apply")
+	}
+	var errs []error
+	for _, k := range unknownKeys(lastGood) {
+		errs = append(errs, &KeyError{Key: k, Err: fmt.Errorf("not a key of the config (known keys: %s)", strings.Join(Keys(), ", "))})
+	}
+	base := &Snapshot{values: map[string]any{}, keys: map[string]KeyStatus{}}
+	for _, def := range keyDefs() {
+		raw, ok := lastGood[def.name]
+		if ok {
+			value, findings, err := def.parse(strings.NewReader(raw))
+			if err == nil {
+				base.values[def.name] = value
+				base.keys[def.name] = KeyStatus{Key: def.name, Source: SourceConfigMap, Findings: findings, applied: raw}
+				continue
+			}
+			errs = append(errs, &KeyError{Key: def.name, Err: err})
+		}
+		base.values[def.name], base.keys[def.name] = def.defaults(), KeyStatus{Key: def.name, Source: SourceDefault}
+	}
+	s.restored = base
+	return errors.Join(errs...)
+}
+
 // ApplyResult is what one Apply did.
 type ApplyResult struct {
 	// Previous is the snapshot before the call; nil at the first one.
@@ -73,11 +115,16 @@ type ApplyResult struct {
 //   - malformed or invalid: the value in force before stays (the last good one, or the defaults when there was
 //     none) and the key's status carries the error.
 //
-// A key whose text is the same as in the current snapshot is not parsed again. Apply never fails.
+// A key whose text is the same as in the current snapshot is not parsed again. The first Apply starts from the
+// values Restore loaded, if any: the last good values of before the process started. Apply never fails.
 func (s *Store) Apply(cm *corev1.ConfigMap) ApplyResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev := s.current.Load()
+	base := prev
+	if base == nil {
+		base, s.restored = s.restored, nil
+	}
 	var data map[string]string
 	if cm != nil {
 		data = cm.Data
@@ -85,7 +132,7 @@ func (s *Store) Apply(cm *corev1.ConfigMap) ApplyResult {
 	next := &Snapshot{values: map[string]any{}, keys: map[string]KeyStatus{}, unknownKeys: unknownKeys(data)}
 	changed := prev == nil || !slices.Equal(prev.unknownKeys, next.unknownKeys)
 	for _, def := range keyDefs() {
-		v, st := applyKey(def, data, prev)
+		v, st := applyKey(def, data, base)
 		next.values[def.name], next.keys[def.name] = v, st
 		if prev == nil || prev.values[def.name] != v || !sameKeyStatus(prev.keys[def.name], st) {
 			changed = true

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -75,7 +76,7 @@ func TestStoreKeepsLastGoodValues(t *testing.T) {
 		t.Errorf("the other key still applies: minFreeKbytesFactor %d, want 300", got)
 	}
 	st := r.Current.Key(ResourceThresholdConfigKey)
-	wantErr := "resource-threshold-config: clusterStrategy.cpuSuppressThresholdPercent: Invalid value: 155: should be less than or equal to 100"
+	wantErr := "resource-threshold-config: clusterStrategy.cpuSuppressThresholdPercent: Invalid value: 155: must be from 0 to 100"
 	if st.Source != SourceLastGood || st.Err == nil || st.Err.Error() != wantErr {
 		t.Errorf("status %+v, want LastGood with %q", st, wantErr)
 	}
@@ -284,5 +285,76 @@ func TestNodeSource(t *testing.T) {
 		"nodeStrategies": [{"name": "a", "nodeSelector": {"matchLabels": {"pool": "a"}}, "watermarkScaleFactor": 200}]}`}))
 	if got := drain(0); len(got) != 0 {
 		t.Errorf("a rejected edit and a colocation change do not touch NodeSLOs, but enqueued %v", got)
+	}
+}
+
+// TestRestoreKeepsLastGoodAcrossARestart: a new store stands for a restarted manager. Restored with the last good
+// values saved before the restart, its first Apply keeps a key whose value in the ConfigMap is now rejected at its
+// last good value, as the store before the restart did, instead of at the defaults (issue 17: colocation off, batch
+// removed from every node). Keys valid in the ConfigMap, or absent from it, are not affected by what was restored.
+func TestRestoreKeepsLastGoodAcrossARestart(t *testing.T) {
+	good := `{"enable": true, "cpuReclaimThresholdPercent": 70}`
+	bad := `{"enable": true, "cpuReclaimThresholdPercent": 170}`
+	data := map[string]string{
+		ColocationConfigKey:        bad,
+		ResourceThresholdConfigKey: `{"clusterStrategy": {"enable": true}}`,
+	}
+
+	// Without Restore (the old behaviour), the rejected key is at its defaults: colocation off.
+	if c := NewStore().Apply(cm(data)).Current.Colocation(nil); *c.Enable {
+		t.Fatal("without restored values a rejected colocation-config must be at its defaults")
+	}
+
+	s := NewStore()
+	err := s.Restore(map[string]string{
+		ColocationConfigKey:        good,
+		ResourceThresholdConfigKey: `{"clusterStrategy": {"enable": false}}`,
+		CPUBurstConfigKey:          `{"clusterStrategy": {"policy": "auto"}}`,
+		SystemConfigKey:            `{"clusterStrategy": {"minFreeKbytesFactor": 5000}}`,
+		"colocation":               "{}",
+	})
+	want := "colocation: not a key of the config (known keys: colocation-config, resource-threshold-config, resource-qos-config, " +
+		"cpu-burst-config, system-config, host-application-config)\n" +
+		"system-config: clusterStrategy.minFreeKbytesFactor: Invalid value: 5000: must be from 1 to 1000"
+	if err == nil || err.Error() != want {
+		t.Errorf("Restore error:\n got %v\nwant %s", err, want)
+	}
+	if s.Current() != nil {
+		t.Fatal("Restore published a snapshot; only Apply may")
+	}
+
+	r := s.Apply(cm(data))
+	if !r.Changed || r.Previous != nil || r.Current.Version() != 1 {
+		t.Fatalf("first apply after a restore: %+v", r)
+	}
+	c := r.Current.Colocation(nil)
+	if !*c.Enable || *c.CPUReclaimThresholdPercent != 70 {
+		t.Errorf("colocation %+v, want the last good value (enable, 70)", c)
+	}
+	st := r.Current.Key(ColocationConfigKey)
+	if st.Source != SourceLastGood || st.Err == nil || st.AppliedText() != good {
+		t.Errorf("colocation-config status %+v, want LastGood with the ConfigMap's error", st)
+	}
+	// A key valid in the ConfigMap applies; a key absent from it is at its defaults, whatever was restored.
+	if st := r.Current.Key(ResourceThresholdConfigKey); st.Source != SourceConfigMap || !*r.Current.NodeSLOSpec(nil).ResourceUsedThresholdWithBE.Enable {
+		t.Errorf("resource-threshold-config %+v, want the ConfigMap's value", st)
+	}
+	if st := r.Current.Key(CPUBurstConfigKey); st.Source != SourceDefault || r.Current.NodeSLOSpec(nil).WithDefaults().CPUBurstStrategy.Policy != slov1alpha1.CPUBurstNone {
+		t.Errorf("cpu-burst-config %+v, want the defaults: it is absent from the ConfigMap", st)
+	}
+	expectDiff(t, "notices", []noticeSummary{
+		{Key: ColocationConfigKey, Warning: true, Reason: ReasonInvalid,
+			Message: "colocation-config: cpuReclaimThresholdPercent: Invalid value: 170: must be from 0 to 100; keeping the last good value"},
+		{Reason: ReasonApplied, Message: "version 1 in force; changed: colocation-config (LastGood), resource-threshold-config (ConfigMap), " +
+			"resource-qos-config (Default), cpu-burst-config (Default), system-config (Default), host-application-config (Default)"},
+	}, summarize(r.Notices()))
+
+	// Fixed later, the key applies and says it recovered.
+	r = s.Apply(cm(map[string]string{ColocationConfigKey: `{"enable": true}`, ResourceThresholdConfigKey: data[ResourceThresholdConfigKey]}))
+	if st := r.Current.Key(ColocationConfigKey); st.Source != SourceConfigMap || st.Err != nil {
+		t.Errorf("after the fix: %+v", st)
+	}
+	if err := s.Restore(map[string]string{ColocationConfigKey: good}); err == nil {
+		t.Error("Restore after the first Apply must fail")
 	}
 }

@@ -1,9 +1,11 @@
 package sloconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -72,17 +74,113 @@ func validateSchema(prop string, v any, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.InternalError(path, err)}
 	}
 	var errs field.ErrorList
-	res := validate.NewSchemaValidator(s, nil, path.String(), strfmt.Default).Validate(obj)
+	root := path.String()
+	res := validate.NewSchemaValidator(s, nil, root, strfmt.Default).Validate(obj)
 	for _, e := range res.Errors {
 		var ve *openapierrors.Validation
 		if errors.As(e, &ve) {
 			// ve.Name is the full path ("nodeStrategies[0].cpuSuppressThresholdPercent"), printed as is.
-			errs = append(errs, field.Invalid(field.NewPath(ve.Name), ve.Value, schemaMessage(ve)))
+			msg := schemaMessage(ve)
+			if c := ve.Code(); c == openapierrors.MaxFailCode || c == openapierrors.MinFailCode {
+				// The validator names one end; a user fixing the value wants both.
+				if b, ok := schemaIntBounds(schemaAt(s, strings.TrimPrefix(ve.Name, root))); ok {
+					msg = "must be " + b.String()
+				}
+			}
+			errs = append(errs, field.Invalid(field.NewPath(ve.Name), ve.Value, msg))
 			continue
 		}
 		errs = append(errs, field.Invalid(path, nil, e.Error()))
 	}
 	return errs
+}
+
+// intBounds is the range of an integer field; a nil end is open.
+type intBounds struct{ min, max *int64 }
+
+// between is the range lo..hi.
+func between(lo, hi int64) intBounds { return intBounds{min: &lo, max: &hi} }
+
+// String says the range the way a message ends "must be ...": "from 1 to 3600", "at least 0".
+func (b intBounds) String() string {
+	switch {
+	case b.min != nil && b.max != nil:
+		return fmt.Sprintf("from %d to %d", *b.min, *b.max)
+	case b.min != nil:
+		return fmt.Sprintf("at least %d", *b.min)
+	case b.max != nil:
+		return fmt.Sprintf("at most %d", *b.max)
+	}
+	return "any integer"
+}
+
+func (b intBounds) contains(v int64) bool {
+	return (b.min == nil || v >= *b.min) && (b.max == nil || v <= *b.max)
+}
+
+// schemaIntBoundsAt is the range of the integer field at path (see schemaAt) under the NodeSLO spec property prop.
+func schemaIntBoundsAt(prop, path string) (intBounds, bool) {
+	schemas, err := nodeSLOSpecSchemas()
+	if err != nil || schemas[prop] == nil {
+		return intBounds{}, false
+	}
+	return schemaIntBounds(schemaAt(schemas[prop], path))
+}
+
+// schemaIntBounds is the range of an integer schema; ok is false for a schema of another type (or nil).
+func schemaIntBounds(s *spec.Schema) (b intBounds, ok bool) {
+	if s == nil || !s.Type.Contains("integer") {
+		return b, false
+	}
+	if s.Minimum != nil {
+		lo := int64(math.Ceil(*s.Minimum))
+		if s.ExclusiveMinimum && float64(lo) == *s.Minimum {
+			lo++
+		}
+		b.min = &lo
+	}
+	if s.Maximum != nil {
+		hi := int64(math.Floor(*s.Maximum))
+		if s.ExclusiveMaximum && float64(hi) == *s.Maximum {
+			hi--
+		}
+		b.max = &hi
+	}
+	return b, true
+}
+
+// schemaAt returns the schema at path under s, or nil. path is a field path below s as field.Path or encoding/json
+// print it: ".lsClass.blkioQOS.blocks[0].ioCfg.readIOPS" or, without indexes, "lsClass.blkioQOS.blocks.ioCfg.readIOPS"
+// (a property of an array's items is looked up in the items).
+func schemaAt(s *spec.Schema, path string) *spec.Schema {
+	items := func(s *spec.Schema) *spec.Schema {
+		if s.Items == nil || s.Items.Schema == nil {
+			return nil
+		}
+		return s.Items.Schema
+	}
+	for _, part := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+		name, _, _ := strings.Cut(part, "[")
+		if name != "" {
+			for s != nil && s.Type.Contains("array") {
+				s = items(s)
+			}
+			if s == nil {
+				return nil
+			}
+			p, ok := s.Properties[name]
+			if !ok {
+				return nil
+			}
+			s = &p
+		}
+		for range strings.Count(part, "[") {
+			if s = items(s); s == nil {
+				return nil
+			}
+		}
+	}
+	return s
 }
 
 // schemaMessage is the validator's message without the field name and "in body", which field.Error adds itself.
@@ -92,21 +190,25 @@ func schemaMessage(e *openapierrors.Validation) string {
 	return strings.TrimSpace(msg)
 }
 
-// toUnstructured turns a strategy into the JSON-like value a schema validator takes (integers as int64).
+// toUnstructured turns a strategy into the JSON-like value a schema validator takes, integers as int64 as the API
+// server's decoder makes them. Numbers are decoded as json.Number: through float64, an int64 near its maximum
+// (9223372036854775807) would lose its last digits, fail to convert back, and be reported as "must be of type
+// int64" instead of as out of range.
 func toUnstructured(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encoding for validation: %w", err)
 	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := dec.Decode(&out); err != nil {
 		return nil, fmt.Errorf("decoding for validation: %w", err)
 	}
 	return normalizeNumbers(out), nil
 }
 
-// normalizeNumbers turns the float64 numbers encoding/json produces into int64 where they are whole, as the API
-// server's decoder does, so "integer" schemas match.
+// normalizeNumbers turns each json.Number into an int64 where it is one, else a float64.
 func normalizeNumbers(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -117,10 +219,12 @@ func normalizeNumbers(v any) any {
 		for i, e := range t {
 			t[i] = normalizeNumbers(e)
 		}
-	case float64:
-		if t == float64(int64(t)) {
-			return int64(t)
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i
 		}
+		f, _ := t.Float64() // encoding/json wrote it from a Go number
+		return f
 	}
 	return v
 }
@@ -148,19 +252,48 @@ func validateProfile(p NodeCfgProfile, path *field.Path, names map[string]bool) 
 	return errs
 }
 
+// colocationInts are the integer fields of a colocation strategy with their ranges, in the order they are
+// reported. ColocationStrategy has no CRD, so its ranges live here; docs/configuration.md says why each is where it
+// is.
+func colocationInts(s *ColocationStrategy) []struct {
+	name   string
+	v      *int64
+	bounds intBounds
+} {
+	return []struct {
+		name   string
+		v      *int64
+		bounds intBounds
+	}{
+		{"metricAggregateDurationSeconds", s.MetricAggregateDurationSeconds, between(1, slov1alpha1.MaxMetricAggregateDurationSeconds)},
+		{"metricReportIntervalSeconds", s.MetricReportIntervalSeconds, between(1, slov1alpha1.MaxMetricReportIntervalSeconds)},
+		{"cpuReclaimThresholdPercent", s.CPUReclaimThresholdPercent, between(0, 100)},
+		{"memoryReclaimThresholdPercent", s.MemoryReclaimThresholdPercent, between(0, 100)},
+		{"degradeTimeMinutes", s.DegradeTimeMinutes, between(1, MaxDegradeTimeMinutes)},
+		{"updateTimeThresholdSeconds", s.UpdateTimeThresholdSeconds, between(1, MaxUpdateTimeThresholdSeconds)},
+		{"batchCPUThresholdPercent", s.BatchCPUThresholdPercent, between(0, 100)},
+		{"batchMemoryThresholdPercent", s.BatchMemoryThresholdPercent, between(0, 100)},
+		{"midCPUThresholdPercent", s.MidCPUThresholdPercent, between(0, 100)},
+		{"midMemoryThresholdPercent", s.MidMemoryThresholdPercent, between(0, 100)},
+		{"midUnallocatedPercent", s.MidUnallocatedPercent, between(0, 100)},
+	}
+}
+
+// colocationIntBounds is the range of the colocation-config integer field at path ("degradeTimeMinutes",
+// "nodeConfigs.degradeTimeMinutes"); ok is false for any other path.
+func colocationIntBounds(path string) (intBounds, bool) {
+	name := strings.TrimPrefix(path, "nodeConfigs.")
+	for _, f := range colocationInts(&ColocationStrategy{}) {
+		if f.name == name {
+			return f.bounds, true
+		}
+	}
+	return intBounds{}, false
+}
+
 // validateColocation checks the ranges of the colocation fields a strategy sets.
 func validateColocation(s *ColocationStrategy, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	atLeast := func(name string, v *int64, lo int64) {
-		if v != nil && *v < lo {
-			errs = append(errs, field.Invalid(path.Child(name), *v, fmt.Sprintf("must be at least %d", lo)))
-		}
-	}
-	percent := func(name string, v *int64) {
-		if v != nil && (*v < 0 || *v > 100) {
-			errs = append(errs, field.Invalid(path.Child(name), *v, "must be a percentage, 0 to 100"))
-		}
-	}
 	policy := func(name string, v *CalculatePolicy, allowed ...CalculatePolicy) {
 		if v == nil {
 			return
@@ -176,30 +309,41 @@ func validateColocation(s *ColocationStrategy, path *field.Path) field.ErrorList
 		}
 		errs = append(errs, field.NotSupported(path.Child(name), *v, names))
 	}
-	atLeast("metricAggregateDurationSeconds", s.MetricAggregateDurationSeconds, 1)
-	atLeast("metricReportIntervalSeconds", s.MetricReportIntervalSeconds, 1)
-	atLeast("degradeTimeMinutes", s.DegradeTimeMinutes, 1)
-	atLeast("updateTimeThresholdSeconds", s.UpdateTimeThresholdSeconds, 1)
+	for _, f := range colocationInts(s) {
+		if f.v != nil && !f.bounds.contains(*f.v) {
+			errs = append(errs, field.Invalid(path.Child(f.name), *f.v, "must be "+f.bounds.String()))
+		}
+	}
 	if s.MetricAggregatePolicy != nil {
-		for i, d := range s.MetricAggregatePolicy.Durations {
-			if d.Duration <= 0 {
-				errs = append(errs, field.Invalid(path.Child("metricAggregatePolicy", "durations").Index(i), d.Duration.String(), "must be positive"))
+		durations := s.MetricAggregatePolicy.Durations
+		p := path.Child("metricAggregatePolicy", "durations")
+		if len(durations) > slov1alpha1.MaxAggregateDurations {
+			errs = append(errs, field.TooMany(p, len(durations), slov1alpha1.MaxAggregateDurations))
+		}
+		for i, d := range durations {
+			if d.Duration <= 0 || d.Duration > slov1alpha1.MaxAggregateDuration {
+				errs = append(errs, field.Invalid(p.Index(i), d.Duration.String(), "must be longer than 0s and at most 1h"))
 			}
 		}
 	}
-	percent("cpuReclaimThresholdPercent", s.CPUReclaimThresholdPercent)
-	percent("memoryReclaimThresholdPercent", s.MemoryReclaimThresholdPercent)
-	percent("batchCPUThresholdPercent", s.BatchCPUThresholdPercent)
-	percent("batchMemoryThresholdPercent", s.BatchMemoryThresholdPercent)
-	percent("midCPUThresholdPercent", s.MidCPUThresholdPercent)
-	percent("midMemoryThresholdPercent", s.MidMemoryThresholdPercent)
-	percent("midUnallocatedPercent", s.MidUnallocatedPercent)
 	policy("cpuCalculatePolicy", s.CPUCalculatePolicy, CalculateByUsage, CalculateByMaxUsageRequest)
 	policy("memoryCalculatePolicy", s.MemoryCalculatePolicy, CalculateByUsage, CalculateByRequest, CalculateByMaxUsageRequest)
 	if d := s.ResourceDiffThreshold; d != nil && (*d < 0 || *d > 1) {
 		errs = append(errs, field.Invalid(path.Child("resourceDiffThreshold"), *d, "must be a fraction, 0 to 1"))
 	}
 	return errs
+}
+
+// validateColocationConsistency checks a merged, defaulted colocation strategy: a node must report more often than
+// its NodeMetric goes stale, or its batch and mid resources are removed between every two reports.
+func validateColocationConsistency(s *ColocationStrategy, path *field.Path) field.ErrorList {
+	report, degrade := *s.MetricReportIntervalSeconds, *s.DegradeTimeMinutes
+	if report >= degrade*60 {
+		return field.ErrorList{field.Invalid(path.Child("metricReportIntervalSeconds"), report, fmt.Sprintf(
+			"must be shorter than degradeTimeMinutes (%d min = %d s): a NodeMetric reported less often goes stale between reports and the node loses its batch and mid resources",
+			degrade, degrade*60))}
+	}
+	return nil
 }
 
 // validateThresholdConsistency checks a merged, defaulted threshold strategy for bounds that contradict each other.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -20,6 +21,13 @@ import (
 // function may change the manager's options first (a client that fails on purpose, say).
 func (e *Env) StartManager(t testing.TB, setup func(ctrl.Manager) error, customize ...func(*ctrl.Options)) ctrl.Manager {
 	t.Helper()
+	return e.StartManagerAs(t, e.Config, setup, customize...)
+}
+
+// StartManagerAs is StartManager with the manager talking to the API server through cfg: UserConfig's, say, to run
+// controllers as a service account with only the permissions its RBAC manifests grant.
+func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, setup func(ctrl.Manager) error, customize ...func(*ctrl.Options)) ctrl.Manager {
+	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -30,7 +38,7 @@ func (e *Env) StartManager(t testing.TB, setup func(ctrl.Manager) error, customi
 	for _, c := range customize {
 		c(&opts)
 	}
-	mgr, err := ctrl.NewManager(e.Config, opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
 	}

@@ -215,6 +215,72 @@ func TestCRDSchemaRejects(t *testing.T) {
 			wantField: "spec.metricCollectPolicy.reportIntervalSeconds",
 		},
 		{
+			// Issue 17: at least 1 was the only bound; 10^10 s overflows time.Duration on the agent.
+			name: "eviction window above an hour",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-window"}, Spec: slov1alpha1.NodeSLOSpec{
+				ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{CPUEvictTimeWindowSeconds: ptr.To[int64](1e10)},
+			}},
+			wantField: "spec.resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds: Invalid value: 10000000000: spec.resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds in body should be less than or equal to 3600",
+		},
+		{
+			name: "quota burst period above a day",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-burst-period"}, Spec: slov1alpha1.NodeSLOSpec{
+				CPUBurstStrategy: &slov1alpha1.CPUBurstStrategy{CPUBurstConfig: slov1alpha1.CPUBurstConfig{CFSQuotaBurstPeriodSeconds: ptr.To[int64](86401)}},
+			}},
+			wantField: "spec.cpuBurstStrategy.cfsQuotaBurstPeriodSeconds",
+		},
+		{
+			name: "burst percent above 10000",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-burst-percent"}, Spec: slov1alpha1.NodeSLOSpec{
+				CPUBurstStrategy: &slov1alpha1.CPUBurstStrategy{CPUBurstConfig: slov1alpha1.CPUBurstConfig{CPUBurstPercent: ptr.To[int64](10001)}},
+			}},
+			wantField: "spec.cpuBurstStrategy.cpuBurstPercent",
+		},
+		{
+			name: "report interval above an hour",
+			obj: &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "bad-interval-max"}, Spec: slov1alpha1.NodeMetricSpec{
+				CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{ReportIntervalSeconds: ptr.To[int64](3601)},
+			}},
+			wantField: "spec.metricCollectPolicy.reportIntervalSeconds",
+		},
+		{
+			name: "aggregate duration above an hour",
+			obj: &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "bad-aggregate"}, Spec: slov1alpha1.NodeMetricSpec{
+				CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{AggregateDurationSeconds: ptr.To[int64](3601)},
+			}},
+			wantField: "spec.metricCollectPolicy.aggregateDurationSeconds",
+		},
+		{
+			name: "aggregation window above an hour",
+			obj: &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "bad-window-2h"}, Spec: slov1alpha1.NodeMetricSpec{
+				CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{
+					Durations: []metav1.Duration{{Duration: 5 * time.Minute}, {Duration: 2 * time.Hour}}}},
+			}},
+			wantField: "spec.metricCollectPolicy.nodeAggregatePolicy.durations: Invalid value: each duration must be longer than 0s and at most 1h",
+		},
+		{
+			name: "zero aggregation window",
+			obj: &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "bad-window-0"}, Spec: slov1alpha1.NodeMetricSpec{
+				CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{
+					Durations: []metav1.Duration{{Duration: 0}}}},
+			}},
+			wantField: "each duration must be longer than 0s and at most 1h",
+		},
+		{
+			name: "eleven aggregation windows",
+			obj: &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "bad-window-count"}, Spec: slov1alpha1.NodeMetricSpec{
+				CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{
+					Durations: func() []metav1.Duration {
+						var d []metav1.Duration
+						for i := 1; i <= 11; i++ {
+							d = append(d, metav1.Duration{Duration: time.Duration(i) * time.Minute})
+						}
+						return d
+					}()}},
+			}},
+			wantField: "spec.metricCollectPolicy.nodeAggregatePolicy.durations: Too many: 11: must have at most 10 items",
+		},
+		{
 			name: "duplicate host application",
 			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-hostapp"}, Spec: slov1alpha1.NodeSLOSpec{
 				HostApplications: []slov1alpha1.HostApplicationSpec{{Name: "nginx"}, {Name: "nginx"}},

@@ -35,13 +35,16 @@ type NodeMetricSpec struct {
 
 // NodeMetricCollectPolicy sets the report's windows and interval.
 type NodeMetricCollectPolicy struct {
-	// AggregateDurationSeconds is the window status.nodeMetric.nodeUsage averages over. Default 300.
+	// AggregateDurationSeconds is the window status.nodeMetric.nodeUsage averages over, 1..3600 (the agent's metric
+	// cache keeps one hour). Default 300.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
 	AggregateDurationSeconds *int64 `json:"aggregateDurationSeconds,omitempty"`
-	// ReportIntervalSeconds is how often the agent writes the status. Default 60.
+	// ReportIntervalSeconds is how often the agent writes the status, 1..3600. Default 60.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
 	ReportIntervalSeconds *int64 `json:"reportIntervalSeconds,omitempty"`
 	// NodeAggregatePolicy lists the windows of status.nodeMetric.aggregatedNodeUsages.
 	// +optional
@@ -50,8 +53,11 @@ type NodeMetricCollectPolicy struct {
 
 // AggregatePolicy lists aggregation windows.
 type AggregatePolicy struct {
-	// Durations are the windows, such as 5m, 10m, 15m.
+	// Durations are the windows, such as 5m, 10m, 15m: at most 10, each longer than 0 and at most 1h (the agent's
+	// metric cache keeps one hour).
 	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:XValidation:rule="self.all(d, duration(d) > duration('0s') && duration(d) <= duration('1h'))",message="each duration must be longer than 0s and at most 1h"
 	Durations []metav1.Duration `json:"durations,omitempty"`
 }
 

@@ -131,9 +131,11 @@ type ResourceThresholdStrategy struct {
 	// +kubebuilder:validation:Maximum=100
 	CPUEvictBEUsageThresholdPercent *int64 `json:"cpuEvictBEUsageThresholdPercent,omitempty"`
 
-	// CPUEvictTimeWindowSeconds is the window the CPU eviction averages its inputs over. Default 1.
+	// CPUEvictTimeWindowSeconds is the window the CPU eviction averages its inputs over, 1..3600 (the agent's metric
+	// cache keeps one hour). Default 1.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
 	CPUEvictTimeWindowSeconds *int64 `json:"cpuEvictTimeWindowSeconds,omitempty"`
 }
 
@@ -373,17 +375,22 @@ type CPUBurstConfig struct {
 	// Policy selects the mechanisms. Default none.
 	// +optional
 	Policy CPUBurstPolicy `json:"policy,omitempty"`
-	// CPUBurstPercent sets cpu.cfs_burst_us to this percentage of the CPU limit's quota. Default 1000.
+	// CPUBurstPercent sets cpu.cfs_burst_us to this percentage of the CPU limit's quota, 0..10000. Default 1000.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	CPUBurstPercent *int64 `json:"cpuBurstPercent,omitempty"`
-	// CFSQuotaBurstPercent is how far, percent of the limit, quota burst may raise cpu.cfs_quota_us. Default 300.
+	// CFSQuotaBurstPercent is how far, percent of the limit, quota burst may raise cpu.cfs_quota_us, 100..10000.
+	// Default 300.
 	// +optional
 	// +kubebuilder:validation:Minimum=100
+	// +kubebuilder:validation:Maximum=10000
 	CFSQuotaBurstPercent *int64 `json:"cfsQuotaBurstPercent,omitempty"`
-	// CFSQuotaBurstPeriodSeconds is the longest one quota burst may last; -1 means no limit. Default -1.
+	// CFSQuotaBurstPeriodSeconds is the longest one quota burst may last, up to 86400 (a day); -1 means no limit.
+	// Default -1.
 	// +optional
 	// +kubebuilder:validation:Minimum=-1
+	// +kubebuilder:validation:Maximum=86400
 	CFSQuotaBurstPeriodSeconds *int64 `json:"cfsQuotaBurstPeriodSeconds,omitempty"`
 }
 

@@ -245,6 +245,25 @@ func TestPolicyOf(t *testing.T) {
 			want: Policy{AggregateDuration: 2 * time.Minute, ReportInterval: 10 * time.Second, Durations: []time.Duration{time.Minute}},
 		},
 		{
+			// What the CRD refuses, as an object stored under an older schema would still carry it: 10^10 s times
+			// time.Second overflows into a negative duration, a report timer that fires at once, forever.
+			name: "out of range is clamped, not overflowed",
+			nm: &slov1alpha1.NodeMetric{Spec: slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{
+				AggregateDurationSeconds: ptr.To[int64](1e10), ReportIntervalSeconds: ptr.To[int64](1e10),
+				NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{Durations: []metav1.Duration{
+					{Duration: 2 * time.Hour}, {Duration: 1}, {Duration: 2}, {Duration: 3}, {Duration: 4}, {Duration: 5},
+					{Duration: 6}, {Duration: 7}, {Duration: 8}, {Duration: 9}, {Duration: 10}, {Duration: 11},
+				}},
+			}}},
+			want: Policy{AggregateDuration: time.Hour, ReportInterval: time.Hour, Durations: []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+				Adjusted: []string{
+					"aggregateDurationSeconds: 10000000000 is above 3600, 3600 used",
+					"reportIntervalSeconds: 10000000000 is above 3600, 3600 used",
+					"nodeAggregatePolicy.durations: 2h0m0s is longer than 1h0m0s, left out",
+					"nodeAggregatePolicy.durations: more than 10 windows, 11ns left out",
+				}},
+		},
+		{
 			name: "empty duration list means none",
 			nm:   &slov1alpha1.NodeMetric{Spec: slov1alpha1.NodeMetricSpec{CollectPolicy: &slov1alpha1.NodeMetricCollectPolicy{NodeAggregatePolicy: &slov1alpha1.AggregatePolicy{}}}},
 			want: Policy{AggregateDuration: 300 * time.Second, ReportInterval: time.Minute},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,8 +101,16 @@ func (r *Reporter) Start(ctx context.Context) error {
 		default:
 		}
 	})
+	var adjusted string // what was last logged about an out-of-range spec
 	for {
-		t := r.clock.NewTimer(PolicyOf(r.states.GetNodeMetric()).ReportInterval)
+		p := PolicyOf(r.states.GetNodeMetric())
+		if a := strings.Join(p.Adjusted, "; "); a != adjusted {
+			if a != "" {
+				log.Info("NodeMetric spec out of range; using bounded values", "adjusted", a)
+			}
+			adjusted = a
+		}
+		t := r.clock.NewTimer(p.ReportInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gleaner-sh/gleaner/pkg/manager"
+	gleanermanager "github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 )
@@ -31,15 +33,30 @@ func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
 const namespace = "gleaner-system"
 
-// startManager runs gleaner-manager (every controller and the webhook) with the certificate envtest made, and waits
-// until it is ready.
+// manager is the one gleaner-manager of this package's tests: a process can run only one (its metrics and
+// controller names are process-wide), so the first test that needs it starts it and it runs until the API server
+// stops.
+var manager struct {
+	once sync.Once
+	err  error
+}
+
+// startManager runs gleaner-manager (every controller and the webhook) with the certificate envtest made, once for
+// the package, and waits until it is ready.
 func startManager(t *testing.T, e *testenv.Env) {
 	t.Helper()
+	manager.once.Do(func() { manager.err = runManager(t, e) })
+	if manager.err != nil {
+		t.Fatalf("starting gleaner-manager: %v", manager.err)
+	}
+}
+
+func runManager(t *testing.T, e *testenv.Env) error {
 	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+		return err
 	}
 	wh := e.Webhook()
-	o := manager.NewOptions()
+	o := gleanermanager.NewOptions()
 	o.Kubeconfig = e.Kubeconfig
 	o.LeaderElect = false
 	o.MetricsAddr = "0"
@@ -48,30 +65,34 @@ func startManager(t *testing.T, e *testenv.Env) {
 	o.Webhook.CertSecret = "" // envtest provides the certificate
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- manager.Run(ctx, o) }()
-	t.Cleanup(func() {
+	go func() { done <- gleanermanager.Run(ctx, o) }()
+	e.OnStop(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+			fmt.Fprintf(os.Stderr, "gleaner-manager stopped with an error: %v\n", err)
 		}
 	})
-	testenv.Eventually(t, "manager ready", func() error {
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		select {
 		case err := <-done:
-			t.Fatalf("manager exited: %v", err)
+			done <- err // for OnStop
+			return fmt.Errorf("manager exited: %w", err)
 		default:
 		}
 		resp, err := http.Get("http://" + o.HealthAddr + "/readyz?verbose")
 		if err != nil {
-			return err
+			last = err
+			continue
 		}
 		body, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("readyz: %s: %s", resp.Status, body)
+		if resp.StatusCode == http.StatusOK {
+			return nil
 		}
-		return nil
-	})
+		last = fmt.Errorf("readyz: %s: %s", resp.Status, body)
+	}
+	return fmt.Errorf("not ready within 30s: %w", last)
 }
 
 // kubectl runs kubectl against the test API server and returns its combined output.
@@ -192,5 +213,47 @@ func TestWebhookRejectsMalformedApply(t *testing.T) {
 	out, err = kubectl(t, e, nil, "delete", "configmap", "-n", namespace, "slo-controller-config")
 	if err != nil || !strings.Contains(out, "Warning: deleting gleaner-system/slo-controller-config returns every key to its defaults") {
 		t.Errorf("delete: err %v, output:\n%s", err, out)
+	}
+}
+
+// TestWebhookNamesFieldAndRange: a duration or count out of range, or an integer field given something that is not
+// an integer, is denied with a message that names the field and its range (issue 17: the denial used to read
+// `Invalid value: "float64": must be of type int64`, and values that overflow time.Duration were let through).
+func TestWebhookNamesFieldAndRange(t *testing.T) {
+	e := env.Start(t)
+	startManager(t, e)
+	const denied = `admission webhook "slo-controller-config.slo.gleaner.sh" denied the request: `
+	tests := []struct {
+		name, key, value, want string
+	}{
+		{"int64 maximum", sloconfig.ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuEvictTimeWindowSeconds": 9223372036854775807}}`,
+			"resource-threshold-config: clusterStrategy.cpuEvictTimeWindowSeconds: Invalid value: 9223372036854775807: must be from 1 to 3600"},
+		{"not an integer", sloconfig.ResourceThresholdConfigKey, `{"clusterStrategy": {"cpuEvictTimeWindowSeconds": 1.5}}`,
+			"resource-threshold-config: clusterStrategy.cpuEvictTimeWindowSeconds at line 1, column 53: must be an integer from 1 to 3600, not the JSON number 1.5"},
+		{"degrade time overflowing a duration", sloconfig.ColocationConfigKey, `{"enable": true, "degradeTimeMinutes": 200000000}`,
+			"colocation-config: degradeTimeMinutes: Invalid value: 200000000: must be from 1 to 1440"},
+		{"report interval of a day", sloconfig.ColocationConfigKey, `{"metricReportIntervalSeconds": 86400}`,
+			"colocation-config: metricReportIntervalSeconds: Invalid value: 86400: must be from 1 to 3600"},
+		{"report interval not shorter than the degrade time", sloconfig.ColocationConfigKey, `{"metricReportIntervalSeconds": 900}`,
+			"colocation-config: metricReportIntervalSeconds: Invalid value: 900: must be shorter than degradeTimeMinutes (15 min = 900 s): a NodeMetric reported less often goes stale between reports and the node loses its batch and mid resources"},
+		{"aggregate duration as a string", sloconfig.ColocationConfigKey, `{"metricAggregateDurationSeconds": "300"}`,
+			"colocation-config: metricAggregateDurationSeconds at line 1, column 40: must be an integer from 1 to 3600, not a JSON string"},
+		{"quota burst period in a node strategy", sloconfig.CPUBurstConfigKey,
+			`{"nodeStrategies": [{"name": "a", "nodeSelector": {}, "cfsQuotaBurstPeriodSeconds": 100000}]}`,
+			"cpu-burst-config: nodeStrategies[0].cfsQuotaBurstPeriodSeconds: Invalid value: 100000: must be from -1 to 86400"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "slo-controller-config"},
+				Data: map[string]string{tt.key: tt.value}}
+			err := e.Client.Create(context.Background(), cm)
+			if err == nil {
+				_ = e.Client.Delete(context.Background(), cm)
+				t.Fatalf("created; want the denial %q", tt.want)
+			}
+			if got := err.Error(); got != denied+tt.want {
+				t.Errorf("denial\n got: %s\nwant: %s", got, denied+tt.want)
+			}
+		})
 	}
 }

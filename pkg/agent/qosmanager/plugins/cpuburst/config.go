@@ -11,10 +11,6 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
-// maxPercent bounds cpuBurstPercent and cfsQuotaBurstPercent: a quota a hundred times the limit no longer limits
-// anything, and the bound keeps quota x percent far from overflowing.
-const maxPercent = 10000
-
 // knobs are the mechanisms a policy turns on.
 type knobs struct {
 	burst bool // cpu.cfs_burst_us / cpu.max.burst
@@ -54,12 +50,16 @@ func checkConfig(prefix string, c *slov1alpha1.CPUBurstConfig, partial bool) []s
 			msgs = append(msgs, fmt.Sprintf("%s%s is %d, outside [%d, %d]", prefix, field, *v, lo, hi))
 		}
 	}
-	inRange("cpuBurstPercent", c.CPUBurstPercent, 0, maxPercent)
-	inRange("cfsQuotaBurstPercent", c.CFSQuotaBurstPercent, 100, maxPercent)
-	if v := c.CFSQuotaBurstPeriodSeconds; v != nil && *v < -1 {
-		msgs = append(msgs, fmt.Sprintf("%scfsQuotaBurstPeriodSeconds is %d, want -1 (no limit) or more", prefix, *v))
-	} else if v == nil && !partial {
+	// The CRD's bounds (slov1alpha1.MaxCPUBurstPercent, MaxCFSQuotaBurstPeriodSeconds), checked again here: a pod's
+	// annotation has no schema, and a NodeSLO may have been stored under an older one. The period's bound also keeps
+	// its multiplication into a time.Duration from overflowing.
+	inRange("cpuBurstPercent", c.CPUBurstPercent, 0, slov1alpha1.MaxCPUBurstPercent)
+	inRange("cfsQuotaBurstPercent", c.CFSQuotaBurstPercent, 100, slov1alpha1.MaxCPUBurstPercent)
+	switch v := c.CFSQuotaBurstPeriodSeconds; {
+	case v == nil && !partial:
 		msgs = append(msgs, prefix+"cfsQuotaBurstPeriodSeconds is unset")
+	case v != nil && (*v < -1 || *v > slov1alpha1.MaxCFSQuotaBurstPeriodSeconds):
+		msgs = append(msgs, fmt.Sprintf("%scfsQuotaBurstPeriodSeconds is %d, want -1 (no limit) or 0 to %d", prefix, *v, slov1alpha1.MaxCFSQuotaBurstPeriodSeconds))
 	}
 	return msgs
 }

@@ -516,7 +516,10 @@ func TestValidate(t *testing.T) {
 		{"quota burst too high", set(func(s *slov1alpha1.CPUBurstStrategy) { s.CFSQuotaBurstPercent = ptr.To[int64](30000) }),
 			[]string{"cfsQuotaBurstPercent is 30000, outside [100, 10000]"}},
 		{"period below -1", set(func(s *slov1alpha1.CPUBurstStrategy) { s.CFSQuotaBurstPeriodSeconds = ptr.To[int64](-2) }),
-			[]string{"cfsQuotaBurstPeriodSeconds is -2, want -1 (no limit) or more"}},
+			[]string{"cfsQuotaBurstPeriodSeconds is -2, want -1 (no limit) or 0 to 86400"}},
+		// 10^10 s overflows time.Duration: a burst that would end at once, or never, depending on the sign.
+		{"period that overflows a duration", set(func(s *slov1alpha1.CPUBurstStrategy) { s.CFSQuotaBurstPeriodSeconds = ptr.To[int64](1e10) }),
+			[]string{"cpuBurstStrategy.cfsQuotaBurstPeriodSeconds is 10000000000, want -1 (no limit) or 0 to 86400"}},
 		{"pool threshold and burst percent", set(func(s *slov1alpha1.CPUBurstStrategy) {
 			s.SharePoolThresholdPercent = ptr.To[int64](101)
 			s.CPUBurstPercent = ptr.To[int64](10001)

@@ -79,8 +79,8 @@ func on(s *slov1alpha1.ResourceThresholdStrategy) bool {
 
 // Validate implements qosmanager.ValidatingPlugin. A NodeSLO that disables the strategy, or sets neither
 // satisfaction percent, is accepted (CPU eviction is off); one that sets one of them needs both in [1, 100], the
-// lower not above the upper, the usage threshold in [1, 100] and a window of at least one second that the metric
-// cache keeps.
+// lower not above the upper, the usage threshold in [1, 100] and a window of 1 to MaxCPUEvictTimeWindowSeconds
+// seconds that the metric cache keeps.
 func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.ResourceUsedThresholdWithBE
 	lower, upper := s.CPUEvictBESatisfactionLowerPercent, s.CPUEvictBESatisfactionUpperPercent
@@ -105,6 +105,9 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 		errs = append(errs, fmt.Errorf("%s is unset", windowField))
 	case *w < 1:
 		errs = append(errs, fmt.Errorf("%s is %d, below 1", windowField, *w))
+	case *w > slov1alpha1.MaxCPUEvictTimeWindowSeconds:
+		// Checked before the multiplication below, which a large enough value overflows into a negative window.
+		errs = append(errs, fmt.Errorf("%s is %d, above %d", windowField, *w, slov1alpha1.MaxCPUEvictTimeWindowSeconds))
 	case p.retention > 0 && time.Duration(*w)*time.Second > p.retention:
 		errs = append(errs, fmt.Errorf("%s is %d, longer than the %d s the metric cache keeps", windowField, *w, int64(p.retention/time.Second)))
 	}

@@ -341,8 +341,13 @@ func TestValidate(t *testing.T) {
 			want: []string{f + "cpuEvictBEUsageThresholdPercent is 0, outside [1, 100]", f + "cpuEvictTimeWindowSeconds is 0, below 1"},
 		},
 		{
-			name: "a window longer than the cache keeps", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, CPUEvictBESatisfactionLowerPercent: p64(60), CPUEvictBESatisfactionUpperPercent: p64(80), CPUEvictTimeWindowSeconds: p64(3601)}),
-			want: []string{f + "cpuEvictTimeWindowSeconds is 3601, longer than the 3600 s the metric cache keeps"},
+			name: "a window above the CRD's bound", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, CPUEvictBESatisfactionLowerPercent: p64(60), CPUEvictBESatisfactionUpperPercent: p64(80), CPUEvictTimeWindowSeconds: p64(3601)}),
+			want: []string{f + "cpuEvictTimeWindowSeconds is 3601, above 3600"},
+		},
+		{
+			// 10^10 s overflows time.Duration into a negative window, which the retention check alone let through.
+			name: "a window that overflows a duration", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, CPUEvictBESatisfactionLowerPercent: p64(60), CPUEvictBESatisfactionUpperPercent: p64(80), CPUEvictTimeWindowSeconds: p64(1e10)}),
+			want: []string{f + "cpuEvictTimeWindowSeconds is 10000000000, above 3600"},
 		},
 	}
 	p, err := New(newEnv(t).deps) // the default cache keeps 1 hour
@@ -371,6 +376,31 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error has %d lines, want %d: %q", n, len(tt.want), err)
 			}
 		})
+	}
+}
+
+// TestValidateWindowAgainstTheCache: with a metric cache configured to keep less than the CRD's hour, a window the
+// cache cannot cover is refused too.
+func TestValidateWindowAgainstTheCache(t *testing.T) {
+	e := newEnv(t)
+	cfg := metriccache.DefaultConfig()
+	cfg.CoarseSlots = 60 // 30 minutes
+	cache, err := metriccache.New(cfg, e.clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deps.Cache = cache
+	p, err := New(e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := ptr.To(true)
+	spec := &slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{Enable: on,
+		CPUEvictBESatisfactionLowerPercent: ptr.To[int64](60), CPUEvictBESatisfactionUpperPercent: ptr.To[int64](80), CPUEvictTimeWindowSeconds: ptr.To[int64](1801)}}
+	spec = spec.WithDefaults()
+	err = p.(qosmanager.ValidatingPlugin).Validate(spec)
+	if want := "resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds is 1801, longer than the 1800 s the metric cache keeps"; err == nil || err.Error() != want {
+		t.Errorf("Validate = %v, want %q", err, want)
 	}
 }
 
