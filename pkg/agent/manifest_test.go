@@ -26,6 +26,7 @@ const manifests = "../../config/agent"
 
 var rbacManifests = []string{
 	"../../config/rbac/agent_service_account.yaml", "../../config/rbac/agent_role_binding.yaml", "../../config/rbac/agent/role.yaml",
+	"../../config/rbac/metrics_auth_role.yaml",
 }
 
 // TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
@@ -193,9 +194,11 @@ func TestAgentRunsWithItsRBAC(t *testing.T) {
 	o := NewOptions()
 	o.NodeName, o.ProcRoot, o.SysRoot, o.CgroupRoot = nodeName, host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
 	o.SysctlRoot, o.StateDir = filepath.Join(host.ProcRoot(), "sys"), t.TempDir()
-	o.MetricsAddr, o.HealthAddr = "0", freeAddr(t)
+	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
 	a, done := startAgent(t, cfg, o, clk)
 	nm := reportAfter(t, e, done, a, host, clk, nodeName)
+	// Its metrics server asks the API server about scrapers with the agent's own rights (metrics_auth_role.yaml).
+	waitScrape(t, done, "https://"+o.MetricsAddr+"/metrics", boundToken(t, e, "prometheus", "gleaner-metrics-reader"), "gleaner_agent_nodemetric_reports_total")
 
 	// And nothing more: the service account cannot touch other kinds or write NodeMetric specs.
 	sa, err := client.New(cfg, client.Options{Scheme: e.Scheme})
