@@ -141,6 +141,10 @@ func expectPrivileges(t *testing.T, spec corev1.PodSpec, o *Options) {
 	if sc.RunAsUser == nil || *sc.RunAsUser != 0 || caps == nil || fmt.Sprint(caps.Drop) != "[ALL]" || fmt.Sprint(caps.Add) != "[KILL]" {
 		t.Errorf("security context %+v: want root with every capability dropped but KILL", sc)
 	}
+	// The runtime's default seccomp filter: nothing the agent calls is in what it blocks.
+	if psc := spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("the pod's seccompProfile must be RuntimeDefault: %+v", spec.SecurityContext)
+	}
 	if spec.HostPID != o.Eviction.LocalKill {
 		t.Errorf("hostPID is %v with --eviction-local-kill=%v: the v1 local kill needs the host's pids, nothing else does", spec.HostPID, o.Eviction.LocalKill)
 	}
