@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,8 +24,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/test/testenv"
+	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
 var env = testenv.New()
@@ -141,27 +145,29 @@ current-context: c
 	}
 }
 
-// TestManagerServesAndStops runs gleaner-manager against a real API server: it must take the leader lease, answer
-// its probes and serve metrics, then stop cleanly on cancel and hand the lease back.
+// TestManagerServesAndStops runs gleaner-manager against a real API server as config/default installs it: with a
+// token of its service account, only the RBAC of config/rbac, the webhook configuration, and config/policy holding
+// it to the webhook's caBundle. It must take the leader lease, keep its webhook certificate and caBundle, create a
+// node's NodeAllocation, NodeSLO and NodeMetric, answer its probes and serve metrics to an authorized scraper (with
+// HTTP/2 off), then stop cleanly on cancel and hand the lease back. (One manager per test process: the metrics
+// registry is the process's.)
 func TestManagerServesAndStops(t *testing.T) {
 	e := env.Start(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gleaner-system"}}
-	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	vwc := installAsDefault(t, e)
+	e.CreateNode(t, testutil.Node("rbac-node").Allocatable("cpu", "4", "memory", "8Gi").Obj())
 
 	o := NewOptions()
-	o.Kubeconfig = e.Kubeconfig
+	o.Kubeconfig = e.TokenKubeconfig(t, e.ServiceAccountToken(t, "gleaner-system", "gleaner-manager", nil))
 	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
-	// The webhook serves with the certificate the manager generates itself (no webhook configuration is installed
-	// here, so there is no caBundle to set); readyz only passes once it serves TLS.
+	// The webhook serves with the certificate the manager generates itself and puts into the webhook
+	// configuration's caBundle; readyz only passes once it serves TLS.
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	o.Webhook.Port, _ = strconv.Atoi(port)
 	o.ShutdownTimeout = 5 * time.Second
 	// A selection without a word about the config: the loader runs anyway (its metric below), since noderesource
 	// reads what it loads.
-	o.Controllers = []string{"nodeallocation", "noderesource"}
+	o.Controllers = []string{"nodeallocation", "noderesource", "nodeslo", "nodemetric"}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(runCtx, o) }()
@@ -189,6 +195,19 @@ func TestManagerServesAndStops(t *testing.T) {
 	secret := &corev1.Secret{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Webhook.CertSecret}, secret); err != nil || len(secret.Data["tls.crt"]) == 0 {
 		t.Errorf("the manager did not keep its webhook certificate in Secret %s: %v", o.Webhook.CertSecret, err)
+	}
+	eventually(t, func() error {
+		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(vwc), got); err != nil {
+			return err
+		}
+		if len(got.Webhooks[0].ClientConfig.CABundle) == 0 {
+			return errors.New("the webhook configuration has no caBundle yet")
+		}
+		return nil
+	})
+	for _, obj := range []client.Object{&slov1alpha1.NodeAllocation{}, &slov1alpha1.NodeSLO{}, &slov1alpha1.NodeMetric{}} {
+		eventually(t, func() error { return e.Client.Get(ctx, client.ObjectKey{Name: "rbac-node"}, obj) })
 	}
 
 	lease := &coordinationv1.Lease{}

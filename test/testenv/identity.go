@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -49,6 +51,22 @@ func (e *Env) ServiceAccountToken(t testing.TB, namespace, name string, pod *cor
 // TokenConfig returns a client configuration for the API server that authenticates with token.
 func (e *Env) TokenConfig(token string) *rest.Config {
 	return &rest.Config{Host: e.Config.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: e.Config.CAData}}
+}
+
+// TokenKubeconfig writes a kubeconfig that authenticates with token into a directory of the test and returns its
+// path, for programs that take a --kubeconfig.
+func (e *Env) TokenKubeconfig(t testing.TB, token string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
+	kc.AuthInfos["token"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "token"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatalf("writing kubeconfig %s: %v", path, err)
+	}
+	return path
 }
 
 // UserKubeconfig writes a kubeconfig for the user name in groups (by client certificate, as UserConfig) into a
