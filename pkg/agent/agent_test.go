@@ -41,7 +41,7 @@ import (
 
 var env = testenv.New()
 
-func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, env, scopedEnv)) }
 
 func TestOptionsValidate(t *testing.T) {
 	tests := []struct {
