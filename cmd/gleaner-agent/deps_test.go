@@ -19,6 +19,7 @@ var managerSide = []struct{ path, why string }{
 	{"github.com/gleaner-sh/gleaner/pkg/allocation", "kubectl's allocation accounting"},
 	{"github.com/gleaner-sh/gleaner/pkg/cli", "kubectl-glean"},
 	{"k8s.io/cli-runtime/", "kubectl's flags and printers"},
+	{"k8s.io/apiserver/", "the API server's libraries, which controller-runtime's metrics filter brings (30 MB of binary); pkg/serving asks the same TokenReview and SubjectAccessReview with client-go"},
 }
 
 // TestAgentHasNoManagerSideDependencies fails when cmd/gleaner-agent imports, directly or not, a package of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+	"github.com/gleaner-sh/gleaner/pkg/serving"
 )
 
 // Agent is gleaner-agent with its modules built, ready to Run.
@@ -93,7 +95,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	klog.FromContext(ctx).Info("gleaner-agent starting", "node", opts.NodeName, "apiServer", cfg.Host,
 		"cgroup", a.Host.CgroupVersion.String(), "driver", a.Host.Layout.Driver, "collectors", a.Collectors.Names(), "qosPlugins", a.QoS.Names(),
-		"podSource", opts.PodSource, "runtimeHook", opts.RuntimeHook.Mode, "nriSocket", opts.RuntimeHook.NRISocket, "metrics", opts.MetricsAddr, "health", opts.HealthAddr)
+		"podSource", opts.PodSource, "runtimeHook", opts.RuntimeHook.Mode, "nriSocket", opts.RuntimeHook.NRISocket, "metrics", opts.MetricsAddr, "metricsSecure", opts.Serving.SecureMetrics, "health", opts.HealthAddr)
 	return a.Run(ctx)
 }
 
@@ -251,21 +253,47 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		}
 		a.Reporter.WithPredictor(a.Prediction)
 	}
-	a.runnables = a.modules(cache, states, exec, hook, runner, ev, qos)
+	metricsServer, err := a.metricsServer(cfg, clk, exec, hook)
+	if err != nil {
+		return nil, err
+	}
+	a.runnables = a.modules(metricsServer, cache, states, exec, hook, runner, ev, qos)
 	return a, nil
 }
 
+// metricsServer serves /metrics, /debug/executor and /debug/runtimehook; nil with --metrics-bind-address=0. With
+// --metrics-secure (the default) it speaks TLS and lets in only clients the API server at cfg authenticates and
+// authorizes for get on the path, so the pods and cgroups these pages name are not open to every pod that can
+// reach the node.
+func (a *Agent) metricsServer(cfg *rest.Config, clk clock.PassiveClock, exec *executor.Executor, hook *runtimehook.Hook) (*httpServer, error) {
+	opts := a.opts
+	if opts.MetricsAddr == "0" {
+		return nil, nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}))
+	mux.Handle("/debug/executor", exec.AuditHandler())
+	mux.Handle("/debug/runtimehook", hook.Status.Handler())
+	var handler http.Handler = mux
+	if opts.Serving.SecureMetrics {
+		var err error
+		if handler, err = serving.Protect(cfg, clk, klog.Background().WithName("metrics-server"), mux); err != nil {
+			return nil, err
+		}
+	}
+	listen := func(ctx context.Context, addr string) (net.Listener, error) {
+		return opts.Serving.Listener(ctx, klog.FromContext(ctx), addr)
+	}
+	return &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout, handler: handler, listen: listen}, nil
+}
+
 // modules lists the agent's Runnables in the order they start.
-func (a *Agent) modules(cache *metriccache.MemoryCache, states *statesinformer.Informer, exec *executor.Executor, hook *runtimehook.Hook,
-	runner *collector.Runner, ev *evictor.Evictor, qos *qosmanager.Manager) []Runnable {
+func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, states *statesinformer.Informer, exec *executor.Executor,
+	hook *runtimehook.Hook, runner *collector.Runner, ev *evictor.Evictor, qos *qosmanager.Manager) []Runnable {
 	var rs []Runnable
 	opts := a.opts
-	if opts.MetricsAddr != "0" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{Registry: a.Metrics.Registry}))
-		mux.Handle("/debug/executor", exec.AuditHandler())
-		mux.Handle("/debug/runtimehook", hook.Status.Handler())
-		rs = append(rs, &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout, handler: mux})
+	if metrics != nil {
+		rs = append(rs, metrics)
 	}
 	if opts.HealthAddr != "0" {
 		rs = append(rs, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +19,7 @@ import (
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,7 +41,7 @@ import (
 
 var env = testenv.New()
 
-func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, env, scopedEnv)) }
 
 func TestOptionsValidate(t *testing.T) {
 	tests := []struct {
@@ -55,6 +57,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad pod source", mutate: func(o *Options) { o.PodSource = "etcd" }, wantErr: []string{"--pod-source"}},
 		{name: "no sysctl root or state dir", mutate: func(o *Options) { o.SysctlRoot, o.StateDir = "", "" }, wantErr: []string{"--sysctl-root", "--state-dir"}},
 		{name: "kubelet without url", mutate: func(o *Options) { o.PodSource, o.Kubelet.URL = PodSourceKubelet, "" }, wantErr: []string{"--kubelet-url"}},
+		{name: "plain HTTP metrics only on loopback", mutate: func(o *Options) { o.Serving.SecureMetrics = false }, wantErr: []string{"--metrics-secure=false"}},
+		{name: "plain HTTP metrics on 127.0.0.1", mutate: func(o *Options) { o.Serving.SecureMetrics, o.MetricsAddr = false, "127.0.0.1:10282" }},
 		{
 			name: "every bad option at once",
 			mutate: func(o *Options) {
@@ -186,7 +190,8 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	o.Kubeconfig, o.NodeName = e.Kubeconfig, nodeName
 	o.ProcRoot, o.SysRoot, o.CgroupRoot = host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
 	o.SysctlRoot, o.StateDir = filepath.Join(host.ProcRoot(), "sys"), t.TempDir() // never this machine's sysctls
-	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
+	// Plain HTTP on loopback, as on the local cluster (TestRunServesAndStops scrapes over HTTPS).
+	o.MetricsAddr, o.HealthAddr, o.Serving.SecureMetrics = freeAddr(t), freeAddr(t), false
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -328,9 +333,22 @@ func TestRunServesAndStops(t *testing.T) {
 
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
 	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "ok")
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="nodeinfo",result="success"} 1`)
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_runtime_hook_mode{mode="nri"} 1`)
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/debug/runtimehook", `"mode": "nri"`)
+	// Metrics over HTTPS (the default): /metrics for a scraper bound to gleaner-metrics-reader, the debug pages
+	// only for one also bound to gleaner-agent-debug-reader.
+	scraper := boundToken(t, e, "prometheus", "gleaner-metrics-reader")
+	debugger := boundToken(t, e, "debugger", "gleaner-metrics-reader", "gleaner-agent-debug-reader")
+	metricsURL := "https://" + o.MetricsAddr
+	waitScrape(t, done, metricsURL+"/metrics", scraper, `gleaner_agent_collector_runs_total{collector="nodeinfo",result="success"} 1`)
+	waitScrape(t, done, metricsURL+"/metrics", scraper, `gleaner_agent_runtime_hook_mode{mode="nri"} 1`)
+	waitScrape(t, done, metricsURL+"/debug/runtimehook", debugger, `"mode": "nri"`)
+	for _, c := range []struct {
+		path, token string
+		want        int
+	}{{"/metrics", "", http.StatusUnauthorized}, {"/debug/runtimehook", scraper, http.StatusForbidden}, {"/debug/executor", scraper, http.StatusForbidden}} {
+		if status := scrapeStatus(t, metricsURL+c.path, c.token); status != c.want {
+			t.Errorf("GET %s with token %t: %d, want %d", c.path, c.token != "", status, c.want)
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -515,6 +533,68 @@ func waitHTTP(t testing.TB, done <-chan error, url, want string) {
 		}
 		return nil
 	})
+}
+
+// waitScrape is waitHTTP with a bearer token, over HTTPS without verifying the self-signed certificate.
+func waitScrape(t testing.TB, done <-chan error, url, token, want string) {
+	t.Helper()
+	eventually(t, done, url, func() error {
+		resp, err := scrape(url, token)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			return fmt.Errorf("%d, body does not contain %q", resp.StatusCode, want)
+		}
+		return nil
+	})
+}
+
+func scrape(url, token string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed, as in production
+	return c.Do(req)
+}
+
+func scrapeStatus(t testing.TB, url, token string) int {
+	t.Helper()
+	resp, err := scrape(url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// boundToken applies config/rbac/metrics_reader_role.yaml and returns the token of the service account
+// monitoring/name, bound to each of roles.
+func boundToken(t testing.TB, e *testenv.Env, name string, roles ...string) string {
+	t.Helper()
+	const readers = "../../config/rbac/metrics_reader_role.yaml"
+	if out, err := e.Kubectl("apply", "-f", readers).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -f %s: %v\n%s", readers, err, out)
+	}
+	token := e.ServiceAccountToken(t, "monitoring", name, nil)
+	for _, role := range roles {
+		b := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: name}},
+		}
+		if err := e.Client.Create(context.Background(), b); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Client.Delete(context.Background(), b) })
+	}
+	return token
 }
 
 // startNRIRuntime starts the runtime side of NRI (the NRI project's adaptation, what containerd embeds) on a socket

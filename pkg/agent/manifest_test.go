@@ -26,6 +26,7 @@ const manifests = "../../config/agent"
 
 var rbacManifests = []string{
 	"../../config/rbac/agent_service_account.yaml", "../../config/rbac/agent_role_binding.yaml", "../../config/rbac/agent/role.yaml",
+	"../../config/rbac/metrics_auth_role.yaml",
 }
 
 // TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
@@ -140,6 +141,10 @@ func expectPrivileges(t *testing.T, spec corev1.PodSpec, o *Options) {
 	if sc.RunAsUser == nil || *sc.RunAsUser != 0 || caps == nil || fmt.Sprint(caps.Drop) != "[ALL]" || fmt.Sprint(caps.Add) != "[KILL]" {
 		t.Errorf("security context %+v: want root with every capability dropped but KILL", sc)
 	}
+	// The runtime's default seccomp filter: nothing the agent calls is in what it blocks.
+	if psc := spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("the pod's seccompProfile must be RuntimeDefault: %+v", spec.SecurityContext)
+	}
 	if spec.HostPID != o.Eviction.LocalKill {
 		t.Errorf("hostPID is %v with --eviction-local-kill=%v: the v1 local kill needs the host's pids, nothing else does", spec.HostPID, o.Eviction.LocalKill)
 	}
@@ -193,9 +198,11 @@ func TestAgentRunsWithItsRBAC(t *testing.T) {
 	o := NewOptions()
 	o.NodeName, o.ProcRoot, o.SysRoot, o.CgroupRoot = nodeName, host.ProcRoot(), host.SysRoot(), host.CgroupRoot()
 	o.SysctlRoot, o.StateDir = filepath.Join(host.ProcRoot(), "sys"), t.TempDir()
-	o.MetricsAddr, o.HealthAddr = "0", freeAddr(t)
+	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
 	a, done := startAgent(t, cfg, o, clk)
 	nm := reportAfter(t, e, done, a, host, clk, nodeName)
+	// Its metrics server asks the API server about scrapers with the agent's own rights (metrics_auth_role.yaml).
+	waitScrape(t, done, "https://"+o.MetricsAddr+"/metrics", boundToken(t, e, "prometheus", "gleaner-metrics-reader"), "gleaner_agent_nodemetric_reports_total")
 
 	// And nothing more: the service account cannot touch other kinds or write NodeMetric specs.
 	sa, err := client.New(cfg, client.Options{Scheme: e.Scheme})

@@ -21,6 +21,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/serving"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
@@ -92,6 +93,8 @@ type Options struct {
 
 	// MetricsAddr serves Prometheus /metrics; "0" turns it off.
 	MetricsAddr string
+	// Serving secures the metrics server: HTTPS with authentication and authorization, HTTP/2 off.
+	Serving serving.Options
 	// HealthAddr serves /healthz and /readyz; "0" turns them off.
 	HealthAddr string
 	// ConnectTimeout bounds the first contact with the API server.
@@ -122,6 +125,7 @@ func NewOptions() *Options {
 		Cache:               metriccache.DefaultConfig(),
 		Report:              reporter.DefaultOptions(),
 		MetricsAddr:         ":9316",
+		Serving:             serving.DefaultOptions(),
 		HealthAddr:          ":9317",
 		ConnectTimeout:      10 * time.Second,
 		ShutdownTimeout:     10 * time.Second,
@@ -176,6 +180,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Report.MaxPods, "report-max-pods", o.Report.MaxPods, "most pods listed in NodeMetric status")
 	fs.IntVar(&o.Report.MaxHostApplications, "report-max-host-applications", o.Report.MaxHostApplications, "most host applications listed in NodeMetric status")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus /metrics endpoint; 0 disables it")
+	o.Serving.AddFlags(fs)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long the modules may take to stop after a signal")
@@ -218,6 +223,9 @@ func (o *Options) Validate() error {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
 		}
+	}
+	if err := o.Serving.Validate(o.MetricsAddr); err != nil {
+		errs = append(errs, err)
 	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))

@@ -14,6 +14,8 @@ type httpServer struct {
 	name    string
 	addr    string
 	handler http.Handler
+	// listen opens the listener (TLS for the metrics server); nil listens on plain TCP.
+	listen func(ctx context.Context, addr string) (net.Listener, error)
 	// shutdown bounds how long in-flight requests may take after a stop.
 	shutdown time.Duration
 }
@@ -22,9 +24,19 @@ func (s *httpServer) Name() string { return s.name }
 
 // Start listens (an address in use is an error) and serves until ctx ends.
 func (s *httpServer) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.addr)
+	listen := s.listen
+	if listen == nil {
+		listen = func(_ context.Context, addr string) (net.Listener, error) {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return nil, fmt.Errorf("listening on %s: %w", addr, err)
+			}
+			return l, nil
+		}
+	}
+	ln, err := listen(ctx, s.addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", s.addr, err)
+		return err
 	}
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -26,6 +26,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/webhookcert"
+	"github.com/gleaner-sh/gleaner/pkg/serving"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 	"github.com/gleaner-sh/gleaner/pkg/webhook/configmap"
@@ -84,7 +85,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := addCertProvisioner(ctx, mgr, cfg, opts); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("gleaner-manager").Info("serving", "apiServer", cfg.Host, "metrics", opts.MetricsAddr,
+	ctrl.Log.WithName("gleaner-manager").Info("serving", "apiServer", cfg.Host, "metrics", opts.MetricsAddr, "metricsSecure", opts.Serving.SecureMetrics,
 		"health", opts.HealthAddr, "leaderElection", opts.LeaderElect, "namespace", opts.Namespace, "webhookPort", opts.Webhook.Port)
 	return mgr.Start(ctx)
 }
@@ -115,13 +116,15 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	sloConfigMap := types.NamespacedName{Namespace: opts.Namespace, Name: opts.SLOConfigName}
 	var webhookServer webhook.Server
 	if opts.Webhook.Port != 0 {
-		webhookServer = webhook.NewServer(webhook.Options{Host: opts.Webhook.Host, Port: opts.Webhook.Port, CertDir: opts.Webhook.CertDir})
+		webhookServer = webhook.NewServer(webhook.Options{
+			Host: opts.Webhook.Host, Port: opts.Webhook.Port, CertDir: opts.Webhook.CertDir, TLSOpts: opts.Serving.TLSOpts(),
+		})
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOptions(opts.Namespace),
 		WebhookServer:                 webhookServer,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
@@ -166,6 +169,18 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// metricsOptions serves /metrics as opts.Serving says: HTTPS behind the API server's authentication and
+// authorization (the serving identity's rights: config/rbac/metrics_auth_role.yaml), or plain HTTP on loopback.
+func metricsOptions(opts *Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.Serving.SecureMetrics}
+	if opts.Serving.SecureMetrics {
+		m.FilterProvider = serving.FilterProvider(clock.RealClock{})
+		m.CertDir = opts.Serving.MetricsCertDir
+		m.TLSOpts = opts.Serving.TLSOpts()
+	}
+	return m
 }
 
 // addCertProvisioner, when the manager manages the webhook certificate, makes sure the certificate exists before

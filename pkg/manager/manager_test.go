@@ -2,6 +2,8 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,14 +16,18 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/test/testenv"
+	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
 var env = testenv.New()
@@ -48,6 +54,12 @@ func TestOptionsValidate(t *testing.T) {
 			mutate:  func(o *Options) { o.MetricsAddr, o.HealthAddr, o.ConnectTimeout = "8080", "localhost", 0 },
 			wantErr: []string{"--metrics-bind-address", "--health-probe-bind-address", "--connect-timeout"},
 		},
+		{
+			name:    "plain HTTP metrics only on loopback",
+			mutate:  func(o *Options) { o.Serving.SecureMetrics = false },
+			wantErr: []string{"--metrics-secure=false serves the metrics endpoint to anyone who can connect"},
+		},
+		{name: "plain HTTP metrics on 127.0.0.1", mutate: func(o *Options) { o.Serving.SecureMetrics, o.MetricsAddr = false, "127.0.0.1:10280" }},
 		{name: "unknown controller", mutate: func(o *Options) { o.Controllers = []string{"*", "-nosuch"} }, wantErr: []string{`--controllers: unknown name "nosuch"`}},
 		{name: "controllers of this manager", mutate: func(o *Options) { o.Controllers = []string{"nodeallocation", "nodeslo", "-nodemetric"} }},
 		{
@@ -133,42 +145,69 @@ current-context: c
 	}
 }
 
-// TestManagerServesAndStops runs gleaner-manager against a real API server: it must take the leader lease, answer
-// its probes and serve metrics, then stop cleanly on cancel and hand the lease back.
+// TestManagerServesAndStops runs gleaner-manager against a real API server as config/default installs it: with a
+// token of its service account, only the RBAC of config/rbac, the webhook configuration, and config/policy holding
+// it to the webhook's caBundle. It must take the leader lease, keep its webhook certificate and caBundle, create a
+// node's NodeAllocation, NodeSLO and NodeMetric, answer its probes and serve metrics to an authorized scraper (with
+// HTTP/2 off), then stop cleanly on cancel and hand the lease back. (One manager per test process: the metrics
+// registry is the process's.)
 func TestManagerServesAndStops(t *testing.T) {
 	e := env.Start(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gleaner-system"}}
-	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	vwc := installAsDefault(t, e)
+	e.CreateNode(t, testutil.Node("rbac-node").Allocatable("cpu", "4", "memory", "8Gi").Obj())
 
 	o := NewOptions()
-	o.Kubeconfig = e.Kubeconfig
+	o.Kubeconfig = e.TokenKubeconfig(t, e.ServiceAccountToken(t, "gleaner-system", "gleaner-manager", nil))
 	o.MetricsAddr, o.HealthAddr = freeAddr(t), freeAddr(t)
-	// The webhook serves with the certificate the manager generates itself (no webhook configuration is installed
-	// here, so there is no caBundle to set); readyz only passes once it serves TLS.
+	// The webhook serves with the certificate the manager generates itself and puts into the webhook
+	// configuration's caBundle; readyz only passes once it serves TLS.
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	o.Webhook.Port, _ = strconv.Atoi(port)
 	o.ShutdownTimeout = 5 * time.Second
 	// A selection without a word about the config: the loader runs anyway (its metric below), since noderesource
 	// reads what it loads.
-	o.Controllers = []string{"nodeallocation", "noderesource"}
+	o.Controllers = []string{"nodeallocation", "noderesource", "nodeslo", "nodemetric"}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(runCtx, o) }()
 	t.Cleanup(cancel)
 
-	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "ok")
-	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "ok")
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "leader_election_master_status")
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_slo_config_key_valid{key="colocation-config"} 1`)
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/healthz", "", "ok")
+	waitHTTP(t, done, "http://"+o.HealthAddr+"/readyz", "", "ok")
+	// Metrics over HTTPS (the default), for a scraper the API server authenticates and authorizes.
+	scraper := scraperToken(t, e)
+	metrics := "https://" + o.MetricsAddr + "/metrics"
+	waitHTTP(t, done, metrics, scraper, "leader_election_master_status")
+	waitHTTP(t, done, metrics, scraper, `gleaner_slo_config_key_valid{key="colocation-config"} 1`)
 	// The controllers' metrics go to the registry the manager serves.
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_noderesource_node_writes_total 0")
-	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_nodeallocation_status_writes_total")
+	waitHTTP(t, done, metrics, scraper, "gleaner_noderesource_node_writes_total 0")
+	waitHTTP(t, done, metrics, scraper, "gleaner_nodeallocation_status_writes_total")
+	if status := statusOf(t, metrics, ""); status != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without a token: %d, want 401", status)
+	}
+	// HTTP/2 is off on the metrics and webhook servers (--enable-http2=false).
+	for _, addr := range []string{o.MetricsAddr, net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Webhook.Port))} {
+		if p := negotiatedProtocol(t, addr); p != "http/1.1" {
+			t.Errorf("%s negotiated %q with a client offering h2, want http/1.1", addr, p)
+		}
+	}
 	secret := &corev1.Secret{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Webhook.CertSecret}, secret); err != nil || len(secret.Data["tls.crt"]) == 0 {
 		t.Errorf("the manager did not keep its webhook certificate in Secret %s: %v", o.Webhook.CertSecret, err)
+	}
+	eventually(t, func() error {
+		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(vwc), got); err != nil {
+			return err
+		}
+		if len(got.Webhooks[0].ClientConfig.CABundle) == 0 {
+			return errors.New("the webhook configuration has no caBundle yet")
+		}
+		return nil
+	})
+	for _, obj := range []client.Object{&slov1alpha1.NodeAllocation{}, &slov1alpha1.NodeSLO{}, &slov1alpha1.NodeMetric{}} {
+		eventually(t, func() error { return e.Client.Get(ctx, client.ObjectKey{Name: "rbac-node"}, obj) })
 	}
 
 	lease := &coordinationv1.Lease{}
@@ -210,8 +249,10 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// waitHTTP polls url until it answers 200 with a body containing want, failing early if the manager exits.
-func waitHTTP(t *testing.T, done <-chan error, url, want string) {
+// waitHTTP polls url, with token as bearer token when not empty, until it answers 200 with a body containing
+// want, failing early if the manager exits. HTTPS certificates are not verified: the metrics server's is
+// self-signed, as in production.
+func waitHTTP(t *testing.T, done <-chan error, url, token, want string) {
 	t.Helper()
 	var last string
 	deadline := time.Now().Add(30 * time.Second)
@@ -221,7 +262,7 @@ func waitHTTP(t *testing.T, done <-chan error, url, want string) {
 			t.Fatalf("manager exited while waiting for %s: %v", url, err)
 		default:
 		}
-		resp, err := http.Get(url)
+		resp, err := scrape(url, token)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
@@ -235,6 +276,60 @@ func waitHTTP(t *testing.T, done <-chan error, url, want string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s never answered 200 with %q; last: %s", url, want, last)
+}
+
+func scrape(url, token string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+	return c.Do(req)
+}
+
+func statusOf(t *testing.T, url, token string) int {
+	t.Helper()
+	resp, err := scrape(url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scraperToken applies config/rbac/metrics_reader_role.yaml and returns the token of a service account bound to
+// its ClusterRole gleaner-metrics-reader, as Prometheus's would be.
+func scraperToken(t *testing.T, e *testenv.Env) string {
+	t.Helper()
+	const reader = "../../config/rbac/metrics_reader_role.yaml"
+	if out, err := e.Kubectl("apply", "-f", reader).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -f %s: %v\n%s", reader, err, out)
+	}
+	token := e.ServiceAccountToken(t, "monitoring", "prometheus", nil)
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-gleaner-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gleaner-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}},
+	}
+	if err := e.Client.Create(context.Background(), binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), binding) })
+	return token
+}
+
+// negotiatedProtocol connects to the TLS server at addr offering HTTP/2 and HTTP/1.1 and returns its choice.
+func negotiatedProtocol(t *testing.T, addr string) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}) //nolint:gosec // self-signed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.ConnectionState().NegotiatedProtocol
 }
 
 func eventually(t *testing.T, f func() error) {

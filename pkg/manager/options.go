@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
+	"github.com/gleaner-sh/gleaner/pkg/serving"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
@@ -26,6 +27,8 @@ type Options struct {
 	LeaderElectionID string
 	// MetricsAddr is where Prometheus metrics are served; "0" turns them off.
 	MetricsAddr string
+	// Serving secures the metrics server (HTTPS, authentication, authorization) and the webhook server (HTTP/2).
+	Serving serving.Options
 	// HealthAddr is where /healthz and /readyz are served; "0" turns them off.
 	HealthAddr string
 	// PprofAddr is where Go's /debug/pprof profiles are served; "0" (the default) turns them off.
@@ -75,6 +78,7 @@ func NewOptions() *Options {
 		LeaderElect:      true,
 		LeaderElectionID: "gleaner-manager.slo.gleaner.sh",
 		MetricsAddr:      ":8080",
+		Serving:          serving.DefaultOptions(),
 		HealthAddr:       ":8081",
 		PprofAddr:        "0",
 		ConnectTimeout:   10 * time.Second,
@@ -100,6 +104,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run only while holding the leader lease, so one replica acts at a time")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader lease")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus /metrics endpoint; 0 disables it")
+	o.Serving.AddFlags(fs)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address of Go's /debug/pprof profiles; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
@@ -144,6 +149,9 @@ func (o *Options) validateServing() error {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
 		}
+	}
+	if err := o.Serving.Validate(o.MetricsAddr); err != nil {
+		errs = append(errs, err)
 	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))

@@ -58,6 +58,8 @@ type Env struct {
 	env      *envtest.Environment
 	dir      string
 	webhooks []string
+	// apiServerArgs change kube-apiserver's flags before it starts.
+	apiServerArgs []func(*envtest.Arguments) error
 }
 
 // Option configures an Env.
@@ -68,6 +70,12 @@ type Option func(*Env)
 // says where that server must listen.
 func WithWebhookManifests(paths ...string) Option {
 	return func(e *Env) { e.webhooks = append(e.webhooks, paths...) }
+}
+
+// WithAPIServerArgs lets configure change kube-apiserver's flags (such as --authorization-config) just before the
+// control plane starts; an error fails Start.
+func WithAPIServerArgs(configure func(*envtest.Arguments) error) Option {
+	return func(e *Env) { e.apiServerArgs = append(e.apiServerArgs, configure) }
 }
 
 // New returns an Env that starts on its first Start.
@@ -89,12 +97,18 @@ func (e *Env) Webhook() envtest.WebhookInstallOptions {
 }
 
 // Run runs the package's tests and stops the control plane afterwards; pass its result to os.Exit.
-func (e *Env) Run(m *testing.M) int {
+func (e *Env) Run(m *testing.M) int { return Run(m, e) }
+
+// Run runs the package's tests and stops the control planes of envs afterwards, for a package with more than one
+// (one with other kube-apiserver flags); pass its result to os.Exit.
+func Run(m *testing.M, envs ...*Env) int {
 	code := m.Run()
-	if err := e.stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: stopping the control plane: %v\n", err)
-		if code == 0 {
-			code = 1
+	for _, e := range envs {
+		if err := e.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: stopping the control plane: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code
@@ -144,6 +158,12 @@ func (e *Env) start() {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: e.webhooks},
+	}
+	for _, configure := range e.apiServerArgs {
+		if err := configure(e.env.ControlPlane.GetAPIServer().Configure()); err != nil {
+			e.startErr = fmt.Errorf("configuring kube-apiserver: %w", err)
+			return
+		}
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		e.startErr = err

@@ -236,6 +236,7 @@ func managerPhase(ctx context.Context, c config, kubeconfig string, cs kubernete
 		return err
 	}
 	mgr, err := benchkit.Start(nil, c.manager, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", metricsAddr,
+		"--metrics-secure=false", // plain HTTP on loopback, which benchkit.Scrape reads
 		"--health-probe-bind-address", "0", "--webhook-port=0", "--controllers=nodeallocation",
 		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
 	if err != nil {

@@ -130,7 +130,8 @@ func run(c config) error {
 	}
 	mgr, err := benchkit.Start([]string{"GOGC=" + c.gogc}, c.manager, "--kubeconfig", cl.Kubeconfig, "--leader-elect=false",
 		"--controllers=noderesource", "--webhook-port=0",
-		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--pprof-bind-address", pprofAddr,
+		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", // plain HTTP on loopback, which benchkit.Scrape reads
+		"--health-probe-bind-address", "0", "--pprof-bind-address", pprofAddr,
 		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
 	if err != nil {
 		return err

@@ -1,0 +1,209 @@
+package webhookcert_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gleaner-sh/gleaner/pkg/controllers/webhookcert"
+	"github.com/gleaner-sh/gleaner/test/testenv"
+)
+
+const (
+	policyDir      = "../../../config/policy"
+	policyFile     = policyDir + "/webhook-cabundle-only.yaml"
+	managerAccount = "gleaner-manager"
+)
+
+// managerRBAC is the manager's RBAC as config/rbac installs it.
+var managerRBAC = []string{
+	"../../../config/rbac/manager_service_account.yaml", "../../../config/rbac/manager/role.yaml",
+	"../../../config/rbac/manager_role_binding.yaml", "../../../config/rbac/manager_role_bindings.yaml",
+}
+
+// kubectl runs kubectl against the test API server and fails the test on an error.
+func kubectl(t *testing.T, e *testenv.Env, args ...string) {
+	t.Helper()
+	if out, err := e.Kubectl(args...).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+}
+
+// asManager is a client that authenticates as gleaner-manager's service account with a token of the TokenRequest
+// API, and has only the RBAC of config/rbac.
+func asManager(t *testing.T, e *testenv.Env) client.Client {
+	t.Helper()
+	for _, ns := range []string{namespace, "default"} {
+		if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"apply"}
+	for _, f := range managerRBAC {
+		args = append(args, "-f", f)
+	}
+	kubectl(t, e, args...)
+	c, err := client.New(e.TokenConfig(e.ServiceAccountToken(t, namespace, managerAccount, nil)), client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// changes are what a compromised manager would do to its webhook configuration, each refused by the policy.
+var changes = []struct {
+	name   string
+	change func(w *admissionregistrationv1.ValidatingWebhook)
+}{
+	{"intercept every Secret", func(w *admissionregistrationv1.ValidatingWebhook) {
+		w.Rules[0].Resources = []string{"configmaps", "secrets"}
+	}},
+	{"every namespace", func(w *admissionregistrationv1.ValidatingWebhook) { w.NamespaceSelector = &metav1.LabelSelector{} }},
+	{"every ConfigMap of the namespace", func(w *admissionregistrationv1.ValidatingWebhook) { w.MatchConditions = nil }},
+	{"a URL of the attacker's", func(w *admissionregistrationv1.ValidatingWebhook) {
+		w.ClientConfig.Service, w.ClientConfig.URL = nil, ptr.To("https://attacker.example/validate")
+	}},
+	{"another service", func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.Service.Name = "other" }},
+	{"fail open", func(w *admissionregistrationv1.ValidatingWebhook) {
+		w.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	}},
+	{"a longer timeout", func(w *admissionregistrationv1.ValidatingWebhook) { w.TimeoutSeconds = ptr.To[int32](30) }},
+}
+
+// TestPolicyHoldsTheManagerToTheCABundle installs config/policy from the kustomize tree and the manager's RBAC,
+// and acts as gleaner-manager's service account: the webhook certificate provisioner still sets the caBundle, and
+// every other change to the webhook configuration, which RBAC alone lets through, is refused. An administrator's
+// changes are not concerned.
+func TestPolicyHoldsTheManagerToTheCABundle(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	installShippedWebhookConfiguration(t, e)
+	manager := asManager(t, e)
+	get := func() *admissionregistrationv1.ValidatingWebhookConfiguration {
+		t.Helper()
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Name: vwcName}, vwc); err != nil {
+			t.Fatal(err)
+		}
+		return vwc
+	}
+	// As a dry run: admission runs, nothing is stored.
+	tryAsManager := func(change func(*admissionregistrationv1.ValidatingWebhook)) error {
+		vwc := get()
+		change(&vwc.Webhooks[0])
+		return manager.Update(ctx, vwc, client.DryRunAll)
+	}
+
+	// Without the policy the manager's RBAC lets it rewrite the webhook as it likes.
+	for _, c := range changes {
+		if err := tryAsManager(c.change); err != nil {
+			t.Fatalf("without the policy, %s as the manager: %v (RBAC should allow it; the policy is what refuses it)", c.name, err)
+		}
+	}
+
+	kubectl(t, e, "apply", "-k", policyDir)
+	t.Cleanup(func() { _ = e.Kubectl("delete", "--wait=false", "-k", policyDir).Run() })
+	testenv.Eventually(t, "the policy refuses the manager's rule change", func() error {
+		if err := tryAsManager(changes[0].change); err == nil {
+			return errNotRefused
+		}
+		return nil
+	})
+
+	// The provisioner, as the manager, still sets the caBundle.
+	p := webhookcert.New(manager, clock.RealClock{}, webhookcert.Options{
+		Namespace: namespace, SecretName: "gleaner-webhook-cert-policy-test", ServiceName: serviceName,
+		ConfigurationName: vwcName, CertDir: t.TempDir(),
+	})
+	t.Cleanup(func() {
+		_ = e.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gleaner-webhook-cert-policy-test"}})
+	})
+	if err := p.Ensure(ctx); err != nil {
+		t.Fatalf("setting the caBundle as the manager under the policy: %v", err)
+	}
+	if len(get().Webhooks[0].ClientConfig.CABundle) == 0 {
+		t.Fatal("the provisioner left the caBundle empty")
+	}
+
+	for _, c := range changes {
+		err := tryAsManager(c.change)
+		if err == nil || !strings.Contains(err.Error(), "gleaner-manager may change only the clientConfig.caBundle of the webhooks of "+vwcName) {
+			t.Errorf("%s as the manager: want the policy's refusal, got %v", c.name, err)
+		}
+	}
+	// Nor a webhook added, nor one removed, nor the configuration deleted (RBAC already refuses the delete).
+	vwc := get()
+	vwc.Webhooks = append(vwc.Webhooks, *vwc.Webhooks[0].DeepCopy())
+	vwc.Webhooks[1].Name = "secrets.attacker.example"
+	if err := manager.Update(ctx, vwc, client.DryRunAll); err == nil {
+		t.Error("the manager added a webhook")
+	}
+	vwc = get()
+	vwc.Webhooks = nil
+	if err := manager.Update(ctx, vwc, client.DryRunAll); err == nil {
+		t.Error("the manager removed its webhook")
+	}
+	if err := manager.Delete(ctx, get(), client.DryRunAll); err == nil {
+		t.Error("the manager deleted the webhook configuration")
+	}
+
+	// An administrator is not concerned.
+	vwc = get()
+	vwc.Webhooks[0].TimeoutSeconds = ptr.To[int32](10)
+	if err := e.Client.Update(ctx, vwc, client.DryRunAll); err != nil {
+		t.Errorf("an administrator's change: %v", err)
+	}
+}
+
+var errNotRefused = errors.New("not refused yet")
+
+// TestPolicyComparesEveryWebhookField: the policy compares every field of ValidatingWebhook and MutatingWebhook
+// but clientConfig.caBundle, so a field a new Kubernetes version adds cannot be changed by the manager unnoticed:
+// this test fails on the upgrade until the field is added to the policy.
+func TestPolicyComparesEveryWebhookField(t *testing.T) {
+	b, err := os.ReadFile(filepath.Clean(policyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := string(b)
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[admissionregistrationv1.ValidatingWebhook](), reflect.TypeFor[admissionregistrationv1.MutatingWebhook](),
+	} {
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			switch name {
+			case "name":
+				if !strings.Contains(policy, "w.name == oldObject.webhooks[i].name") {
+					t.Errorf("the policy does not compare %s.name", typ.Name())
+				}
+			case "clientConfig":
+				for _, cf := range []string{"url", "service"} {
+					if !strings.Contains(policy, "w.clientConfig.?"+cf+" == oldObject.webhooks[i].clientConfig.?"+cf) {
+						t.Errorf("the policy does not compare %s.clientConfig.%s", typ.Name(), cf)
+					}
+				}
+				cc := reflect.TypeFor[admissionregistrationv1.WebhookClientConfig]()
+				if cc.NumField() != 3 {
+					t.Errorf("WebhookClientConfig has %d fields, the policy knows url, service and caBundle", cc.NumField())
+				}
+			default:
+				if !strings.Contains(policy, "w.?"+name+" == oldObject.webhooks[i].?"+name) {
+					t.Errorf("the policy does not compare %s.%s: the manager could change it", typ.Name(), name)
+				}
+			}
+		}
+	}
+}
