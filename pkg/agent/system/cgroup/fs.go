@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/cpulist"
 )
 
 // FS reads and writes cgroup files under a root: the directory holding the v1 subsystem directories
@@ -124,7 +125,7 @@ func (f *FS) CPUBurst(dir string) (time.Duration, error) {
 func (f *FS) CPUSet(dir string) (cpuset.CPUSet, error) {
 	var s cpuset.CPUSet
 	err := f.read(dir, fileCPUSetEffective, func(b []byte) (err error) {
-		s, err = system.ParseCPUList(string(b))
+		s, err = cpulist.Parse(string(b))
 		return err
 	})
 	return s, err

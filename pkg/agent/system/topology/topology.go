@@ -30,7 +30,7 @@ import (
 	"github.com/prometheus/procfs/sysfs"
 	"k8s.io/utils/cpuset"
 
-	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/cpulist"
 )
 
 // CPU is one online logical CPU.
@@ -201,7 +201,7 @@ func readCPUList(path string) (cpuset.CPUSet, error) {
 	if err != nil {
 		return cpuset.CPUSet{}, err
 	}
-	s, err := system.ParseCPUList(string(b))
+	s, err := cpulist.Parse(string(b))
 	if err != nil {
 		return cpuset.CPUSet{}, fmt.Errorf("parsing %s: %w", path, err)
 	}
