@@ -197,7 +197,7 @@ func (e *Env) StopAPIServer() error {
 	// it and says so. Either way it is stopped once nothing listens on its port.
 	s.StopTimeout = 5 * time.Second
 	err := s.Stop()
-	addr := net.JoinHostPort(s.SecureServing.Address, s.SecureServing.Port)
+	addr := net.JoinHostPort(s.Address, s.Port)
 	if c, derr := net.DialTimeout("tcp", addr, time.Second); derr == nil {
 		_ = c.Close()
 		return fmt.Errorf("stopping kube-apiserver: it still listens on %s: %w", addr, err)
@@ -209,12 +209,12 @@ func (e *Env) StopAPIServer() error {
 // that clients made before the outage work again; it returns once the API server answers its health check.
 func (e *Env) StartAPIServer() error {
 	s := e.env.ControlPlane.GetAPIServer()
-	before := s.SecureServing.Port
+	before := s.Port
 	if err := s.Start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
-	if s.SecureServing.Port != before {
-		return fmt.Errorf("kube-apiserver came back on port %s, not %s: clients made before would not reach it", s.SecureServing.Port, before)
+	if s.Port != before {
+		return fmt.Errorf("kube-apiserver came back on port %s, not %s: clients made before would not reach it", s.Port, before)
 	}
 	return nil
 }
