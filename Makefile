@@ -83,7 +83,9 @@ FUZZ += ./pkg/sloconfig:FuzzColocationConfig ./pkg/sloconfig:FuzzResourceThresho
 FUZZ += ./pkg/sloconfig:FuzzResourceQOSConfig ./pkg/sloconfig:FuzzCPUBurstConfig
 FUZZ += ./pkg/sloconfig:FuzzSystemConfig ./pkg/sloconfig:FuzzHostApplicationConfig
 FUZZ += ./pkg/agent/system/cgroup:FuzzParsers ./pkg/agent/system/topology:FuzzParseNodeMeminfo
-FUZZ += ./pkg/cpulist:FuzzParse
+FUZZ += ./pkg/cpulist:FuzzParse ./pkg/agent/system:FuzzParsePressure
+FUZZ += ./pkg/agent/system/proc:FuzzParseStat ./pkg/agent/system/proc:FuzzParseMeminfo
+FUZZ += ./pkg/agent/system/resctrl:FuzzParseSchemata ./pkg/agent/qosmanager/plugins/cpusuppress:FuzzParseBusy
 FUZZ += ./pkg/agent/prediction/checkpoint:FuzzDecode
 FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
 
