@@ -86,7 +86,7 @@ FUZZ += ./pkg/agent/system/cgroup:FuzzParsers ./pkg/agent/system/topology:FuzzPa
 FUZZ += ./pkg/cpulist:FuzzParse ./pkg/agent/system:FuzzParsePressure
 FUZZ += ./pkg/agent/system/proc:FuzzParseStat ./pkg/agent/system/proc:FuzzParseMeminfo
 FUZZ += ./pkg/agent/system/resctrl:FuzzParseSchemata ./pkg/agent/qosmanager/plugins/cpusuppress:FuzzParseBusy
-FUZZ += ./pkg/agent/statesinformer:FuzzParsePodList
+FUZZ += ./pkg/agent/statesinformer:FuzzParsePodList ./pkg/cli:FuzzExplanation
 FUZZ += ./pkg/agent/prediction/checkpoint:FuzzDecode
 FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
 
