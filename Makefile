@@ -87,7 +87,10 @@ FUZZ += ./pkg/sloconfig:FuzzColocationConfig ./pkg/sloconfig:FuzzResourceThresho
 FUZZ += ./pkg/sloconfig:FuzzResourceQOSConfig ./pkg/sloconfig:FuzzCPUBurstConfig
 FUZZ += ./pkg/sloconfig:FuzzSystemConfig ./pkg/sloconfig:FuzzHostApplicationConfig
 FUZZ += ./pkg/agent/system/cgroup:FuzzParsers ./pkg/agent/system/topology:FuzzParseNodeMeminfo
-FUZZ += ./pkg/agent/system:FuzzParseCPUList
+FUZZ += ./pkg/cpulist:FuzzParse ./pkg/agent/system:FuzzParsePressure
+FUZZ += ./pkg/agent/system/proc:FuzzParseStat ./pkg/agent/system/proc:FuzzParseMeminfo
+FUZZ += ./pkg/agent/system/resctrl:FuzzParseSchemata ./pkg/agent/qosmanager/plugins/cpusuppress:FuzzParseBusy
+FUZZ += ./pkg/agent/statesinformer:FuzzParsePodList ./pkg/cli:FuzzExplanation
 FUZZ += ./pkg/agent/prediction/checkpoint:FuzzDecode
 FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -85,10 +84,11 @@ func explanationOf(node *corev1.Node) (Explanation, error) {
 		return Explanation{}, fmt.Errorf("node %s has no %s annotation: gleaner-manager's noderesource controller has not published reclaimed resources on it yet (is gleaner-manager running, and has the slo-controller-config ConfigMap been loaded?)",
 			node.Name, slov1alpha1.AnnotationResourceExplanation)
 	}
-	e := Explanation{Node: node.Name, Published: corev1.ResourceList{}}
-	if err := json.Unmarshal([]byte(raw), &e.Explanation); err != nil {
+	exp, err := slov1alpha1.ParseResourceExplanation(raw)
+	if err != nil {
 		return Explanation{}, fmt.Errorf("node %s: decoding its %s annotation: %w", node.Name, slov1alpha1.AnnotationResourceExplanation, err)
 	}
+	e := Explanation{Node: node.Name, Published: corev1.ResourceList{}, Explanation: exp}
 	for _, d := range e.Explanation.Resources {
 		if q, ok := node.Status.Allocatable[d.Resource]; ok {
 			e.Published[d.Resource] = q

@@ -40,7 +40,9 @@ func printEncoded(w io.Writer, v any, format string) (bool, error) {
 			b = append(b, '\n')
 		}
 	case outputYAML:
-		b, err = yaml.Marshal(v)
+		if b, err = json.Marshal(v); err == nil {
+			b, err = yaml.JSONToYAML(escapeForYAML(b))
+		}
 	default:
 		return false, nil
 	}
@@ -49,6 +51,26 @@ func printEncoded(w io.Writer, v any, format string) (bool, error) {
 	}
 	_, err = w.Write(b)
 	return true, err
+}
+
+// escapeForYAML writes the characters YAML does not allow in a document as JSON escapes. encoding/json leaves DEL,
+// the C1 controls and U+FFFE/U+FFFF as they are, and the YAML parser behind sigs.k8s.io/yaml refuses them: a node
+// annotation or config name holding one made -o yaml fail (found by FuzzExplanation). Outside strings JSON is
+// ASCII, so every replacement is inside a string.
+func escapeForYAML(j []byte) []byte {
+	allowed := func(r rune) bool {
+		return r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0x7e || r == 0x85 ||
+			r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff
+	}
+	var b strings.Builder
+	for _, r := range string(j) {
+		if allowed(r) {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return []byte(b.String())
 }
 
 // printReport writes r in format to w.

@@ -131,6 +131,9 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaderElection.LeaseDuration,
+		RenewDeadline:                 &opts.LeaderElection.RenewDeadline,
+		RetryPeriod:                   &opts.LeaderElection.RetryPeriod,
 		GracefulShutdownTimeout:       &shutdown,
 	})
 	if err != nil {

@@ -32,7 +32,12 @@ import (
 
 var env = testenv.New()
 
-func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(managerArgsEnv); ok {
+		os.Exit(runManagerProcess(args))
+	}
+	os.Exit(env.Run(m))
+}
 
 func TestOptionsValidate(t *testing.T) {
 	tests := []struct {

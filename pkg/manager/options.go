@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
@@ -25,6 +26,8 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectionID names the leader-election lease.
 	LeaderElectionID string
+	// LeaderElection holds the lease timings.
+	LeaderElection LeaderElectionOptions
 	// MetricsAddr is where Prometheus metrics are served; "0" turns them off.
 	MetricsAddr string
 	// Serving secures the metrics server (HTTPS, authentication, authorization) and the webhook server (HTTP/2).
@@ -71,12 +74,34 @@ type WebhookOptions struct {
 	ConfigurationName string
 }
 
+// LeaderElectionOptions are the leader lease's timings (client-go's leaderelection.LeaderElectionConfig). The
+// leader renews the lease every RetryPeriod; when it has not renewed it for RenewDeadline, because the API server
+// is out of reach, it stops leading and the manager exits. Another replica takes the lease once the lease has not
+// been renewed for LeaseDuration. So RenewDeadline is the API-server outage the leader rides out, and LeaseDuration
+// how long a standby waits after the leader died without handing the lease back (a clean stop hands it back).
+type LeaderElectionOptions struct {
+	// LeaseDuration is how long a standby waits, from the lease's last renewal, before it takes the lease.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps trying to renew before it gives up leading.
+	RenewDeadline time.Duration
+	// RetryPeriod is the interval between renewals (and between a standby's attempts to take the lease).
+	RetryPeriod time.Duration
+}
+
+// DefaultLeaderElection returns the lease timings gleaner-manager uses unless told otherwise: a leader rides out an
+// API-server outage of 45 s (controller-runtime's defaults, 15 s/10 s/2 s, give up 10 s into one), and a standby
+// takes over at most 60 s after the leader died; docs/configuration.md says why.
+func DefaultLeaderElection() LeaderElectionOptions {
+	return LeaderElectionOptions{LeaseDuration: 60 * time.Second, RenewDeadline: 45 * time.Second, RetryPeriod: 5 * time.Second}
+}
+
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
 		Namespace:        "gleaner-system",
 		LeaderElect:      true,
 		LeaderElectionID: "gleaner-manager.slo.gleaner.sh",
+		LeaderElection:   DefaultLeaderElection(),
 		MetricsAddr:      ":8080",
 		Serving:          serving.DefaultOptions(),
 		HealthAddr:       ":8081",
@@ -103,6 +128,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the manager's own objects (leader lease, slo-controller-config)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run only while holding the leader lease, so one replica acts at a time")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader lease")
+	fs.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", o.LeaderElection.LeaseDuration, "how long a standby waits, from the lease's last renewal, before taking the leader lease (the failover time after a leader dies)")
+	fs.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader keeps trying to renew its lease before it stops leading and exits (the API-server outage it rides out); below --leader-elect-lease-duration")
+	fs.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", o.LeaderElection.RetryPeriod, "interval between lease renewals and attempts to take the lease; below --leader-elect-renew-deadline / 1.2")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus /metrics endpoint; 0 disables it")
 	o.Serving.AddFlags(fs)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
@@ -137,6 +165,9 @@ func (o *Options) validateServing() error {
 	}
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id must not be empty when --leader-elect is on"))
+	}
+	if o.LeaderElect {
+		errs = append(errs, o.LeaderElection.validate())
 	}
 	for _, a := range []struct{ flag, addr string }{
 		{"--metrics-bind-address", o.MetricsAddr},
@@ -213,6 +244,37 @@ func (o *Options) validateWebhook() error {
 	}
 	if w.Port != 0 && w.CertSecret != "" && (w.ServiceName == "" || w.ConfigurationName == "") {
 		errs = append(errs, errors.New("--webhook-service-name and --webhook-configuration-name are needed to manage the webhook certificate"))
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks the lease timings as client-go's leader elector would, but at start-up with the flags' names:
+// client-go refuses a renew deadline not above 1.2 x the retry period (its jitter), and a lease not longer than the
+// renew deadline would let a standby take the lease while the leader still believes it leads.
+func (l LeaderElectionOptions) validate() error {
+	var errs []error
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"--leader-elect-lease-duration", l.LeaseDuration},
+		{"--leader-elect-renew-deadline", l.RenewDeadline},
+		{"--leader-elect-retry-period", l.RetryPeriod},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.flag, d.v))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if l.RenewDeadline >= l.LeaseDuration {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be below --leader-elect-lease-duration (%s): otherwise a standby can take the lease while the leader still acts on it",
+			l.RenewDeadline, l.LeaseDuration))
+	}
+	if jittered := time.Duration(leaderelection.JitterFactor * float64(l.RetryPeriod)); l.RenewDeadline <= jittered {
+		errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%s) must be below --leader-elect-renew-deadline (%s) / %.1f: a retry, jittered up to %s, must fit before the deadline",
+			l.RetryPeriod, l.RenewDeadline, leaderelection.JitterFactor, jittered))
 	}
 	return errors.Join(errs...)
 }

@@ -19,11 +19,13 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -152,12 +154,24 @@ func (e *Env) start() {
 			return
 		}
 	}
+	if e.dir, err = os.MkdirTemp("", "gleaner-testenv-"); err != nil {
+		e.startErr = fmt.Errorf("creating a temporary directory: %w", err)
+		return
+	}
+	// The API server's certificates in a directory of ours rather than one envtest makes and forgets on a stop: a
+	// restarted API server (StartAPIServer) then serves the certificate the clients already trust.
+	certs := filepath.Join(e.dir, "kube-apiserver")
+	if err := os.Mkdir(certs, 0o700); err != nil {
+		e.startErr = fmt.Errorf("creating the API server's directory: %w", err)
+		return
+	}
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: e.webhooks},
+		ControlPlane:          envtest.ControlPlane{APIServer: &envtest.APIServer{CertDir: certs}},
 	}
 	for _, configure := range e.apiServerArgs {
 		if err := configure(e.env.ControlPlane.GetAPIServer().Configure()); err != nil {
@@ -173,10 +187,6 @@ func (e *Env) start() {
 		e.startErr = fmt.Errorf("creating a client: %w", err)
 		return
 	}
-	if e.dir, err = os.MkdirTemp("", "gleaner-testenv-"); err != nil {
-		e.startErr = fmt.Errorf("creating a temporary directory: %w", err)
-		return
-	}
 	e.Kubeconfig = filepath.Join(e.dir, "kubeconfig")
 	e.startErr = e.writeKubeconfig(e.Kubeconfig)
 }
@@ -189,13 +199,44 @@ func (e *Env) stop() error {
 	for i := len(e.onStop) - 1; i >= 0; i-- {
 		e.onStop[i]()
 	}
+	if e.dir != "" {
+		defer func() { _ = os.RemoveAll(e.dir) }()
+	}
 	if e.env == nil || e.Config == nil {
 		return nil
 	}
-	if e.dir != "" {
-		_ = os.RemoveAll(e.dir)
-	}
 	return e.env.Stop()
+}
+
+// StopAPIServer stops kube-apiserver and leaves etcd, and everything stored in it, running: an API-server outage.
+// StartAPIServer ends it. The package's other tests share the API server, so a test that stops it starts it again
+// before it returns, failed or not (t.Cleanup).
+func (e *Env) StopAPIServer() error {
+	s := e.env.ControlPlane.GetAPIServer()
+	// kube-apiserver drains its watches on SIGTERM, which can take longer than the stop timeout; envtest then kills
+	// it and says so. Either way it is stopped once nothing listens on its port.
+	s.StopTimeout = 5 * time.Second
+	err := s.Stop()
+	addr := net.JoinHostPort(s.Address, s.Port)
+	if c, derr := net.DialTimeout("tcp", addr, time.Second); derr == nil {
+		_ = c.Close()
+		return fmt.Errorf("stopping kube-apiserver: it still listens on %s: %w", addr, err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same etcd, address and certificates, so
+// that clients made before the outage work again; it returns once the API server answers its health check.
+func (e *Env) StartAPIServer() error {
+	s := e.env.ControlPlane.GetAPIServer()
+	before := s.Port
+	if err := s.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	if s.Port != before {
+		return fmt.Errorf("kube-apiserver came back on port %s, not %s: clients made before would not reach it", s.Port, before)
+	}
+	return nil
 }
 
 // Kubectl returns a command running the kubectl next to kube-apiserver (the same version, so its output is the

@@ -9,7 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/cpuset"
+
+	"github.com/gleaner-sh/gleaner/pkg/cpulist"
 )
 
 // Node annotations that reserve part of a node for the system, outside what the kubelet reserves. Their value is a
@@ -63,9 +64,9 @@ func ParseNodeReservation(value string) (corev1.ResourceList, error) {
 		out[name] = q
 	}
 	if r.ReservedCPUs != "" {
-		cpus, err := cpuset.Parse(r.ReservedCPUs)
+		cpus, err := cpulist.Parse(r.ReservedCPUs)
 		if err != nil {
-			return nil, fmt.Errorf("reservedCPUs %q is not a CPU list such as 0-3,8: %w", r.ReservedCPUs, err)
+			return nil, fmt.Errorf("reservedCPUs is not a CPU list such as 0-3,8: %w", err)
 		}
 		out[corev1.ResourceCPU] = resource.MustParse(strconv.Itoa(cpus.Size()))
 	}

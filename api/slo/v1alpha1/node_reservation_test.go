@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,12 +29,27 @@ func TestParseNodeReservation(t *testing.T) {
 		{"field names match ignoring case, as encoding/json does", `{"reservedcpus": "0-1"}`, map[corev1.ResourceName]string{"cpu": "2"}, ""},
 		{"bad quantity", `{"resources": {"cpu": "lots"}}`, nil, "quantities must match"},
 		{"negative amount", `{"resources": {"memory": "-1Gi"}}`, nil, "resources: memory is negative (-1Gi)"},
-		{"bad CPU list", `{"reservedCPUs": "3-1"}`, nil, `reservedCPUs "3-1" is not a CPU list such as 0-3,8: invalid range`},
-		{"CPU list of words", `{"reservedCPUs": "all"}`, nil, `reservedCPUs "all" is not a CPU list`},
+		{"bad CPU list", `{"reservedCPUs": "3-1"}`, nil, `reservedCPUs is not a CPU list such as 0-3,8: CPU list "3-1": invalid range`},
+		{"CPU list of words", `{"reservedCPUs": "all"}`, nil, `reservedCPUs is not a CPU list such as 0-3,8: CPU list "all": "all" is not a CPU number`},
+		// Anyone who may annotate a node (its kubelet included) could hang the manager's noderesource reconcile with
+		// these: cpuset.Parse builds every CPU of a range, and of every overlapping range again.
+		{"a huge range", `{"reservedCPUs": "0-99999999999"}`, nil, `reservedCPUs is not a CPU list such as 0-3,8: CPU list "0-99999999999": CPU 99999999999 is above 65535`},
+		{"overlapping ranges", `{"reservedCPUs": "` + strings.Repeat("0-65535,", 30000) + `0"}`, nil, "name more than 65536 CPUs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseNodeReservation(tt.value)
+			var got corev1.ResourceList
+			var err error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				got, err = ParseNodeReservation(tt.value)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("ParseNodeReservation(%.60q...) still running after 10s", tt.value)
+			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)

@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/cpulist"
 )
 
 // fitter keeps the hook's values within what the cgroups above allow. On cgroup v1 the kernel refuses a CFS quota
@@ -87,7 +87,7 @@ func (f fitter) cpuSet(podDir, requested string) (cpuset.CPUSet, bool) {
 	if !f.v1 || requested == "" {
 		return cpuset.CPUSet{}, false
 	}
-	want, err := system.ParseCPUList(requested)
+	want, err := cpulist.Parse(requested)
 	if err != nil {
 		return cpuset.CPUSet{}, false
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes/pods,verbs=get
@@ -82,22 +84,43 @@ func (k *KubeletPods) List(ctx context.Context) ([]*corev1.Pod, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 		return nil, fmt.Errorf("listing pods from the kubelet at %s: %s: %s", k.url, resp.Status, strings.TrimSpace(string(body)))
 	}
-	var list corev1.PodList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("listing pods from the kubelet at %s: decoding the pod list: %w", k.url, err)
-	}
-	if len(list.Items) == 0 {
-		return nil, fmt.Errorf("listing pods from the kubelet at %s: %w", k.url, errEmptyPodList)
-	}
-	pods := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		pods[i] = &list.Items[i]
-		_, _ = slimPod(pods[i])
+	pods, err := parsePodList(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("listing pods from the kubelet at %s: %w", k.url, err)
 	}
 	return pods, nil
 }
 
 var errEmptyPodList = errors.New("the kubelet listed no pods (it may have just restarted); keeping the last list")
+
+// maxPodListBytes bounds the kubelet's pod list. A pod in it is typically 5 to 20 KB (spec, status and managed
+// fields); 250 pods, over twice the kubelet's default --max-pods, of 64 KB each are 16 MB. Decoding takes a few
+// times the body's size, and the agent's memory limit is 256 MiB: a larger body is refused unread rather than
+// decoded (the last list stays).
+const maxPodListBytes = 32 << 20
+
+// parsePodList decodes the kubelet's GET /pods body, reading at most maxPodListBytes, and returns its pods slimmed
+// (slimPod). A list without pods is errEmptyPodList; a pod without a name, namespace or UID (which the Store keys
+// pods by) makes the whole list an error, as a list cut short or garbled would.
+func parsePodList(r io.Reader) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := json.NewDecoder(system.LimitReader(r, maxPodListBytes)).Decode(&list); err != nil {
+		return nil, fmt.Errorf("decoding the pod list: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, errEmptyPodList
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Name == "" || p.Namespace == "" || p.UID == "" {
+			return nil, fmt.Errorf("decoding the pod list: pod %d of %d has no name, namespace or UID (%q/%q, %q)", i+1, len(list.Items), p.Namespace, p.Name, p.UID)
+		}
+		_, _ = slimPod(p)
+		pods[i] = p
+	}
+	return pods, nil
+}
 
 // Run reads the pod list now and every interval into s until ctx ends. A failed read keeps the last list.
 func (k *KubeletPods) Run(ctx context.Context, s *Store) error {

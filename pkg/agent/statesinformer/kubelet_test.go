@@ -1,6 +1,7 @@
 package statesinformer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/pem"
@@ -96,6 +97,9 @@ func TestKubeletList(t *testing.T) {
 		{name: "empty list", status: 200, wantErr: "listed no pods"},
 		{name: "server error", status: 500, body: "boom", wantErr: "500 Internal Server Error: boom"},
 		{name: "garbage", status: 200, body: "{not json", wantErr: "decoding the pod list"},
+		// 40 MB of pods: refused after reading 32 MiB of it, not decoded whole.
+		{name: "too large", status: 200, body: hugePodList(40 << 20), wantErr: "decoding the pod list: file too large: larger than 33554432 bytes, not read"},
+		{name: "a pod without UID", status: 200, body: `{"items":[{"metadata":{"name":"a","namespace":"default"}}]}`, wantErr: `pod 1 of 1 has no name, namespace or UID ("default"/"a", "")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,4 +185,47 @@ func TestKubeletRunKeepsLastList(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // the store update follows the response
 		eventually(t, step.name, func() error { return wantPods(s, step.want)() })
 	}
+}
+
+// hugePodList is a pod list of at least size bytes of JSON.
+func hugePodList(size int) string {
+	p, err := json.Marshal(testutil.Pod("p").Obj())
+	if err != nil {
+		panic(err)
+	}
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for b.Len() < size {
+		b.Write(p)
+		b.WriteByte(',')
+	}
+	b.Write(p)
+	b.WriteString("]}")
+	return b.String()
+}
+
+// FuzzParsePodList: whatever the kubelet (or something in its place) answers gives pods the Store can key, or an
+// error; never a panic.
+func FuzzParsePodList(f *testing.F) {
+	list, err := json.Marshal(corev1.PodList{Items: []corev1.Pod{*testutil.Pod("a").Obj(), *testutil.Pod("b").Namespace("x").Obj()}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{string(list), "", "{}", "null", `{"items":[]}`, `{"items":[{}]}`, `{"items":[null]}`, `{"items":{}}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pods, err := parsePodList(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if len(pods) == 0 {
+			t.Fatalf("parsePodList(%q) accepted an empty list", b)
+		}
+		for _, p := range pods {
+			if p == nil || p.Name == "" || p.Namespace == "" || p.UID == "" || p.ManagedFields != nil {
+				t.Fatalf("parsePodList(%q) accepted %+v", b, p)
+			}
+		}
+	})
 }

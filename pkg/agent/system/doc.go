@@ -3,11 +3,12 @@
 // paths in production, a fixture tree under testdata/ or t.TempDir() in tests). Nothing here keeps a path in a
 // package-level variable.
 //
-//   - proc: node CPU time, memory and pressure stall information from /proc (through github.com/prometheus/procfs).
+//   - proc: node CPU time, memory and pressure stall information from /proc.
 //   - topology: CPUs, cores, sockets and NUMA nodes with their memory, from /sys.
 //   - cgroup: the cgroup version and the kubelet's cgroup driver, the directories the kubelet creates for QoS
 //     classes, pods and containers, and a reader/writer over the cgroup files the agent uses, the same API on
 //     cgroup v1 and v2.
 //
-// This package itself holds what they share: ErrUnsupported.
+// This package itself holds what they share: ErrUnsupported, bounded reads (ReadFile, LimitReader, ErrTooLarge) and
+// the pressure-file parser (ParsePressure).
 package system

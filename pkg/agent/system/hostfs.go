@@ -41,9 +41,13 @@ func (h *HostFS) Path(rel string) string {
 	return filepath.Join(h.root, rel)
 }
 
-// ReadFile returns the content of rel without its trailing newline.
+// maxHostFile bounds a HostFS read: the files read through it (vm sysctls, resctrl schemata) are a few bytes to
+// a few hundred.
+const maxHostFile = 1 << 20
+
+// ReadFile returns the content of rel without its trailing newline; a file above 1 MiB is refused (ErrTooLarge).
 func (h *HostFS) ReadFile(rel string) (string, error) {
-	b, err := os.ReadFile(h.Path(rel))
+	b, err := ReadFile(h.Path(rel), maxHostFile)
 	if err != nil {
 		return "", h.fileError("reading", rel, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,19 @@ func TestHostFSLongestMount(t *testing.T) {
 		if got := h.Path(tt.rel); got != tt.want {
 			t.Errorf("Path(%q) = %s, want %s", tt.rel, got, tt.want)
 		}
+	}
+}
+
+// TestHostFSRefusesHugeFiles: a sysctl file of 2 MiB is refused with ErrTooLarge, not read whole.
+func TestHostFSRefusesHugeFiles(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "proc/sys/vm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "proc/sys/vm/min_free_kbytes"), make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewHostFS(root).ReadFile("proc/sys/vm/min_free_kbytes"); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "min_free_kbytes") {
+		t.Errorf("ReadFile of 2 MiB: %v, want ErrTooLarge naming the file", err)
 	}
 }

@@ -21,3 +21,8 @@ const (
 
 // PSIResources lists every PSIResource.
 func PSIResources() []PSIResource { return []PSIResource{PSICPU, PSIMemory, PSIIO} }
+
+// MaxMemoryBytes is the largest memory figure the agent believes of a kernel file: 4 PiB, 2^52 bytes, the largest
+// physical address space of any architecture Linux runs on (x86-64 with 5-level paging, arm64 with 52-bit physical
+// addresses). A larger figure is a corrupt file; one in kB near 2^64 would also wrap when turned into bytes.
+const MaxMemoryBytes = 1 << 52

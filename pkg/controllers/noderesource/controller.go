@@ -325,8 +325,8 @@ func lastUpdate(node *corev1.Node) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	var exp slov1alpha1.NodeResourceExplanation
-	if err := json.Unmarshal([]byte(raw), &exp); err != nil {
+	exp, err := slov1alpha1.ParseResourceExplanation(raw)
+	if err != nil {
 		return time.Time{}, false
 	}
 	return exp.UpdateTime.Time, true

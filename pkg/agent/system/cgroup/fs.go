@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/cpulist"
 )
 
 // FS reads and writes cgroup files under a root: the directory holding the v1 subsystem directories
@@ -100,7 +101,7 @@ func (f *FS) CPUQuota(dir string) (CPUQuota, error) {
 	if err := f.read(dir, fileCPUPeriod, func(b []byte) (err error) { period, err = parseUint(b); return err }); err != nil {
 		return CPUQuota{}, err
 	}
-	return CPUQuota{Quota: durationUs(quota), Period: time.Duration(period) * time.Microsecond}, nil
+	return CPUQuota{Quota: durationUs(quota), Period: limitUs(period)}, nil
 }
 
 // CPUShares implements Reader.
@@ -117,14 +118,14 @@ func (f *FS) CPUShares(dir string) (uint64, error) {
 func (f *FS) CPUBurst(dir string) (time.Duration, error) {
 	var us uint64
 	err := f.read(dir, fileCPUBurst, func(b []byte) (err error) { us, err = parseUint(b); return err })
-	return time.Duration(us) * time.Microsecond, err
+	return limitUs(us), err
 }
 
 // CPUSet implements Reader.
 func (f *FS) CPUSet(dir string) (cpuset.CPUSet, error) {
 	var s cpuset.CPUSet
 	err := f.read(dir, fileCPUSetEffective, func(b []byte) (err error) {
-		s, err = system.ParseCPUList(string(b))
+		s, err = cpulist.Parse(string(b))
 		return err
 	})
 	return s, err
@@ -158,7 +159,7 @@ func (f *FS) Pressure(dir string, r system.PSIResource) (procfs.PSIStats, error)
 		return procfs.PSIStats{}, fmt.Errorf("reading the %s pressure of cgroup %q: unknown resource", r, dir)
 	}
 	var s procfs.PSIStats
-	err := f.read(dir, file, func(b []byte) (err error) { s, err = parsePressure(b); return err })
+	err := f.read(dir, file, func(b []byte) (err error) { s, err = system.ParsePressure(b); return err })
 	return s, err
 }
 

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"sync"
 	"syscall"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
 // openFiles keeps cgroup files open between reads. The kernel regenerates a cgroup file on every read from offset
@@ -158,7 +160,7 @@ func (o *openFiles) len() int {
 const maxFileSize = 1 << 20
 
 // errFileTooLarge is returned for a file above maxFileSize.
-var errFileTooLarge = fmt.Errorf("larger than %d bytes, not read", maxFileSize)
+var errFileTooLarge = fmt.Errorf("%w: larger than %d bytes, not read", system.ErrTooLarge, maxFileSize)
 
 func preadAll(fd int, buf []byte) ([]byte, error) {
 	start := len(buf)

@@ -61,11 +61,16 @@ package cgroup
 //
 // cpuset lists: "0-3,8-11".
 //
-// <resource>.pressure (v2), as /proc/pressure:
+// <resource>.pressure (v2), as /proc/pressure (parsed by system.ParsePressure):
 //
 //	some avg10=0.00 avg60=0.12 avg300=0.05 total=1503741
 //	full avg10=0.00 avg60=0.10 avg300=0.04 total=1280331
 
+// Values: an integer of 2^64 or more is refused (strconv's range error). Below it, limits in microseconds saturate
+// at the largest Duration (limitUs, durationUs), and cumulative counters (cpuacct.usage, usage_usec, throttled
+// time) are taken modulo 2^64 nanoseconds, as the kernel's own counters wrap: a rate then sees the counter go back
+// and skips that one sample.
+//
 // The parsers take the file's bytes rather than an io.Reader: the agent reads about 1,600 cgroup files a second
 // on a node with 200 pods, and FS reads each into one pooled buffer that the parser scans in place, without a copy
 // or an allocation per file.
@@ -78,9 +83,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
-
-	"github.com/prometheus/procfs"
 )
 
 // unlimitedV1 is the smallest value cgroup v1 memory.limit_in_bytes holds when no limit is set: the kernel
@@ -131,13 +133,13 @@ func parseCPUMax(b []byte) (CPUQuota, error) {
 	if err != nil {
 		return CPUQuota{}, fmt.Errorf("period %q: %w", f[1], err)
 	}
-	q := CPUQuota{Quota: -1, Period: time.Duration(period) * time.Microsecond}
+	q := CPUQuota{Quota: -1, Period: limitUs(period)}
 	if f[0] != "max" {
 		quota, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
 			return CPUQuota{}, fmt.Errorf("quota %q: %w", f[0], err)
 		}
-		q.Quota = time.Duration(quota) * time.Microsecond
+		q.Quota = limitUs(quota)
 	}
 	return q, nil
 }
@@ -273,87 +275,6 @@ func parseMemoryStat(b []byte, v Version) (MemoryStat, error) {
 	return m, nil
 }
 
-// parsePressure parses a pressure file (the format of /proc/pressure, which procfs parses only under /proc).
-func parsePressure(b []byte) (procfs.PSIStats, error) {
-	var s procfs.PSIStats
-	err := eachLine(b, func(line []byte) error {
-		l, err := parsePressureLine(line)
-		if err != nil {
-			return err
-		}
-		switch kind, _, _ := bytes.Cut(line, []byte{' '}); string(kind) {
-		case "some":
-			s.Some = l
-		case "full":
-			s.Full = l
-		default:
-			return errors.New("want some or full")
-		}
-		return nil
-	})
-	if err != nil {
-		return procfs.PSIStats{}, err
-	}
-	if s.Some == nil {
-		return procfs.PSIStats{}, errors.New("no \"some\" line")
-	}
-	return s, nil
-}
-
-// parsePressureLine parses "<kind> avg10=<f> avg60=<f> avg300=<f> total=<n>" without allocating for the fields
-// (a node with 200 pods reads 1,200 such lines per round on cgroup v2). The numbers are handed to strconv as strings
-// over the read buffer, which is reused: strconv keeps nothing of its input (its errors hold a copy).
-func parsePressureLine(line []byte) (*procfs.PSILine, error) {
-	var l procfs.PSILine
-	rest := line
-	next := func() []byte {
-		rest = bytes.TrimLeft(rest, " \t")
-		i := bytes.IndexAny(rest, " \t")
-		if i < 0 {
-			i = len(rest)
-		}
-		f := rest[:i]
-		rest = rest[i:]
-		return f
-	}
-	next() // the kind
-	value := func(want string) ([]byte, error) {
-		f := next()
-		k, v, ok := bytes.Cut(f, []byte{'='})
-		if !ok || string(k) != want || len(v) == 0 {
-			return nil, fmt.Errorf("field %q, want %s=<value>", f, want)
-		}
-		return v, nil
-	}
-	for _, d := range []struct {
-		name string
-		dst  *float64
-	}{{"avg10", &l.Avg10}, {"avg60", &l.Avg60}, {"avg300", &l.Avg300}} {
-		v, err := value(d.name)
-		if err != nil {
-			return nil, err
-		}
-		n, err := strconv.ParseFloat(unsafe.String(&v[0], len(v)), 64)
-		if err != nil {
-			return nil, fmt.Errorf("field %s=%q: %w", d.name, v, err)
-		}
-		*d.dst = n
-	}
-	v, err := value("total")
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.ParseUint(unsafe.String(&v[0], len(v)), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("field total=%q: %w", v, err)
-	}
-	if len(bytes.TrimSpace(rest)) != 0 {
-		return nil, fmt.Errorf("unexpected %q after total", bytes.TrimSpace(rest))
-	}
-	l.Total = n
-	return &l, nil
-}
-
 // value returns the first line of a single-value file, trimmed; an empty file is an error.
 func value(b []byte) (string, error) {
 	line, _, _ := bytes.Cut(b, []byte{'\n'})
@@ -362,6 +283,16 @@ func value(b []byte) (string, error) {
 		return "", errors.New("empty file")
 	}
 	return string(line), nil
+}
+
+// limitUs converts a limit in microseconds (a quota, a period, a burst) to a Duration, saturating: no kernel
+// writes one past 292 years, and a corrupt file must not turn into a negative Duration, which would read as
+// "unlimited".
+func limitUs(us uint64) time.Duration {
+	if us > uint64(math.MaxInt64/int64(time.Microsecond)) {
+		return math.MaxInt64
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // durationUs converts microseconds that may be negative (-1 = unlimited) to a Duration, saturating.

@@ -3,7 +3,8 @@ package proc
 // The files this package reads, as the kernel writes them (procfs parses them):
 //
 // /proc/stat, times in USER_HZ ticks (1/100 s) per column: user nice system idle iowait irq softirq steal guest
-// guest_nice; guest time is already counted in user:
+// guest_nice; guest time is already counted in user. Only the CPU lines at the top are read (on a large machine the
+// intr line that follows them alone can be hundreds of KiB):
 //
 //	cpu  4705 356 584 3699 23 23 0 0 0 0
 //	cpu0 1393 280 32 1813 10 12 0 0 0 0
@@ -19,16 +20,32 @@ package proc
 //	Buffers:           21424 kB
 //	Cached:           509732 kB
 //
-// /proc/pressure/{cpu,memory,io}, averages in percent, total stall time in microseconds:
+// /proc/pressure/{cpu,memory,io}, averages in percent, total stall time in microseconds (parsed by
+// system.ParsePressure):
 //
 //	some avg10=0.88 avg60=1.70 avg300=10.31 total=294982350
 //	full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+//
+// What is refused, file by file (a refused file costs its sample and an error naming it, never the agent):
+//
+//   - /proc/stat: CPU lines beyond maxStatCPUBytes, a line beyond maxStatLine, a counter that is not a decimal
+//     below 2^64. Below 2^64 every counter is taken as is: the kernel's own counters are unsigned 64-bit
+//     nanoseconds that wrap, and so do the Durations here (after 292 CPU-years, within reach of a large machine
+//     with a long uptime), which costs one sample where a rate sees the counter go back.
+//   - /proc/meminfo: a file above maxMeminfoBytes, a line that is not "key: value", and a value above maxMemBytes
+//     of the fields read (in kB, a value near 2^64 would overflow when turned into bytes).
+//   - /proc/pressure: a file above maxPressureBytes, and what system.ParsePressure refuses.
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -37,19 +54,39 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
+// The bounds on what FS reads, each a comfortable multiple of what a kernel writes.
+const (
+	// maxStatCPUBytes bounds the CPU lines of /proc/stat: the total and one line per CPU, at most 8,193 lines
+	// (NR_CPUS is at most 8,192) of at most 218 bytes ("cpu8191" and ten 20-digit counters), 1.8 MB.
+	maxStatCPUBytes = 2 << 20
+	// maxStatLine bounds one CPU line of /proc/stat (218 bytes at most, see above); less than the read buffer.
+	maxStatLine = 512
+	// maxMeminfoBytes bounds /proc/meminfo: about 60 lines of under 40 bytes.
+	maxMeminfoBytes = 64 << 10
+	// maxPressureBytes bounds a /proc/pressure file: two lines of under 100 bytes.
+	maxPressureBytes = 4 << 10
+	// maxMemBytes is the largest memory figure believed (4 PiB, see system.MaxMemoryBytes).
+	maxMemBytes = system.MaxMemoryBytes
+)
+
+// userHZ is the unit of /proc/stat: the kernel always reports USER_HZ = 100 ticks per second there.
+const userHZ = 100
+
 // FS reads a /proc tree.
 type FS struct {
 	root string
-	fs   procfs.FS
 }
 
 // New returns an FS rooted at root (normally "/proc"). It fails when root is not a directory.
 func New(root string) (*FS, error) {
-	p, err := procfs.NewFS(root)
+	st, err := os.Stat(root)
+	if err == nil && !st.IsDir() {
+		err = fmt.Errorf("%s is not a directory", root)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the proc filesystem at %s: %w", root, err)
 	}
-	return &FS{root: root, fs: p}, nil
+	return &FS{root: root}, nil
 }
 
 // Root is the directory the FS reads.
@@ -66,20 +103,83 @@ type CPUTime struct {
 	CPUs int
 }
 
-// CPUTime reads /proc/stat.
+// CPUTime reads the CPU lines of /proc/stat.
 func (f *FS) CPUTime() (CPUTime, error) {
-	st, err := guard(f.fs.Stat)
+	p := filepath.Join(f.root, "stat")
+	fh, err := os.Open(p)
 	if err != nil {
-		return CPUTime{}, fmt.Errorf("reading %s/stat: %w", f.root, err)
+		return CPUTime{}, fmt.Errorf("reading %s: %w", p, err)
 	}
-	if len(st.CPU) == 0 {
-		return CPUTime{}, fmt.Errorf("reading %s/stat: no per-CPU lines", f.root)
+	defer func() { _ = fh.Close() }() // read-only
+	t, err := parseStat(fh)
+	if err != nil {
+		return CPUTime{}, fmt.Errorf("reading %s: %w", p, err)
 	}
-	c := st.CPUTotal
-	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ
-	total := busy + c.Idle + c.Iowait + c.Steal
-	return CPUTime{Busy: seconds(busy), Total: seconds(total), CPUs: len(st.CPU)}, nil
+	return t, nil
 }
+
+// parseStat parses the CPU lines at the top of /proc/stat and reads little after them.
+func parseStat(r io.Reader) (CPUTime, error) {
+	br := bufio.NewReaderSize(system.LimitReader(r, maxStatCPUBytes), 4096)
+	var t CPUTime
+	for first := true; ; first = false {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 && !bytes.HasPrefix(line, []byte("cpu")) {
+			break // the CPU lines are over
+		}
+		if len(line) > maxStatLine || errors.Is(err, bufio.ErrBufferFull) {
+			return CPUTime{}, fmt.Errorf("CPU line %.40q... longer than %d bytes", line, maxStatLine)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return CPUTime{}, err
+		}
+		switch {
+		case len(line) == 0:
+		case first:
+			if t, err = parseStatTotal(line); err != nil {
+				return CPUTime{}, err
+			}
+		case len(line) > 3 && line[3] >= '0' && line[3] <= '9':
+			t.CPUs++
+		default:
+			return CPUTime{}, fmt.Errorf("line %q is neither the total nor a CPU's", bytes.TrimSpace(line))
+		}
+		if err != nil { // io.EOF
+			break
+		}
+	}
+	if t.CPUs == 0 {
+		return CPUTime{}, errors.New("no per-CPU lines")
+	}
+	return t, nil
+}
+
+// parseStatTotal parses the first line, "cpu" and the counters summed over all CPUs: at least user to softirq (7),
+// steal (8th) where the kernel writes it.
+func parseStatTotal(line []byte) (CPUTime, error) {
+	fields := bytes.Fields(line)
+	if len(fields) < 8 || string(fields[0]) != "cpu" {
+		return CPUTime{}, fmt.Errorf("first line %q is not \"cpu\" and at least 7 counters", bytes.TrimSpace(line))
+	}
+	var v [8]uint64 // user nice system idle iowait irq softirq steal
+	for i := range v {
+		if i+1 >= len(fields) {
+			break // no steal column
+		}
+		n, err := strconv.ParseUint(string(fields[i+1]), 10, 64)
+		if err != nil {
+			return CPUTime{}, fmt.Errorf("counter %d of %q: %w", i+1, bytes.TrimSpace(line), err)
+		}
+		v[i] = n
+	}
+	// Sums and the conversion to nanoseconds wrap modulo 2^64, as the kernel's own counters do (see the top).
+	busy := v[0] + v[1] + v[2] + v[5] + v[6]
+	total := busy + v[3] + v[4] + v[7]
+	return CPUTime{Busy: ticks(busy), Total: ticks(total)}, nil
+}
+
+// ticks converts USER_HZ ticks to a Duration, wrapping like the kernel's nanosecond counters.
+func ticks(n uint64) time.Duration { return time.Duration(n * uint64(time.Second/userHZ)) }
 
 // MemInfo is the part of /proc/meminfo the agent uses, in bytes.
 type MemInfo struct {
@@ -106,55 +206,100 @@ func (m MemInfo) Used() uint64 {
 
 // MemInfo reads /proc/meminfo. MemTotal and MemAvailable (kernel 3.14+) must be present.
 func (f *FS) MemInfo() (MemInfo, error) {
-	m, err := guard(f.fs.Meminfo)
+	p := filepath.Join(f.root, "meminfo")
+	b, err := system.ReadFile(p, maxMeminfoBytes)
 	if err != nil {
-		return MemInfo{}, fmt.Errorf("reading %s/meminfo: %w", f.root, err)
+		return MemInfo{}, fmt.Errorf("reading %s: %w", p, err)
 	}
-	if m.MemTotalBytes == nil || m.MemAvailableBytes == nil {
-		return MemInfo{}, fmt.Errorf("reading %s/meminfo: MemTotal or MemAvailable missing", f.root)
+	m, err := parseMeminfo(b)
+	if err != nil {
+		return MemInfo{}, fmt.Errorf("reading %s: %w", p, err)
 	}
-	return MemInfo{
-		Total:     *m.MemTotalBytes,
-		Available: *m.MemAvailableBytes,
-		Free:      deref(m.MemFreeBytes),
-		Cached:    deref(m.CachedBytes),
-		Buffers:   deref(m.BuffersBytes),
-	}, nil
+	return m, nil
+}
+
+// parseMeminfo parses /proc/meminfo: "Key: value [kB]" lines, of which it keeps the fields of MemInfo.
+func parseMeminfo(b []byte) (MemInfo, error) {
+	var m MemInfo
+	var seenTotal, seenAvailable bool
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		key, value, ok := bytes.Cut(line, []byte{':'})
+		if !ok || len(bytes.TrimSpace(value)) == 0 {
+			return MemInfo{}, fmt.Errorf("malformed line %q: want \"key: value\"", line)
+		}
+		var dst *uint64
+		switch string(key) {
+		case "MemTotal":
+			dst, seenTotal = &m.Total, true
+		case "MemAvailable":
+			dst, seenAvailable = &m.Available, true
+		case "MemFree":
+			dst = &m.Free
+		case "Cached":
+			dst = &m.Cached
+		case "Buffers":
+			dst = &m.Buffers
+		default:
+			continue
+		}
+		n, err := parseMemValue(value)
+		if err != nil {
+			return MemInfo{}, fmt.Errorf("%s: %w", key, err)
+		}
+		*dst = n
+	}
+	if !seenTotal || !seenAvailable {
+		return MemInfo{}, errors.New("MemTotal or MemAvailable missing")
+	}
+	return m, nil
+}
+
+// parseMemValue parses "  24684160 kB" into bytes, refusing more than maxMemBytes.
+func parseMemValue(v []byte) (uint64, error) {
+	f := bytes.Fields(v)
+	if len(f) > 2 || (len(f) == 2 && string(f[1]) != "kB") {
+		return 0, fmt.Errorf("%q is not \"<number> kB\"", bytes.TrimSpace(v))
+	}
+	n, err := strconv.ParseUint(string(f[0]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number: %w", f[0], err)
+	}
+	limit := uint64(maxMemBytes)
+	if len(f) == 2 {
+		limit /= 1024
+	}
+	if n > limit {
+		return 0, fmt.Errorf("%q is more than 4 PiB, the most memory any machine Linux runs on can address", bytes.TrimSpace(v))
+	}
+	if len(f) == 2 {
+		n *= 1024
+	}
+	return n, nil
 }
 
 // Pressure reads /proc/pressure/<r>. A kernel without PSI (no file, or PSI disabled at boot) gives an error
 // wrapping system.ErrUnsupported. Full is nil where the kernel has no "full" line (cpu before 5.13).
 func (f *FS) Pressure(r system.PSIResource) (procfs.PSIStats, error) {
-	s, err := guard(func() (procfs.PSIStats, error) { return f.fs.PSIStatsForResource(string(r)) })
+	p := filepath.Join(f.root, "pressure", string(r))
+	b, err := system.ReadFile(p, maxPressureBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) {
-			return procfs.PSIStats{}, fmt.Errorf("reading %s/pressure/%s: %w (%s)", f.root, r, system.ErrUnsupported, err.Error())
+			return procfs.PSIStats{}, fmt.Errorf("reading %s: %w (%s)", p, system.ErrUnsupported, err.Error())
 		}
-		return procfs.PSIStats{}, fmt.Errorf("reading %s/pressure/%s: %w", f.root, r, err)
+		return procfs.PSIStats{}, fmt.Errorf("reading %s: %w", p, err)
 	}
-	if s.Some == nil {
-		return procfs.PSIStats{}, fmt.Errorf("reading %s/pressure/%s: no \"some\" line", f.root, r)
+	s, err := system.ParsePressure(b)
+	if err != nil {
+		return procfs.PSIStats{}, fmt.Errorf("reading %s: %w", p, err)
 	}
 	return s, nil
-}
-
-// guard turns a panic inside procfs (it indexes fields of malformed lines unchecked) into an error, so a corrupt
-// file costs one sample, not the agent.
-func guard[T any](read func() (T, error)) (v T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed file: %v", r)
-		}
-	}()
-	return read()
-}
-
-// seconds converts procfs's float seconds back to a Duration, rounding away the float error of the tick division.
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
-
-func deref(p *uint64) uint64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

@@ -1,10 +1,15 @@
 package resctrl
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
 func TestParseSchemata(t *testing.T) {
@@ -119,4 +124,22 @@ func FuzzParseSchemata(f *testing.F) {
 			t.Fatalf("round trip of %q (-first +second):\n%s", text, d)
 		}
 	})
+}
+
+// TestHugeProcListingsAreRefused: a /proc/mounts or /proc/cpuinfo past maxProcListing (here 20 MiB without the line
+// looked for) is an error, not read to its end.
+func TestHugeProcListingsAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	huge := strings.Repeat("tmpfs /run/x tmpfs rw 0 0\n", (20<<20)/26)
+	for _, name := range []string{"mounts", "cpuinfo"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(huge), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := readMountOptions(filepath.Join(dir, "mounts")); !errors.Is(err, system.ErrTooLarge) {
+		t.Errorf("readMountOptions of 20 MiB: %v, want ErrTooLarge", err)
+	}
+	if _, err := readCPUInfo(filepath.Join(dir, "cpuinfo")); !errors.Is(err, system.ErrTooLarge) {
+		t.Errorf("readCPUInfo of 20 MiB: %v, want ErrTooLarge", err)
+	}
 }

@@ -339,13 +339,18 @@ func (f *FS) isDir(elem ...string) bool {
 	return err == nil && st.IsDir()
 }
 
+// maxProcListing bounds the reads of /proc/cpuinfo and /proc/mounts, which grow with the machine: cpuinfo is
+// read up to the first CPU's flags on x86 (a few KiB) but whole elsewhere, about 1.5 KiB per CPU, 12 MiB for
+// 8,192 CPUs; mounts is about 150 bytes a mount, 16 MiB is over 100,000 mounts.
+const maxProcListing = 16 << 20
+
 func readCPUInfo(p string) (cpuInfo, error) {
 	fh, err := os.Open(p)
 	if err != nil {
 		return cpuInfo{}, fmt.Errorf("reading the CPU's flags: %w", err)
 	}
 	defer fh.Close()
-	c, err := parseCPUInfo(fh)
+	c, err := parseCPUInfo(system.LimitReader(fh, maxProcListing))
 	if err != nil {
 		return cpuInfo{}, fmt.Errorf("reading the CPU's flags from %s: %w", p, err)
 	}
@@ -362,7 +367,7 @@ func readMountOptions(p string) (map[string]bool, error) {
 		return nil, fmt.Errorf("reading the resctrl mount options: %w", err)
 	}
 	defer fh.Close()
-	opts, _, err := parseMountOptions(fh)
+	opts, _, err := parseMountOptions(system.LimitReader(fh, maxProcListing))
 	if err != nil {
 		return nil, fmt.Errorf("reading the resctrl mount options from %s: %w", p, err)
 	}

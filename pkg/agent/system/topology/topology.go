@@ -17,11 +17,11 @@ package topology
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/cpulist"
 )
 
 // CPU is one online logical CPU.
@@ -181,12 +182,11 @@ func readNodes(sysRoot string, online cpuset.CPUSet) ([]NUMANode, error) {
 			return nil, fmt.Errorf("reading the CPUs of NUMA node %d: %w", id, err)
 		}
 		n := NUMANode{ID: id, CPUs: cpus.Intersection(online)}
-		f, err := os.Open(filepath.Join(dir, "meminfo"))
+		b, err := system.ReadFile(filepath.Join(dir, "meminfo"), maxSysFile)
 		if err != nil {
 			return nil, fmt.Errorf("reading the memory of NUMA node %d: %w", id, err)
 		}
-		n.MemTotal, n.MemFree, err = parseNodeMeminfo(f)
-		_ = f.Close()
+		n.MemTotal, n.MemFree, err = parseNodeMeminfo(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("reading the memory of NUMA node %d: %w", id, err)
 		}
@@ -196,19 +196,24 @@ func readNodes(sysRoot string, online cpuset.CPUSet) ([]NUMANode, error) {
 	return nodes, nil
 }
 
+// maxSysFile bounds the reads of a CPU list (a list of every other one of 8,192 CPUs is 40 KB) and a NUMA node's
+// meminfo (about 30 lines of under 50 bytes).
+const maxSysFile = 256 << 10
+
 func readCPUList(path string) (cpuset.CPUSet, error) {
-	b, err := os.ReadFile(path)
+	b, err := system.ReadFile(path, maxSysFile)
 	if err != nil {
 		return cpuset.CPUSet{}, err
 	}
-	s, err := system.ParseCPUList(string(b))
+	s, err := cpulist.Parse(string(b))
 	if err != nil {
 		return cpuset.CPUSet{}, fmt.Errorf("parsing %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// parseNodeMeminfo returns MemTotal and MemFree, in bytes, of a node's meminfo; both must be present.
+// parseNodeMeminfo returns MemTotal and MemFree, in bytes, of a node's meminfo; both must be present, and neither
+// above system.MaxMemoryBytes.
 func parseNodeMeminfo(r io.Reader) (total, free uint64, err error) {
 	var haveTotal, haveFree bool
 	sc := bufio.NewScanner(r)
@@ -230,6 +235,13 @@ func parseNodeMeminfo(r io.Reader) (total, free uint64, err error) {
 		v, err := strconv.ParseUint(f[3], 10, 64)
 		if err != nil {
 			return 0, 0, fmt.Errorf("malformed line %q: %w", sc.Text(), err)
+		}
+		limit := uint64(system.MaxMemoryBytes)
+		if len(f) == 5 && f[4] == "kB" {
+			limit >>= 10
+		}
+		if v > limit {
+			return 0, 0, fmt.Errorf("malformed line %q: more than 4 PiB, the most memory any machine Linux runs on can address", sc.Text())
 		}
 		if len(f) == 5 && f[4] == "kB" {
 			v <<= 10

@@ -116,6 +116,9 @@ func TestParseNodeMeminfo(t *testing.T) {
 		{name: "missing free", in: "Node 0 MemTotal:  2048 kB\n", wantErr: "MemFree missing"},
 		{name: "not a node file", in: "MemTotal:  2048 kB\n", wantErr: "malformed line"},
 		{name: "bad number", in: "Node 0 MemTotal:  x kB\n", wantErr: "malformed line"},
+		// 2^54 kB would wrap to 0 bytes; anything above 4 PiB is refused, and so is 2^64.
+		{name: "2^54 kB", in: "Node 0 MemTotal:  18014398509481984 kB\nNode 0 MemFree: 0 kB\n", wantErr: "more than 4 PiB"},
+		{name: "2^64", in: "Node 0 MemTotal:  18446744073709551616\nNode 0 MemFree: 0 kB\n", wantErr: "value out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

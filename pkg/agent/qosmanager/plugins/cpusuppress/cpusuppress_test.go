@@ -736,6 +736,16 @@ func TestNewNeedsItsDeps(t *testing.T) {
 	}
 }
 
+// FuzzParseBusy: never panics on whatever the first statBufSize bytes of /proc/stat hold.
+func FuzzParseBusy(f *testing.F) {
+	for _, s := range []string{"cpu  4705 356 584 3699 23 23 7 0 0 0\n", "cpu 1 2 3\n", "cpu  18446744073709551615 2 0 0 0 0 0\n", "", "\n", "cpu "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = parseBusy(b[:min(len(b), statBufSize)])
+	})
+}
+
 func TestParseBusy(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -750,6 +760,9 @@ func TestParseBusy(t *testing.T) {
 		{name: "not the total", in: "cpu0 1 2 3 4 5 6 7\n", wantErr: "is not the \"cpu\" total"},
 		{name: "too few counters", in: "cpu  1 2 3\n", wantErr: "has 3 counters, want at least 7"},
 		{name: "not a number", in: "cpu  1 2 x 4 5 6 7\n", wantErr: "counter 3"},
+		{name: "a counter of 2^64", in: "cpu  18446744073709551616 0 0 0 0 0 0\n", wantErr: "value out of range"},
+		// Sums wrap modulo 2^64 like the kernel's counters: 2^64-1 + 2 ticks is 1 tick.
+		{name: "counters near 2^64", in: "cpu  18446744073709551615 2 0 0 0 0 0\n", want: 10 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -768,7 +781,7 @@ func TestParseBusy(t *testing.T) {
 }
 
 // TestReadBusyOfThisMachine reads the real /proc/stat the way the plugin does and compares it with the agent's
-// procfs reader.
+// proc reader.
 func TestReadBusyOfThisMachine(t *testing.T) {
 	pr, err := proc.New("/proc")
 	if err != nil {
@@ -783,7 +796,7 @@ func TestReadBusyOfThisMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := ct.Busy - got; d < 0 || d > time.Second {
-		t.Errorf("busy %v here, %v by procfs read just after: they must agree within a second", got, ct.Busy)
+		t.Errorf("busy %v here, %v by proc.FS read just after: they must agree within a second", got, ct.Busy)
 	}
 }
 

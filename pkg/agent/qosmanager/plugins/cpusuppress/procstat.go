@@ -6,8 +6,10 @@ package cpusuppress
 //	cpu  4705 356 584 3699 23 23 0 0 0 0
 //	cpu0 1393 280 32 1813 10 12 0 0 0 0
 //
-// The node resource collector reads the whole file through procfs once a second; this plugin runs five times as
-// often, so it parses the one line it needs, into a buffer it keeps.
+// The node resource collector reads all the CPU lines once a second (proc.FS); this plugin runs five times as
+// often, so it parses the one line it needs, into a buffer it keeps. The read is bounded by the buffer; a counter
+// of 2^64 or more is refused, and sums wrap modulo 2^64 as the kernel's own counters do (a window across the wrap
+// is skipped: busy goes back).
 
 import (
 	"bytes"

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+)
+
+// FuzzExplanation: whatever a node's explanation annotation holds (anyone who may annotate the node can write it),
+// kubectl glean explain either says it cannot decode it or prints it in every format; it never panics.
+func FuzzExplanation(f *testing.F) {
+	for _, s := range []string{
+		explained("n", "1200").Annotations[slov1alpha1.AnnotationResourceExplanation],
+		"", "{}", "null", "[]", `{"resources":[{}]}`, `{"resources":[{"resource":"kubernetes.io/batch-memory","value":"9e18"}]}`,
+		`{"resources":[{"resource":"kubernetes.io/batch-cpu","value":"-1","terms":[{"name":"x","value":"1e-9"}],"zones":{"":"0"}}]}`,
+		`{"updateTime":"9999-12-31T23:59:59Z","resources":[{"metricTime":"0001-01-01T00:00:00Z","value":"0"}]}`,
+	} {
+		f.Add(s)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	f.Fuzz(func(t *testing.T, raw string) {
+		node := explained("n", "1200")
+		node.Annotations[slov1alpha1.AnnotationResourceExplanation] = raw
+		e, err := explanationOf(node)
+		if err != nil {
+			return
+		}
+		for _, format := range []string{outputTable, outputJSON, outputYAML} {
+			if err := printExplanations(io.Discard, []Explanation{e}, format, clk); err != nil {
+				t.Fatalf("printing %q as %q: %v", raw, format, err)
+			}
+		}
+	})
+}
+
+// TestExplainYAMLWithControlCharacters: a DEL or C1 control character in the annotation (a term's detail here)
+// used to fail -o yaml with "control characters are not allowed"; it is printed escaped, and reads back.
+func TestExplainYAMLWithControlCharacters(t *testing.T) {
+	node := explained("n", "1200")
+	exp, err := slov1alpha1.ParseResourceExplanation(node.Annotations[slov1alpha1.AnnotationResourceExplanation])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (Not NEL, U+0085: YAML allows it, and the emitter writes it as a line break that reads back as a space.)
+	exp.Strategy = "nodeConfigs a\x7fb\u0080c\u009fd\ufffee"
+	raw, err := json.Marshal(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Annotations[slov1alpha1.AnnotationResourceExplanation] = string(raw)
+	e, err := explanationOf(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printExplanations(&out, []Explanation{e}, outputYAML, clocktesting.NewFakePassiveClock(time.Now())); err != nil {
+		t.Fatalf("-o yaml: %v", err)
+	}
+	var back []Explanation
+	if err := yaml.Unmarshal(out.Bytes(), &back); err != nil || len(back) != 1 || back[0].Explanation.Strategy != exp.Strategy {
+		t.Errorf("-o yaml printed %q, which reads back as %+v, %v", out.String(), back, err)
+	}
+}
