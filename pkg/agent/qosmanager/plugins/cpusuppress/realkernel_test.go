@@ -139,8 +139,9 @@ func (r *realNode) usage() float64 {
 	return (u1 - u0).Seconds() / time.Since(t0).Seconds()
 }
 
-// expectAllowed checks that the kernel lets every burner run on exactly the CPUs want. It waits up to 5 s: the executor writes a widened cpuset parents first, so the pod's and the containers' cgroups,
-// where the burners are, follow the besteffort cgroup the caller waited for by a moment.
+// expectAllowed checks that the kernel lets every burner run on exactly the CPUs want. It waits up to 5 s: the
+// executor writes a widened cpuset parents first, so the pod's and the containers' cgroups, where the burners are,
+// follow the besteffort cgroup the caller waited for by a moment.
 func (r *realNode) expectAllowed(burners []*exec.Cmd, want string) {
 	r.t.Helper()
 	for _, b := range burners {
