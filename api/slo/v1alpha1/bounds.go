@@ -32,4 +32,3 @@ const (
 	// longer limits anything, and the bound keeps quota x percent far from overflowing.
 	MaxCPUBurstPercent int64 = 10000
 )
-
