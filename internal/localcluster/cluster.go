@@ -106,6 +106,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	st := &State{StartedAt: start, CreatedHostPaths: missingPaths(watchedHostPaths())}
 	st.IPForward = readIPForward()
+	st.Firewall = c.recordFirewall(ctx)
 	if err := c.prepareDirs(bins); err != nil {
 		return err
 	}
