@@ -200,7 +200,12 @@ func (c *Cluster) start(ctx context.Context, st *State, bins binaries) error {
 	if err != nil {
 		return err
 	}
-	if err := writeConfigs(c.layout, p); err != nil {
+	dns := clusterDNSServers()
+	if len(dns) == 0 {
+		c.logf("%s names no nameserver to stand in for the cluster DNS; pods with dnsPolicy ClusterFirst start with a "+
+			"MissingClusterDNS warning", HostResolvConf)
+	}
+	if err := writeConfigs(c.layout, p, dns); err != nil {
 		return err
 	}
 	for _, comp := range components(c.layout, p) {
