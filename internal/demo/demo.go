@@ -110,16 +110,19 @@ func (p Placer) Place(ctx context.Context) (Size, error) {
 	size, err := p.waitForRoom(ctx, manifest, pods)
 	var noRoom *NoRoomError
 	if errors.As(err, &noRoom) {
-		if rerr := p.resize(ctx, Size{CPU: minCPU, Memory: minMemory}); rerr != nil {
+		least := Size{CPU: minCPU, Memory: minMemory}
+		if rerr := p.resize(ctx, least); rerr != nil {
 			return Size{}, errors.Join(err, rerr)
 		}
+		p.logf("the batch pods now ask %s each, and start once the node publishes %s", least, Need(pods))
 		return Size{}, err
 	}
 	if err != nil {
 		return Size{}, err
 	}
 	if size != manifest {
-		p.logf("each batch pod asks %s (config/demo asks %s: more than this node offers two of)", size, manifest)
+		p.logf("each batch pod asks %s: %d of what config/demo asks (%s) take more than two thirds of what the node publishes",
+			size, pods, manifest)
 	}
 	if err := p.resize(ctx, size); err != nil {
 		return Size{}, err
@@ -169,7 +172,11 @@ func (p Placer) waitForRoom(ctx context.Context, manifest Size, pods int64) (Siz
 		var ok bool
 		size, ok = sizeFor(published, manifest, pods)
 		if !ok {
+			first := noRoom == nil
 			noRoom = &NoRoomError{Node: p.Node, Published: published, Pods: pods, CPU: d, Memory: derivation(node, slov1alpha1.BatchMemory)}
+			if first {
+				p.logf("%v.\nWaiting up to %s in all for the node to publish more", noRoom, p.PublishTimeout)
+			}
 		}
 		return ok, nil
 	})

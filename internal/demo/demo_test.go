@@ -83,7 +83,6 @@ func TestNoRoomErrorSaysWhyAndWhatWouldChangeIt(t *testing.T) {
 		"kubernetes.io/batch-cpu = capacity 2 - safetyMargin 800m - systemUsed 1700m - hpUsed 150m = -650m",
 		"(100 - reclaimThresholdPercent 60)% of capacity",
 		"a higher cpuReclaimThresholdPercent",
-		"start once the node publishes that much",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the message does not say %q:\n%s", want, msg)
@@ -274,7 +273,17 @@ func TestPlaceWithTooLittleSaysWhyAndAsksTheLeast(t *testing.T) {
 	at := time.Now().Truncate(time.Second)
 	w.report(at, true)
 	w.publish(Size{CPU: 100, Memory: 4 << 30}, at)
-	_, err := w.placer(3*time.Second, 3*time.Second).Place(context.Background())
+	var out strings.Builder
+	p := w.placer(3*time.Second, 3*time.Second)
+	p.Out = &out
+	_, err := p.Place(context.Background())
+	// Said at once, not only when the wait ends, and what the pods ask then.
+	for _, want := range []string{"cannot run: node too-little publishes 100m of batch-cpu", "Waiting up to 3s",
+		"now ask 50m of batch-cpu and 32Mi of batch-memory each, and start once the node publishes 150m"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("Place's output does not say %q:\n%s", want, out.String())
+		}
+	}
 	var noRoom *NoRoomError
 	if !errors.As(err, &noRoom) {
 		t.Fatalf("Place: %v, want a NoRoomError", err)

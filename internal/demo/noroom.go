@@ -41,7 +41,6 @@ func (e *NoRoomError) Error() string {
 			b.WriteString(".\n" + explain(d.d))
 		}
 	}
-	b.WriteString(".\nThe pods ask the least they can and start once the node publishes that much")
 	return b.String()
 }
 
@@ -71,7 +70,7 @@ func explain(d *slov1alpha1.ResourceDerivation) string {
 		d.Resource, val("capacity"), val("safetyMargin"), val("systemUsed"), val("hpUsed"), val("calculated"),
 		val("batchHeld"), r)
 	if t, ok := terms["safetyMargin"]; ok {
-		s += " (" + t.Detail + ")"
+		s += ", now " + t.Detail
 	}
 	key := "cpuReclaimThresholdPercent"
 	if d.Resource == slov1alpha1.BatchMemory {
