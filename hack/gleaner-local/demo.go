@@ -9,14 +9,12 @@ import (
 	"strings"
 	"time"
 
+	gleanerdemo "github.com/gleaner-sh/gleaner/internal/demo"
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
 )
 
-// Namespaces the demo waits in.
-const (
-	gleanerNamespace = "gleaner-system"
-	demoNamespace    = "gleaner-demo"
-)
+// gleanerNamespace is where config/local deploys Gleaner.
+const gleanerNamespace = "gleaner-system"
 
 // demo is `make run`: the local cluster with Gleaner and a workload on it.
 type demo struct {
@@ -41,7 +39,12 @@ func (d demo) run(ctx context.Context, watch time.Duration) (err error) {
 	if err := d.deployDemo(ctx); err != nil {
 		return err
 	}
-	d.waitForBatchResources(ctx, 3*time.Minute)
+	if err := d.placeBatchPods(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "local-cluster: %v\n", err)
+	}
 	d.report(ctx)
 	d.printAccess()
 	fmt.Println("Ctrl-C stops the cluster and removes everything it created.")
@@ -74,39 +77,35 @@ func (d demo) deployGleaner(ctx context.Context) error {
 	return nil
 }
 
-// deployDemo applies config/demo and waits for its service; the batch pods are not waited for (they are Pending
-// until Gleaner publishes batch resources, and may stay so when the node has too little to spare).
+// deployDemo applies config/demo and waits for its service; placeBatchPods then sizes the batch pods and waits for
+// them.
 func (d demo) deployDemo(ctx context.Context) error {
 	if err := d.cluster.Apply(ctx, filepath.Join(d.repoRoot, "config", "demo")); err != nil {
 		return err
 	}
-	if _, err := d.cluster.Kubectl(ctx, "-n", demoNamespace, "rollout", "status", "deployment/ls-service", "--timeout=3m"); err != nil {
+	if _, err := d.cluster.Kubectl(ctx, "-n", gleanerdemo.Namespace, "rollout", "status", "deployment/ls-service", "--timeout=3m"); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "local-cluster: demo workload started from config/demo")
 	return nil
 }
 
-// waitForBatchResources waits, at most timeout, until the node carries kubernetes.io/batch-cpu: the agent reports
-// its first NodeMetric once its samples cover half of metricAggregateDurationSeconds (60 s in config/samples), and
-// the manager publishes from that. Waiting longer is no error: the report shows what there is.
-func (d demo) waitForBatchResources(ctx context.Context, timeout time.Duration) {
-	t := time.Now()
-	fmt.Fprintln(os.Stderr, "local-cluster: waiting for the agent's first NodeMetric report and the batch resources it leads to")
-	jsonpath := `-o=jsonpath={.status.allocatable.kubernetes\.io/batch-cpu}`
-	for time.Since(t) < timeout {
-		out, err := d.cluster.Kubectl(ctx, "get", "node", localcluster.NodeName, jsonpath)
-		if err == nil && strings.TrimSpace(out) != "" {
-			fmt.Fprintf(os.Stderr, "local-cluster: kubernetes.io/batch-cpu %s published after %s\n", strings.TrimSpace(out), time.Since(t).Round(time.Second))
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(2 * time.Second):
-		}
+// placeBatchPods sizes the demo's batch pods to what the node offers once gleaner-agent has measured the service,
+// and waits until they run (internal/demo). When they cannot, it says why and what would change it; the report
+// that follows shows the node's explanation and the scheduler's message on each pending pod.
+func (d demo) placeBatchPods(ctx context.Context) error {
+	c, err := gleanerdemo.NewClient(d.cluster.Kubeconfig())
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(os.Stderr, "local-cluster: no batch resources after %s; `kubectl glean explain %s` says why\n", timeout, localcluster.NodeName)
+	t := time.Now()
+	p := gleanerdemo.Placer{Client: c, Node: localcluster.NodeName, Out: os.Stderr,
+		PublishTimeout: 5 * time.Minute, RunTimeout: 2 * time.Minute}
+	if _, err := p.Place(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "local-cluster: the demo's batch pods run, %s after the service was ready\n", time.Since(t).Round(time.Second))
+	return nil
 }
 
 // reportCommands are the kubectl commands whose output `make run` prints, in order: what a user wants to see.

@@ -3,7 +3,7 @@
 //	gleaner-local run       cluster up, Gleaner and the demo deployed, the report printed; Ctrl-C tears it all down
 //	gleaner-local up        start the cluster (building what is missing) and import the images; it keeps running
 //	gleaner-local deploy    apply config/local (Gleaner) and wait for its pods
-//	gleaner-local demo      apply config/demo (the demo workload) and wait for the service
+//	gleaner-local demo      apply config/demo (the demo workload), size its batch pods to the node, wait until they run
 //	gleaner-local report    print what `run` prints: nodes, pods, Gleaner's objects
 //	gleaner-local images    rebuild the images and import them into the running cluster
 //	gleaner-local status    what runs, with PIDs and memory
@@ -119,7 +119,10 @@ func run(ctx context.Context, command string, o options) error {
 	case "deploy":
 		return d.deployGleaner(ctx)
 	case "demo":
-		return d.deployDemo(ctx)
+		if err := d.deployDemo(ctx); err != nil {
+			return err
+		}
+		return d.placeBatchPods(ctx)
 	case "report":
 		d.report(ctx)
 		return nil

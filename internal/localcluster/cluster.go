@@ -106,6 +106,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	st := &State{StartedAt: start, CreatedHostPaths: missingPaths(watchedHostPaths())}
 	st.IPForward = readIPForward()
+	st.Firewall = c.recordFirewall(ctx)
 	if err := c.prepareDirs(bins); err != nil {
 		return err
 	}
@@ -203,7 +204,12 @@ func (c *Cluster) start(ctx context.Context, st *State, bins binaries) error {
 	if err != nil {
 		return err
 	}
-	if err := writeConfigs(c.layout, p); err != nil {
+	dns := clusterDNSServers()
+	if len(dns) == 0 {
+		c.logf("%s names no nameserver to stand in for the cluster DNS; pods with dnsPolicy ClusterFirst start with a "+
+			"MissingClusterDNS warning", HostResolvConf)
+	}
+	if err := writeConfigs(c.layout, p, dns); err != nil {
 		return err
 	}
 	for _, comp := range components(c.layout, p) {

@@ -40,6 +40,8 @@ type configValues struct {
 	BridgeName         string
 	BridgeIP           string
 	PodCIDR            string
+	// ClusterDNS is the kubelet's clusterDNS: the host's nameservers (clusterDNSServers), or none.
+	ClusterDNS []string
 }
 
 func newConfigValues(l Layout) configValues {
@@ -91,9 +93,11 @@ func renderTemplate(name string, v configValues) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeConfigs writes the kubelet, containerd and CNI configuration and one kubeconfig per identity.
-func writeConfigs(l Layout, p *pki) error {
+// writeConfigs writes the kubelet, containerd and CNI configuration and one kubeconfig per identity; clusterDNS is
+// the kubelet's clusterDNS.
+func writeConfigs(l Layout, p *pki, clusterDNS []string) error {
 	v := newConfigValues(l)
+	v.ClusterDNS = clusterDNS
 	for _, d := range []string{l.ConfigDir(), l.CNIConfDir(), v.NRIPluginDir, v.NRIPluginConfigDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", d, err)

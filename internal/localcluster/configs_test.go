@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
@@ -49,7 +50,7 @@ func writeTestConfigs(t *testing.T) (Layout, *pki) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeConfigs(l, p); err != nil {
+	if err := writeConfigs(l, p, []string{"10.255.255.53", "fd00::53"}); err != nil {
 		t.Fatal(err)
 	}
 	return l, p
@@ -97,10 +98,66 @@ func TestKubeletConfig(t *testing.T) {
 		"healthzBindAddress":       Host,
 		"readOnlyPort":             float64(0),
 		"containerRuntimeEndpoint": "unix://" + l.ContainerdSocket(),
+		// No iptables chains of the kubelet's in the host's firewall (firewall.go).
+		"makeIPTablesUtilChains": false,
+		"resolvConf":             HostResolvConf,
 	} {
 		if cfg[key] != want {
 			t.Errorf("kubelet config %s = %v, want %v", key, cfg[key], want)
 		}
+	}
+	// The host's nameservers stand in for the cluster DNS, so the kubelet does not warn MissingClusterDNS.
+	if diff := cmp.Diff([]any{"10.255.255.53", "fd00::53"}, cfg["clusterDNS"]); diff != "" {
+		t.Errorf("kubelet config clusterDNS (-want +got):\n%s", diff)
+	}
+}
+
+func TestKubeletConfigWithoutNameservers(t *testing.T) {
+	l := Layout{Dir: t.TempDir()}
+	p, err := writePKI(l.PKIDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeConfigs(l, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join(l.ConfigDir(), kubeletConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("kubelet config is not YAML: %v", err)
+	}
+	if v, ok := cfg["clusterDNS"]; ok {
+		t.Errorf("clusterDNS %v with no nameservers, want none", v)
+	}
+}
+
+func TestNameservers(t *testing.T) {
+	tests := []struct {
+		name       string
+		resolvConf string
+		want       []string
+	}{
+		{name: "one", resolvConf: "nameserver 10.255.255.53\n", want: []string{"10.255.255.53"}},
+		{name: "comments, search and options around them",
+			resolvConf: "# from DHCP\nsearch example.com\nnameserver 192.0.2.53\noptions ndots:2\nnameserver fd00::53\n",
+			want:       []string{"192.0.2.53", "fd00::53"}},
+		{name: "a zone or a name is no address the kubelet takes",
+			resolvConf: "nameserver fe80::1%eth0\nnameserver dns.example.com\nnameserver 127.0.0.53\n",
+			want:       []string{"127.0.0.53"}},
+		{name: "at most three, as in a pod's resolv.conf",
+			resolvConf: "nameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 192.0.2.3\nnameserver 192.0.2.4\n",
+			want:       []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"}},
+		{name: "none", resolvConf: "search example.com\nnameserver\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, nameservers([]byte(tt.resolvConf))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -6,7 +6,8 @@
 // etcd data, containerd's root, the kubelet's root and a record of the processes it started (cluster.json). The
 // exceptions are the few host paths the kubelet and the CNI plugins hard-code (/var/lib/kubelet/device-plugins,
 // /var/log/containers, /var/run/nri, /var/run/netns) and the kubepods cgroup trees; Down removes those too, and
-// only when they were not there before Up.
+// only when they were not there before Up. The cluster adds no firewall rule (firewall.go); Down removes any
+// Kubernetes or CNI chain a component added anyway.
 //
 // Every port is bound to 127.0.0.1. Pods on the CNI bridge cannot reach the API server there, so Gleaner's own
 // pods run with the host network in the local overlay (config/local).

@@ -21,6 +21,10 @@ type State struct {
 	CreatedHostPaths []string `json:"createdHostPaths"`
 	// IPForward is net.ipv4.ip_forward before Up ("0" or "1"); Down writes it back (the CNI bridge turns it on).
 	IPForward string `json:"ipForward,omitempty"`
+	// Firewall is the iptables ruleset of each family before Up; Down removes the Kubernetes and CNI chains added
+	// since and the rules that jump to them (firewall.go). Nil when it could not be read: Down then leaves the
+	// firewall alone.
+	Firewall Ruleset `json:"firewall,omitempty"`
 }
 
 // errNoState means there is no cluster.json: no cluster was started from this state directory, or it was torn down.

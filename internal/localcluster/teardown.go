@@ -21,8 +21,8 @@ import (
 )
 
 // Down stops the cluster and removes what it left on the machine: processes (by PID, then any container or shim
-// still running), mounts, the kubepods cgroups, the CNI bridge, the host paths the kubelet created, and the state
-// directory's data (the logs stay). It works without a cluster.json too (sweeping only), so it also cleans up after
+// still running), mounts, the kubepods cgroups, the CNI bridge, the host paths the kubelet created, the firewall
+// chains a component added, and the state directory's data (the logs stay). It works without a cluster.json too (sweeping only), so it also cleans up after
 // an Up that crashed. It returns an error listing whatever it could not remove.
 func (c *Cluster) Down(ctx context.Context) error {
 	unlock, err := c.lock()
@@ -92,6 +92,13 @@ func (c *Cluster) teardown(ctx context.Context, st *State) error {
 		step(deleteBridge())
 		if st.IPForward != "" && readIPForward() != st.IPForward {
 			step(os.WriteFile(ipForwardFile, []byte(st.IPForward), 0o644))
+		}
+		if st.Firewall != nil {
+			removed, err := hostFirewall().removeAdded(ctx, st.Firewall)
+			if len(removed) > 0 {
+				c.logf("removed from the firewall what a component added: %s", strings.Join(removed, "; "))
+			}
+			step(err)
 		}
 		for _, p := range st.CreatedHostPaths {
 			step(os.RemoveAll(p))

@@ -9,15 +9,13 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/demo"
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
 )
 
@@ -26,11 +24,11 @@ import (
 // gleaner-manager publishes from gleaner-agent's measurements.
 func TestDemoWorkload(t *testing.T) {
 	e := suite.Env(t)
-	demo := filepath.Join(e.Suite.RepoRoot, "config", "demo")
-	if err := e.Cluster.Apply(e.Ctx, demo); err != nil {
+	manifests := filepath.Join(e.Suite.RepoRoot, "config", "demo")
+	if err := e.Cluster.Apply(e.Ctx, manifests); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = e.Cluster.Kubectl(context.Background(), "delete", "-k", demo, "--wait=false") })
+	t.Cleanup(func() { _, _ = e.Cluster.Kubectl(context.Background(), "delete", "-k", manifests, "--wait=false") })
 	e.Kubectl("-n", "gleaner-demo", "rollout", "status", "deployment/ls-service", "--timeout=2m")
 
 	pods, err := e.Clientset.CoreV1().Pods("gleaner-demo").List(e.Ctx, metav1.ListOptions{LabelSelector: "app=ls-service"})
@@ -53,71 +51,29 @@ func TestDemoWorkload(t *testing.T) {
 		return s.Count >= 50 && s.P50 > 0, "stats " + body
 	})
 
-	expectBatchPodsFollowBatchCPU(e, makeRoomForBatchBurners(e))
-}
-
-const (
-	// batchBurnerCPU is what each of the demo's two batch pods asks, in millicores of batch-cpu (config/demo).
-	batchBurnerCPU = 500
-	// minBatchBurnerCPU is the least batch-cpu the test sizes a batch pod to on a busy machine.
-	minBatchBurnerCPU = 100
-)
-
-// makeRoomForBatchBurners makes sure the demo's batch pods can run, and returns the batch-cpu each asks. On a busy
-// 2-core machine, with the safety margin gone, the node may still publish less than the two pods' 500m: then the
-// test sizes them to half of what it publishes (both fit, with room for the node's usage to move), and says so.
-func makeRoomForBatchBurners(e *Env) int64 {
-	e.t.Helper()
-	published := e.MakeRoomForBatch(2 * minBatchBurnerCPU)
-	ask := min(batchBurnerCPU, published/2)
-	if ask == batchBurnerCPU {
-		return ask
-	}
-	e.t.Logf("the node publishes %dm of batch-cpu: the demo's batch pods ask %dm each instead of %dm", published, ask, batchBurnerCPU)
-	// Down to no pod first: a rolling update would wait for the Pending pods of the old size.
-	var replicas int32
-	e.updateBatchBurners(func(dep *appsv1.Deployment) {
-		replicas = *dep.Spec.Replicas
-		dep.Spec.Replicas = ptr.To[int32](0)
-	})
-	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
-		pods, err := e.Clientset.CoreV1().Pods("gleaner-demo").List(ctx, metav1.ListOptions{LabelSelector: "app=batch-burner"})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(pods.Items) == 0, fmt.Sprintf("%d batch pods left", len(pods.Items))
-	})
-	e.updateBatchBurners(func(dep *appsv1.Deployment) {
-		c := &dep.Spec.Template.Spec.Containers[0]
-		q := *resource.NewQuantity(ask, resource.DecimalSI)
-		c.Resources.Requests[slov1alpha1.BatchCPU], c.Resources.Limits[slov1alpha1.BatchCPU] = q, q
-		c.Args = []string{fmt.Sprintf("--load=%dm", ask)}
-		dep.Spec.Replicas = &replicas
-	})
-	return ask
-}
-
-// updateBatchBurners changes the demo's batch-burner Deployment, reading it again when the deployment controller
-// wrote it in between.
-func (e *Env) updateBatchBurners(change func(*appsv1.Deployment)) {
-	e.t.Helper()
-	deployments := e.Clientset.AppsV1().Deployments("gleaner-demo")
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		dep, err := deployments.Get(e.Ctx, "batch-burner", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(dep)
-		_, err = deployments.Update(e.Ctx, dep, metav1.UpdateOptions{})
-		return err
-	})
+	// What `make run` does next: size the batch pods from what the node publishes once the service is measured, and
+	// wait until they run. On a busy 2-core machine the sample configuration's 40% safety margin may leave nothing to
+	// size from, so the test makes room first (`make run` says so instead, with what would change it).
+	e.MakeRoomForBatch(demo.Need(2).CPU)
+	placer := demo.Placer{Client: e.Client, Node: localcluster.NodeName, Out: testWriter{t},
+		PublishTimeout: 4 * time.Minute, RunTimeout: 2 * time.Minute}
+	size, err := placer.Place(e.Ctx)
 	if err != nil {
-		e.t.Fatalf("updating the demo's batch-burner Deployment: %v", err)
+		t.Fatalf("placing the demo's batch pods: %v\n%s", err, e.Kubectl("glean", "explain", localcluster.NodeName))
 	}
+	expectBatchPodsFollowBatchCPU(e, size.CPU)
+}
+
+// testWriter writes each line to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
 }
 
 // The scheduler places the batch pods, each asking ask millicores of batch-cpu, by the batch-cpu Gleaner publishes
-// from the agent's measurements: at least one of them runs (makeRoomForBatchBurners made room), every one that fits
+// from the agent's measurements: at least one of them runs (demo.Placer sized them to fit), every one that fits
 // runs, and a pod still Pending is one that does not fit in what is left.
 func expectBatchPodsFollowBatchCPU(e *Env, ask int64) {
 	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {

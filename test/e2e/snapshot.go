@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +28,9 @@ type MachineSnapshot struct {
 	HostPaths []string
 	// IPForward is net.ipv4.ip_forward.
 	IPForward string
+	// Firewall is the firewall's ruleset: `nft list ruleset` where nft is installed, else what iptables-save and
+	// ip6tables-save print, without comments and packet counters.
+	Firewall []string
 	// StateDir lists the entries left in the state directory.
 	StateDir []string
 }
@@ -41,7 +46,7 @@ func hostPaths() []string {
 
 // TakeSnapshot reads the machine.
 func TakeSnapshot(stateDir string) MachineSnapshot {
-	s := MachineSnapshot{IPForward: readTrimmed("/proc/sys/net/ipv4/ip_forward")}
+	s := MachineSnapshot{IPForward: readTrimmed("/proc/sys/net/ipv4/ip_forward"), Firewall: readFirewall()}
 	s.Cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	s.Processes = clusterProcesses(stateDir, s.Cgroups)
 	roots := []string{stateDir}
@@ -118,6 +123,36 @@ func mountsUnder(roots []string) []string {
 	return out
 }
 
+// counters matches the packet counters of nft's and iptables-save's output, which move without the rules changing.
+var counters = regexp.MustCompile(`counter packets \d+ bytes \d+|\[\d+:\d+\]`)
+
+// readFirewall lists the ruleset line by line; a command that fails is a line with its error, so that the snapshots
+// before and after differ when it fails only once.
+func readFirewall() []string {
+	commands := [][]string{{"nft", "list", "ruleset"}}
+	if _, err := exec.LookPath("nft"); err != nil {
+		commands = [][]string{{"iptables-save"}, {"ip6tables-save"}}
+	}
+	var out []string
+	for _, c := range commands {
+		if _, err := exec.LookPath(c[0]); err != nil {
+			continue
+		}
+		b, err := exec.Command(c[0], c[1:]...).Output()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", strings.Join(c, " "), err))
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(counters.ReplaceAllString(line, "counter"))
+			if line != "" && !strings.HasPrefix(line, "#") {
+				out = append(out, c[0]+": "+line)
+			}
+		}
+	}
+	return out
+}
+
 func readTrimmed(path string) string {
 	b, _ := os.ReadFile(path)
 	return strings.TrimSpace(string(b))
@@ -125,6 +160,6 @@ func readTrimmed(path string) string {
 
 // String lists the snapshot for failure messages.
 func (s MachineSnapshot) String() string {
-	return fmt.Sprintf("processes %q\nmounts %q\ncgroups %q\ninterfaces %q\nhost paths %q\nip_forward %s\nstate dir %q",
-		s.Processes, s.Mounts, s.Cgroups, s.Interfaces, s.HostPaths, s.IPForward, s.StateDir)
+	return fmt.Sprintf("processes %q\nmounts %q\ncgroups %q\ninterfaces %q\nhost paths %q\nip_forward %s\nfirewall %q\nstate dir %q",
+		s.Processes, s.Mounts, s.Cgroups, s.Interfaces, s.HostPaths, s.IPForward, s.Firewall, s.StateDir)
 }

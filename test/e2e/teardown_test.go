@@ -12,8 +12,9 @@ import (
 )
 
 // Tearing the cluster down, with pods running, leaves the machine as it was before the suite started it: no
-// process, mount, kubepods cgroup, network interface or host path of the cluster, ip_forward as it was, and only
-// the logs in the state directory. The cluster is started again afterwards for the tests that follow.
+// process, mount, kubepods cgroup, network interface or host path of the cluster, ip_forward and the firewall's
+// ruleset as they were, and only the logs in the state directory. The cluster is started again afterwards for the
+// tests that follow.
 func TestTeardownLeavesNothingBehind(t *testing.T) {
 	e := suite.Env(t)
 	runPodAndSnapshot(t, e)
@@ -55,6 +56,11 @@ func runPodAndSnapshot(t *testing.T, e *Env) {
 	during := TakeSnapshot(e.Suite.StateDir)
 	if len(during.Processes) == 0 || len(during.Mounts) == 0 || len(during.Cgroups) == 0 || len(during.Interfaces) == 0 {
 		t.Fatalf("the snapshot does not see the running cluster:\n%s", during)
+	}
+	// Not only removed by down: no component adds a rule while the cluster runs (the kubelet's
+	// makeIPTablesUtilChains is off, the bridge does not masquerade, there is no kube-proxy).
+	if diff := cmp.Diff(e.Suite.Before.Firewall, during.Firewall); diff != "" {
+		t.Errorf("the running cluster changed the firewall (-before +during):\n%s", diff)
 	}
 }
 
