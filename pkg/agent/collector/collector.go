@@ -79,5 +79,6 @@ func Registry() []Factory {
 		{Name: PSIName, Interval: 5 * time.Second, Default: true, New: NewPSI},
 		{Name: StorageName, Interval: time.Minute, Default: true, New: NewStorage},
 		{Name: PodIOName, Interval: 5 * time.Second, Default: true, New: NewPodIO},
+		{Name: CPIName, Interval: 10 * time.Second, Default: false, New: NewCPI},
 	}
 }

@@ -26,7 +26,7 @@ import (
 // perfCgroup creates a cgroup in the hierarchy the perf_event controller is attached to on this machine (its own
 // v1 hierarchy where one is mounted; the v2 hierarchy otherwise, which on a hybrid host such as this one is
 // /sys/fs/cgroup/unified) and removes it when the test ends. It skips (fails under CI) where there is none.
-func perfCgroup(t *testing.T, name string) string {
+func perfCgroup(t testing.TB, name string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		ci.Skipf(t, "perf: creating cgroups needs root; effective uid is %d", os.Geteuid())
@@ -84,7 +84,7 @@ func perfEventRoot() (string, error) {
 }
 
 // burn starts a process spinning on one CPU inside cgroup dir; it is killed when the test ends.
-func burn(t *testing.T, dir string) {
+func burn(t testing.TB, dir string) {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec /bin/sh -c 'while :; do :; done'`, dir))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
