@@ -2,8 +2,8 @@ package perf
 
 import (
 	"bufio"
-	"encoding/binary"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"

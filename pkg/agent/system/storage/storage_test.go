@@ -110,7 +110,7 @@ func TestFileSystemOf(t *testing.T) {
 		{MountPoint: "/var/lib", FSType: "tmpfs", Source: "tmpfs", MajorMinorVer: "0:40"},
 		{MountPoint: "/var/lib/containerd", FSType: "xfs", Source: "/dev/nvme0n1p2", MajorMinorVer: "259:2"},
 		{MountPoint: "/var/lib/kube", FSType: "ext4", Source: "/dev/sdb", MajorMinorVer: "8:16"}, // a sibling by prefix only
-		{MountPoint: "/var/lib", FSType: "ext4", Source: "/dev/sdc", MajorMinorVer: "8:32"},     // mounted over the tmpfs
+		{MountPoint: "/var/lib", FSType: "ext4", Source: "/dev/sdc", MajorMinorVer: "8:32"},      // mounted over the tmpfs
 	}
 	tests := []struct {
 		path string
