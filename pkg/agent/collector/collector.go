@@ -80,5 +80,6 @@ func Registry() []Factory {
 		{Name: StorageName, Interval: time.Minute, Default: true, New: NewStorage},
 		{Name: PodIOName, Interval: 5 * time.Second, Default: true, New: NewPodIO},
 		{Name: CPIName, Interval: 10 * time.Second, Default: false, New: NewCPI},
+		{Name: ColdMemoryName, Interval: 10 * time.Second, Default: true, New: NewColdMemory},
 	}
 }
