@@ -34,6 +34,7 @@ type coldMemory struct {
 	d    Deps
 	dirs *podDirs
 	pods map[string][2]string // pod UID -> namespace, name of pods with gauges
+	said stepAside
 }
 
 // NewColdMemory returns the cold memory collector.
@@ -74,8 +75,9 @@ func (c *coldMemory) minAge(period time.Duration) int {
 func (c *coldMemory) Collect(ctx context.Context, round *Round) error {
 	period, err := kidledPeriod(c.d.SysRoot)
 	if err != nil {
-		return err
+		return c.said.once(err)
 	}
+	c.said.reset()
 	age := c.minAge(period)
 	m := c.d.Metrics.Devices
 	node, err := c.d.Cgroups.IdlePageStats("")

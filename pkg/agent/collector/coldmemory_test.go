@@ -119,7 +119,8 @@ func TestColdMemoryAge(t *testing.T) {
 	}
 }
 
-// Where the kernel lacks kidled, or kidled does not scan, the collector says why once and steps aside.
+// Where the kernel lacks kidled, or kidled does not scan, the collector says why once and steps aside; the later
+// rounds run clean.
 func TestColdMemoryUnsupported(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -138,12 +139,15 @@ func TestColdMemoryUnsupported(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := r.cycles(t, 2)
+			err := r.cycles(t, 1)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want one saying %q", err, tt.want)
 			}
-			if got := testutil.ToFloat64(r.metrics.CollectorRuns.WithLabelValues(ColdMemoryName, metrics.ResultUnsupported)); got != 2 {
-				t.Errorf("unsupported runs = %v, want 2", got)
+			if err := r.cycles(t, 1); err != nil {
+				t.Errorf("a later round = %v, want nil (said once)", err)
+			}
+			if got := testutil.ToFloat64(r.metrics.CollectorRuns.WithLabelValues(ColdMemoryName, metrics.ResultUnsupported)); got != 1 {
+				t.Errorf("unsupported runs = %v, want 1", got)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
 // DeviceOptions configure the device and interference collectors (storage, podio, cpi, coldmemory, gpu).
@@ -54,3 +56,24 @@ func (o DeviceOptions) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// stepAside reports that a host lacks what a collector reads once, as the PSI collector does on cgroup v1: the
+// first round (and a round whose reason changed) returns the error, which the Runner logs and counts as
+// unsupported; later rounds return nil, so a host without the feature runs clean. The collector keeps checking
+// each round, and measures as soon as the feature appears.
+type stepAside struct{ said string }
+
+// once returns err if it wraps system.ErrUnsupported and was not said last; other errors always.
+func (s *stepAside) once(err error) error {
+	if !errors.Is(err, system.ErrUnsupported) {
+		return err
+	}
+	if err.Error() == s.said {
+		return nil
+	}
+	s.said = err.Error()
+	return err
+}
+
+// reset forgets what was said: the feature is there now.
+func (s *stepAside) reset() { s.said = "" }
