@@ -81,5 +81,6 @@ func Registry() []Factory {
 		{Name: PodIOName, Interval: 5 * time.Second, Default: true, New: NewPodIO},
 		{Name: CPIName, Interval: 10 * time.Second, Default: false, New: NewCPI},
 		{Name: ColdMemoryName, Interval: 10 * time.Second, Default: true, New: NewColdMemory},
+		{Name: GPUName, Interval: 10 * time.Second, Default: true, New: NewGPU},
 	}
 }
