@@ -102,7 +102,7 @@ func perfEventDir(r cgroup.Reader, dir string) (string, error) {
 	if fsys.Version() == cgroup.V1 {
 		root := fsys.Dir("perf_event", "")
 		if _, err := os.Stat(root); err != nil {
-			return "", fmt.Errorf("cgroup v1 without the perf_event hierarchy (%s: %v): counters cannot follow a container: %w", root, err, system.ErrUnsupported)
+			return "", fmt.Errorf("cgroup v1 without the perf_event hierarchy (%s: %s): counters cannot follow a container: %w", root, err.Error(), system.ErrUnsupported)
 		}
 	}
 	return p, nil

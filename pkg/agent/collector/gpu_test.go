@@ -252,51 +252,58 @@ func TestGPU(t *testing.T) {
 			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
 			}
-			d := r.m.Devices
-			if n := testutil.CollectAndCount(d.GPUInfo); n != len(tt.gpus) {
-				t.Errorf("%d GPUs reported, want %d", n, len(tt.gpus))
-			}
-			for idx, uuid := range tt.gpus {
-				if got := testutil.ToFloat64(d.GPUInfo.WithLabelValues(idx, uuid, "NVIDIA H100 80GB HBM3")); got != 1 {
-					t.Errorf("GPU %s info = %v", idx, got)
-				}
-				if got := testutil.ToFloat64(d.GPUMemoryTotal.WithLabelValues(idx)); got != 80<<30 {
-					t.Errorf("GPU %s memory total = %v", idx, got)
-				}
-			}
-			if n := testutil.CollectAndCount(d.ContainerGPUMemory); n != len(tt.containerMemory) {
-				t.Errorf("%d container GPU memory series, want %d", n, len(tt.containerMemory))
-			}
-			for k, v := range tt.containerMemory {
-				l := strings.Split(k, "/")
-				if got := testutil.ToFloat64(d.ContainerGPUMemory.WithLabelValues("default", l[0], l[1], l[2])); got != v {
-					t.Errorf("GPU memory of %s = %v, want %v", k, got, v)
-				}
-			}
-			for k, v := range tt.containerSM {
-				l := strings.Split(k, "/")
-				if got := testutil.ToFloat64(d.ContainerGPUUtilization.WithLabelValues("default", l[0], l[1], l[2])); math.Abs(got-v) > 1e-9 {
-					t.Errorf("GPU SM share of %s = %v, want %v", k, got, v)
-				}
-			}
-			for _, p := range []*corev1.Pod{r.a, r.b} {
-				mem, sm := r.podSample(metriccache.PodGPUMemory, p), r.podSample(metriccache.PodGPUUtilization, p)
-				wantMem, ok := tt.podMemory[p.Name]
-				if !ok {
-					if !math.IsNaN(mem) {
-						t.Errorf("pod %s has a GPU memory sample %v, want none", p.Name, mem)
-					}
-					continue
-				}
-				if mem != wantMem || math.Abs(sm-tt.podSM[p.Name]) > 1e-6 { // the cache keeps float32
-					t.Errorf("pod %s GPU memory %v, SM %v; want %v, %v", p.Name, mem, sm, wantMem, tt.podSM[p.Name])
-				}
-			}
-			v, _ := r.cache.Info(metriccache.InfoGPUs)
-			if devs, _ := v.([]gpu.Device); len(devs) != len(tt.gpus) {
-				t.Errorf("the cache holds GPUs %v, want %d", v, len(tt.gpus))
-			}
+			checkGPUs(t, r, tt.gpus, tt.containerMemory, tt.containerSM, tt.podMemory, tt.podSM)
 		})
+	}
+}
+
+// checkGPUs compares what a round reported with the wanted GPUs (index -> UUID), container gauges ("pod/container/
+// gpu" -> value) and pod samples (pod name -> value; a pod not listed must have none).
+func checkGPUs(t *testing.T, r *gpuRig, gpus map[string]string, containerMemory, containerSM, podMemory, podSM map[string]float64) {
+	t.Helper()
+	d := r.m.Devices
+	if n := testutil.CollectAndCount(d.GPUInfo); n != len(gpus) {
+		t.Errorf("%d GPUs reported, want %d", n, len(gpus))
+	}
+	for idx, uuid := range gpus {
+		if got := testutil.ToFloat64(d.GPUInfo.WithLabelValues(idx, uuid, "NVIDIA H100 80GB HBM3")); got != 1 {
+			t.Errorf("GPU %s info = %v", idx, got)
+		}
+		if got := testutil.ToFloat64(d.GPUMemoryTotal.WithLabelValues(idx)); got != 80<<30 {
+			t.Errorf("GPU %s memory total = %v", idx, got)
+		}
+	}
+	if n := testutil.CollectAndCount(d.ContainerGPUMemory); n != len(containerMemory) {
+		t.Errorf("%d container GPU memory series, want %d", n, len(containerMemory))
+	}
+	for k, v := range containerMemory {
+		l := strings.Split(k, "/")
+		if got := testutil.ToFloat64(d.ContainerGPUMemory.WithLabelValues("default", l[0], l[1], l[2])); got != v {
+			t.Errorf("GPU memory of %s = %v, want %v", k, got, v)
+		}
+	}
+	for k, v := range containerSM {
+		l := strings.Split(k, "/")
+		if got := testutil.ToFloat64(d.ContainerGPUUtilization.WithLabelValues("default", l[0], l[1], l[2])); math.Abs(got-v) > 1e-9 {
+			t.Errorf("GPU SM share of %s = %v, want %v", k, got, v)
+		}
+	}
+	for _, p := range []*corev1.Pod{r.a, r.b} {
+		mem, sm := r.podSample(metriccache.PodGPUMemory, p), r.podSample(metriccache.PodGPUUtilization, p)
+		wantMem, ok := podMemory[p.Name]
+		if !ok {
+			if !math.IsNaN(mem) {
+				t.Errorf("pod %s has a GPU memory sample %v, want none", p.Name, mem)
+			}
+			continue
+		}
+		if mem != wantMem || math.Abs(sm-podSM[p.Name]) > 1e-6 { // the cache keeps float32
+			t.Errorf("pod %s GPU memory %v, SM %v; want %v, %v", p.Name, mem, sm, wantMem, podSM[p.Name])
+		}
+	}
+	v, _ := r.cache.Info(metriccache.InfoGPUs)
+	if devs, _ := v.([]gpu.Device); len(devs) != len(gpus) {
+		t.Errorf("the cache holds GPUs %v, want %d", v, len(gpus))
 	}
 }
 

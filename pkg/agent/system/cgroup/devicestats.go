@@ -200,8 +200,8 @@ func (f *FS) IdlePageStats(dir string) (IdlePageStats, error) {
 	return s, err
 }
 
-// idlePageTypes are the four-letter page types of a kidled table: clean/dirty, swap/file, evictable/unevictable,
-// inactive/active.
+// idlePageType reports whether t is one of the four-letter page types of a kidled table: clean/dirty, swap/file,
+// evictable/unevictable, inactive/active.
 func idlePageType(t string) bool {
 	return len(t) == 4 && strings.IndexByte("cd", t[0]) >= 0 && strings.IndexByte("sf", t[1]) >= 0 &&
 		strings.IndexByte("eu", t[2]) >= 0 && strings.IndexByte("ia", t[3]) >= 0
@@ -217,62 +217,12 @@ func parseIdlePageStats(b []byte) (IdlePageStats, error) {
 	err := eachLine(b, func(line []byte) error {
 		line = bytes.TrimSpace(line)
 		if rest, ok := bytes.CutPrefix(line, []byte("#")); ok {
-			k, v, ok := strings.Cut(string(rest), ":")
-			if !ok {
-				return nil // the legend and the column header
-			}
-			v = strings.TrimSpace(v)
-			switch strings.TrimSpace(k) {
-			case "scan_period_in_seconds":
-				n, err := strconv.ParseUint(v, 10, 32)
-				if err != nil {
-					return fmt.Errorf("scan period: %w", err)
-				}
-				s.ScanPeriod, sawPeriod = time.Duration(n)*time.Second, true
-			case "buckets":
-				sawBuckets = true
-				if strings.HasPrefix(v, "no valid bucket") {
-					return nil
-				}
-				for _, f := range strings.Split(v, ",") {
-					n, err := strconv.Atoi(strings.TrimSpace(f))
-					if err != nil || n < 0 || n > 255 || (len(s.Buckets) > 0 && n <= s.Buckets[len(s.Buckets)-1]) {
-						return fmt.Errorf("buckets %q are not increasing ages of 0..255", v)
-					}
-					if len(s.Buckets) == maxIdleBuckets {
-						return fmt.Errorf("more than %d buckets", maxIdleBuckets)
-					}
-					s.Buckets = append(s.Buckets, n)
-				}
-			}
-			return nil
+			return s.header(string(rest), &sawPeriod, &sawBuckets)
 		}
-		f := strings.Fields(string(line))
 		if !sawBuckets {
 			return fmt.Errorf("table row before the buckets line")
 		}
-		if len(f) != len(s.Buckets)+1 {
-			return fmt.Errorf("want a type and %d values, got %d fields", len(s.Buckets), len(f))
-		}
-		if f[0] == "slab" {
-			return nil
-		}
-		if !idlePageType(f[0]) {
-			return fmt.Errorf("unknown page type %q", f[0])
-		}
-		if _, dup := s.Bytes[f[0]]; dup {
-			return fmt.Errorf("page type %q twice", f[0])
-		}
-		row := make([]uint64, len(s.Buckets))
-		for i, v := range f[1:] {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				return err
-			}
-			row[i] = n
-		}
-		s.Bytes[f[0]] = row
-		return nil
+		return s.row(strings.Fields(string(line)))
 	})
 	if err != nil {
 		return IdlePageStats{}, err
@@ -281,4 +231,63 @@ func parseIdlePageStats(b []byte) (IdlePageStats, error) {
 		return IdlePageStats{}, fmt.Errorf("no scan_period_in_seconds or buckets header: not a kidled memory.idle_page_stats")
 	}
 	return s, nil
+}
+
+// header parses a "# key: value" line; the legend and the column header have no key and are skipped.
+func (s *IdlePageStats) header(line string, sawPeriod, sawBuckets *bool) error {
+	k, v, ok := strings.Cut(line, ":")
+	if !ok {
+		return nil
+	}
+	v = strings.TrimSpace(v)
+	switch strings.TrimSpace(k) {
+	case "scan_period_in_seconds":
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("scan period: %w", err)
+		}
+		s.ScanPeriod, *sawPeriod = time.Duration(n)*time.Second, true
+	case "buckets":
+		*sawBuckets = true
+		if strings.HasPrefix(v, "no valid bucket") {
+			return nil
+		}
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 || n > 255 || (len(s.Buckets) > 0 && n <= s.Buckets[len(s.Buckets)-1]) {
+				return fmt.Errorf("buckets %q are not increasing ages of 0..255", v)
+			}
+			if len(s.Buckets) == maxIdleBuckets {
+				return fmt.Errorf("more than %d buckets", maxIdleBuckets)
+			}
+			s.Buckets = append(s.Buckets, n)
+		}
+	}
+	return nil
+}
+
+// row parses a table row: a page type and one value per bucket. The slab row is skipped.
+func (s *IdlePageStats) row(f []string) error {
+	if len(f) != len(s.Buckets)+1 {
+		return fmt.Errorf("want a type and %d values, got %d fields", len(s.Buckets), len(f))
+	}
+	if f[0] == "slab" {
+		return nil
+	}
+	if !idlePageType(f[0]) {
+		return fmt.Errorf("unknown page type %q", f[0])
+	}
+	if _, dup := s.Bytes[f[0]]; dup {
+		return fmt.Errorf("page type %q twice", f[0])
+	}
+	row := make([]uint64, len(s.Buckets))
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return err
+		}
+		row[i] = n
+	}
+	s.Bytes[f[0]] = row
+	return nil
 }

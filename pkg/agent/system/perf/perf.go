@@ -1,10 +1,3 @@
-// Package perf counts CPU events of a cgroup with perf_event_open(2): one event group per CPU, opened on the
-// cgroup's directory (PERF_FLAG_PID_CGROUP), so the kernel counts only while a task of that cgroup runs there.
-// The agent uses cycles and instructions, whose ratio (cycles per instruction, CPI) rises when a neighbour
-// thrashes the caches and memory bandwidth a service shares with it, even when its CPU usage does not change.
-//
-// Counters need a CPU (or hypervisor) that exposes a PMU, and counting a cgroup on every CPU needs CAP_PERFMON
-// (or CAP_SYS_ADMIN) whenever /proc/sys/kernel/perf_event_paranoid is above 0. Probe says which is missing.
 package perf
 
 import (
@@ -71,10 +64,10 @@ func Probe(e Events, procRoot string) error {
 func probeError(e Events, err error, procRoot string) error {
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENODEV):
-		return fmt.Errorf("opening %s: %w (%v; a VM whose hypervisor exposes no PMU, or a CPU perf does not know)", e.Name, ErrNoCounters, err)
+		return fmt.Errorf("opening %s: %w (%s; a VM whose hypervisor exposes no PMU, or a CPU perf does not know)", e.Name, ErrNoCounters, err.Error())
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return fmt.Errorf("opening %s on every CPU: %w (%v; perf_event_paranoid is %s: the agent needs CAP_PERFMON or CAP_SYS_ADMIN)",
-			e.Name, ErrForbidden, err, paranoid(procRoot))
+		return fmt.Errorf("opening %s on every CPU: %w (%s; perf_event_paranoid is %s: the agent needs CAP_PERFMON or CAP_SYS_ADMIN)",
+			e.Name, ErrForbidden, err.Error(), paranoid(procRoot))
 	}
 	return fmt.Errorf("opening %s: %w", e.Name, err)
 }

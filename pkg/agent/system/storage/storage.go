@@ -1,7 +1,6 @@
-// Package storage describes a node's block devices and the file systems behind the kubelet's and the container
-// runtime's directories, from sysfs and the host's mount table.
-//
-// The sysfs files it reads, each at most a few bytes (reads are capped at maxFileSize):
+package storage
+
+// The sysfs files Devices reads, each at most a few bytes (reads are capped at maxFileSize):
 //
 //	/sys/block/vda/dev                "253:0\n"     major:minor of a whole disk
 //	/sys/block/vda/size               "41943040\n"  size in 512-byte sectors, whatever the disk's block size
@@ -9,7 +8,6 @@
 //	/sys/block/vda/vda1/dev           "253:1\n"     a partition (its directory is inside its disk's)
 //	/sys/block/vda/vda1/partition     "1\n"
 //	/sys/block/vda/vda1/size          "2048\n"
-package storage
 
 import (
 	"errors"
