@@ -3,6 +3,7 @@ module github.com/gleaner-sh/gleaner
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/containerd/nri v0.12.3
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-logr/logr v1.4.3

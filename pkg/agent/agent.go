@@ -206,7 +206,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	m.RegisterCacheSize(func() (int, int64) { s := cache.Stats(); return s.Series, s.Bytes })
 	runner, err := collector.NewRunner(collector.Deps{
 		Proc: procFS, SysRoot: opts.SysRoot, Cgroups: cgroup.NewFS(opts.CgroupRoot, host.CgroupVersion).KeepOpen(opts.CgroupKeepOpenFiles),
-		CgroupVersion: host.CgroupVersion, Layout: host.Layout, States: states, Cache: cache, Metrics: m,
+		CgroupVersion: host.CgroupVersion, Layout: host.Layout, States: states, Cache: cache, Metrics: m, Devices: opts.Devices,
 	}, clk, collector.Registry(), opts.Collectors, opts.CollectorIntervals)
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "defaults with a node name", mutate: func(*Options) {}},
 		{name: "no node name", mutate: func(o *Options) { o.NodeName = "" }, wantErr: []string{"--node-name"}},
 		{name: "bad driver", mutate: func(o *Options) { o.CgroupDriver = "runc" }, wantErr: []string{"--cgroup-driver"}},
-		{name: "unknown collector", mutate: func(o *Options) { o.Collectors = []string{"*", "-gpu"} }, wantErr: []string{`--collectors: unknown name "gpu"`}},
+		{name: "unknown collector", mutate: func(o *Options) { o.Collectors = []string{"*", "-fpga"} }, wantErr: []string{`--collectors: unknown name "fpga"`}},
 		{name: "bad interval", mutate: func(o *Options) { o.CollectorIntervals = map[string]time.Duration{"psi": 0} }, wantErr: []string{"psi must be positive"}},
 		{name: "bad pod source", mutate: func(o *Options) { o.PodSource = "etcd" }, wantErr: []string{"--pod-source"}},
 		{name: "no sysctl root or state dir", mutate: func(o *Options) { o.SysctlRoot, o.StateDir = "", "" }, wantErr: []string{"--sysctl-root", "--state-dir"}},

@@ -64,6 +64,8 @@ type Options struct {
 	Collectors []string
 	// CollectorIntervals overrides collectors' intervals, by name.
 	CollectorIntervals map[string]time.Duration
+	// Devices configure the device and interference collectors (storage, podio, cpi, coldmemory, gpu).
+	Devices collector.DeviceOptions
 
 	// Prediction configures peak prediction; its CheckpointDir is always StateDir/prediction.
 	Prediction prediction.Options
@@ -115,6 +117,7 @@ func NewOptions() *Options {
 		// Seven files per pod at 200 pods, with room: open files cost no memory the agent pays for.
 		CgroupKeepOpenFiles: 4096,
 		Collectors:          []string{"*"},
+		Devices:             collector.DefaultDeviceOptions(),
 		QoSPlugins:          []string{"*"},
 		Prediction:          prediction.DefaultOptions(),
 		Executor:            executor.DefaultOptions(),
@@ -146,6 +149,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.CgroupKeepOpenFiles, "cgroup-keep-open-files", o.CgroupKeepOpenFiles, "cgroup files kept open between reads, re-read with one pread each (0: open each time)")
 	fs.StringSliceVar(&o.Collectors, "collectors", o.Collectors, "collectors to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(collectorNames(), ", ")+")")
 	fs.Var(&durationMap{m: &o.CollectorIntervals}, "collector-intervals", "collection interval per collector, as name=duration pairs (e.g. podresource=2s,psi=10s)")
+	fs.StringVar(&o.Devices.KubeletRootDir, "kubelet-root-dir", o.Devices.KubeletRootDir, "the kubelet's --root-dir on the node, whose file system the storage collector reports")
+	fs.StringVar(&o.Devices.RuntimeRootDir, "runtime-root-dir", o.Devices.RuntimeRootDir, "the container runtime's root directory on the node, whose file system the storage collector reports")
+	fs.IntVar(&o.Devices.CPIMaxContainers, "cpi-max-containers", o.Devices.CPIMaxContainers, "most containers the cpi collector keeps hardware counters on (two counters per CPU each)")
+	fs.DurationVar(&o.Devices.ColdAge, "cold-memory-age", o.Devices.ColdAge, "how long a page must have been idle to count as cold memory (kidled kernels)")
+	fs.IntVar(&o.Devices.GPUMaxDevices, "gpu-max-devices", o.Devices.GPUMaxDevices, "most GPUs the gpu collector reports")
 	fs.BoolVar(&o.PredictionOff, "prediction-off", o.PredictionOff, "turn peak prediction off: the NodeMetric reports no prod reclaimable resources, so the node offers no mid-* (docs/prediction.md)")
 	fs.DurationVar(&o.Prediction.TrainingInterval, "prediction-training-interval", o.Prediction.TrainingInterval, "how often the peak-prediction models learn the collectors' new samples")
 	fs.DurationVar(&o.Prediction.ColdStart, "prediction-cold-start", o.Prediction.ColdStart, "how old a model must be before its peak counts; younger ones reclaim nothing")
@@ -243,6 +251,7 @@ func (o *Options) validateModules() []error {
 	var errs []error
 	for _, err := range []error{
 		collector.ValidateSelection(collector.Registry(), o.Collectors, o.CollectorIntervals),
+		o.Devices.Validate(),
 		toggle.ValidateNamed("--qos-plugins", "--qos-plugin-intervals", qosPluginNames(), o.QoSPlugins, o.QoSPluginIntervals),
 		o.RuntimeHook.Validate(),
 		o.Cache.Validate(),

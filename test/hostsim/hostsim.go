@@ -58,6 +58,8 @@ type Usage struct {
 	Throttled float64
 	// Pressure is the share of time its tasks stall, for every resource, "some" and half of it "full".
 	Pressure float64
+	// DiskRead and DiskWrite are bytes per second on the simulated disk (vda, 253:0), in 4 KiB operations.
+	DiskRead, DiskWrite uint64
 }
 
 // group is a cgroup the simulator keeps counters for.
@@ -68,6 +70,7 @@ type group struct {
 	periods  uint64
 	throttle uint64
 	stall    time.Duration // cumulative "some" stall
+	disk     [2]uint64     // cumulative bytes read and written
 	children []*group
 	dirty    bool // memory.stat needs writing
 }
@@ -265,6 +268,8 @@ func (h *Host) Advance(d time.Duration) error {
 func (h *Host) advanceGroup(g *group, d time.Duration) {
 	g.cpu += scale(d, g.usage.CPU)
 	g.stall += scale(d, g.usage.Pressure)
+	g.disk[0] += uint64(d.Seconds() * float64(g.usage.DiskRead))
+	g.disk[1] += uint64(d.Seconds() * float64(g.usage.DiskWrite))
 	if g.usage.Throttled > 0 {
 		periods := uint64(d / (100 * time.Millisecond))
 		g.periods += periods
@@ -312,6 +317,7 @@ func (h *Host) splitUsage(p *group) {
 		c.usage = Usage{
 			CPU: p.usage.CPU / float64(n), Memory: p.usage.Memory / uint64(n), PageCache: p.usage.PageCache / uint64(n),
 			Throttled: p.usage.Throttled, Pressure: p.usage.Pressure,
+			DiskRead: p.usage.DiskRead / uint64(n), DiskWrite: p.usage.DiskWrite / uint64(n),
 		}
 		c.dirty = true
 	}
@@ -409,10 +415,13 @@ func (h *Host) writeGroup(g *group) error {
 
 func (h *Host) writeCounters(g *group) error {
 	throttledNs := int64(g.throttle) * int64(10*time.Millisecond)
+	rd, wr := g.disk[0], g.disk[1]
 	if h.cfg.Version == cgroup.V1 {
 		return errors.Join(
 			h.writeCgroupFile(g.dir, "cpuacct/cpuacct.usage", strconv.FormatInt(int64(g.cpu), 10)+"\n"),
 			h.writeCgroupFile(g.dir, "cpu/cpu.stat", fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_time %d\nnr_bursts 0\nburst_time 0\n", g.periods, g.throttle, throttledNs)),
+			h.writeCgroupFile(g.dir, "blkio/blkio.throttle.io_service_bytes_recursive", blkioStat(rd, wr)),
+			h.writeCgroupFile(g.dir, "blkio/blkio.throttle.io_serviced_recursive", blkioStat(rd/4096, wr/4096)),
 		)
 	}
 	us := g.cpu.Microseconds()
@@ -422,7 +431,21 @@ func (h *Host) writeCounters(g *group) error {
 	for _, r := range []string{"cpu", "memory", "io"} {
 		errs = append(errs, h.writeCgroupFile(g.dir, r+".pressure", pressure(stall)))
 	}
+	io := ""
+	if rd+wr > 0 {
+		io = fmt.Sprintf("253:0 rbytes=%d wbytes=%d rios=%d wios=%d dbytes=0 dios=0\n", rd, wr, rd/4096, wr/4096)
+	}
+	errs = append(errs, h.writeCgroupFile(g.dir, "io.stat", io))
 	return errors.Join(errs...)
+}
+
+// blkioStat is a v1 blkio statistics file with read and write on the simulated disk.
+func blkioStat(read, write uint64) string {
+	if read+write == 0 {
+		return "Total 0\n"
+	}
+	return fmt.Sprintf("253:0 Read %d\n253:0 Write %d\n253:0 Sync %d\n253:0 Async 0\n253:0 Discard 0\n253:0 Total %d\nTotal %d\n",
+		read, write, read+write, read+write, read+write)
 }
 
 func pressure(someUs int64) string {
@@ -528,6 +551,13 @@ func (h *Host) writeSys() error {
 		)
 	}
 	kb := h.cfg.MemTotal >> 10
+	// One disk, vda, holding the root file system (/proc/1/mountinfo: the host's mounts, as init sees them).
+	errs = append(errs,
+		h.write("sys/block/vda/dev", "253:0\n"),
+		h.write("sys/block/vda/size", "41943040\n"),
+		h.write("sys/block/vda/queue/rotational", "0\n"),
+		h.write("proc/1/mountinfo", "22 27 0:21 / /proc rw,relatime - proc proc rw\n27 1 253:0 / / rw,relatime - ext4 /dev/vda rw\n"),
+	)
 	errs = append(errs,
 		h.write("sys/devices/system/node/node0/cpulist", all+"\n"),
 		h.write("sys/devices/system/node/node0/meminfo", fmt.Sprintf("Node 0 MemTotal:       %d kB\nNode 0 MemFree:        %d kB\nNode 0 MemUsed:        0 kB\n", kb, kb)),

@@ -104,6 +104,11 @@ type NodeMetricStatus struct {
 	// tier.
 	// +optional
 	ProdReclaimableMetric *ReclaimableMetric `json:"prodReclaimableMetric,omitempty"`
+
+	// GPUs are the node's GPUs by index with their usage; absent on nodes without GPUs or an agent without NVML.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	GPUs []GPUMetricInfo `json:"gpus,omitempty"`
 }
 
 // NodeMetricInfo is the node's usage.
@@ -151,6 +156,9 @@ type PodMetricInfo struct {
 	// Usage is the pod's usage averaged over the aggregate duration.
 	// +optional
 	Usage corev1.ResourceList `json:"usage,omitempty"`
+	// GPU is what the pod's processes use of the node's GPUs; absent for pods that use none.
+	// +optional
+	GPU *PodGPUUsage `json:"gpu,omitempty"`
 }
 
 // HostApplicationMetricInfo is one host application's usage.

@@ -43,6 +43,8 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Interval is how often the collector runs (set per collector by the Runner).
 	Interval time.Duration
+	// Devices configure the device and interference collectors.
+	Devices DeviceOptions
 }
 
 // Factory describes one collector.
@@ -75,5 +77,10 @@ func Registry() []Factory {
 		{Name: PodThrottledName, Interval: time.Second, Default: true, New: NewPodThrottled},
 		{Name: PageCacheName, Interval: 5 * time.Second, Default: true, New: NewPageCache},
 		{Name: PSIName, Interval: 5 * time.Second, Default: true, New: NewPSI},
+		{Name: StorageName, Interval: time.Minute, Default: true, New: NewStorage},
+		{Name: PodIOName, Interval: 5 * time.Second, Default: true, New: NewPodIO},
+		{Name: CPIName, Interval: 10 * time.Second, Default: false, New: NewCPI},
+		{Name: ColdMemoryName, Interval: 10 * time.Second, Default: true, New: NewColdMemory},
+		{Name: GPUName, Interval: 10 * time.Second, Default: true, New: NewGPU},
 	}
 }

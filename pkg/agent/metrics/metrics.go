@@ -42,6 +42,8 @@ type Metrics struct {
 	PodMemoryUsage *prometheus.GaugeVec
 	// Reports counts NodeMetric reports by result.
 	Reports *prometheus.CounterVec
+	// Devices are the storage, CPI, cold-memory and GPU gauges.
+	Devices *Devices
 }
 
 // New returns the metrics in a fresh registry.
@@ -82,6 +84,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUUsage, m.PodMemoryUsage, m.Reports,
 	)
+	m.Devices = newDevices(m.Registry)
 	return m
 }
 

@@ -198,6 +198,7 @@ func (r *Reporter) Build(now time.Time, p Policy) *slov1alpha1.NodeMetricStatus 
 		NodeMetric:            info,
 		PodsMetric:            r.pods(start, now),
 		HostApplicationMetric: r.hostApps(start, now),
+		GPUs:                  r.gpus(start, now),
 	}
 	if r.predictor != nil {
 		status.ProdReclaimableMetric = r.predictor.ProdReclaimable(now)
@@ -221,6 +222,7 @@ func (r *Reporter) pods(start, end time.Time) []slov1alpha1.PodMetricInfo {
 		}
 		out = append(out, slov1alpha1.PodMetricInfo{
 			Name: m.Pod.Name, Namespace: m.Pod.Namespace, UID: uid, Priority: m.Priority, QoS: m.QoS, Usage: u,
+			GPU: r.podGPU(uid, start, end),
 		})
 	}
 	return out

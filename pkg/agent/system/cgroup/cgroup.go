@@ -63,6 +63,12 @@ type Reader interface {
 	// IOWeight is the cgroup's proportional I/O weight, default 100: blkio.bfq.weight (v1, BFQ, 1..1000) or the
 	// default of io.weight (v2, 1..10000).
 	IOWeight(dir string) (uint64, error)
+	// IOStats is the cgroup's cumulative I/O by device, children included: blkio.throttle.io_service_bytes_recursive
+	// and io_serviced_recursive (v1) or io.stat (v2). Devices without I/O may be absent.
+	IOStats(dir string) (map[Device]IOStat, error)
+	// IdlePageStats is the kidled histogram of the cgroup's idle pages, memory.idle_page_stats: Anolis-like
+	// kernels only; elsewhere the error wraps system.ErrUnsupported.
+	IdlePageStats(dir string) (IdlePageStats, error)
 }
 
 // Writer sets the cgroup values gleaner-agent controls, with the same meaning on cgroup v1 and v2.

@@ -23,6 +23,9 @@ import "github.com/gleaner-sh/gleaner/pkg/agent/system"
 //	OOM group        (none upstream)                   memory.oom.group
 //	I/O limits       blkio/blkio.throttle.{read,write}_{bps,iops}_device    io.max
 //	I/O weight       blkio/blkio.bfq.weight (BFQ)      io.weight
+//	I/O bytes        blkio/blkio.throttle.io_service_bytes_recursive        io.stat
+//	I/O operations   blkio/blkio.throttle.io_serviced_recursive             io.stat
+//	idle pages       memory/memory.idle_page_stats (kidled kernels only, v1 and v2)
 type file int
 
 const (
@@ -49,6 +52,9 @@ const (
 	fileIOReadIOPS
 	fileIOWriteIOPS
 	fileIOWeight
+	fileIOServiceBytes
+	fileIOServiced
+	fileIdlePageStats
 )
 
 // fileName is where one value lives: the v1 subsystem and file, and the v2 file; an empty name means the version
@@ -80,6 +86,9 @@ var fileTable = [...]fileName{
 	fileIOReadIOPS:      {"blkio", "blkio.throttle.read_iops_device", "io.max"},
 	fileIOWriteIOPS:     {"blkio", "blkio.throttle.write_iops_device", "io.max"},
 	fileIOWeight:        {"blkio", "blkio.bfq.weight", "io.weight"},
+	fileIOServiceBytes:  {"blkio", "blkio.throttle.io_service_bytes_recursive", "io.stat"},
+	fileIOServiced:      {"blkio", "blkio.throttle.io_serviced_recursive", "io.stat"},
+	fileIdlePageStats:   {"memory", "memory.idle_page_stats", "memory.idle_page_stats"},
 }
 
 // fileNames returns the v1 subsystem and file name and the v2 file name of f; an empty name means the version

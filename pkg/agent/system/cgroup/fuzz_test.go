@@ -25,3 +25,20 @@ func FuzzParsers(f *testing.F) {
 		_, _ = parseMemoryStat(b, V2)
 	})
 }
+
+// FuzzDeviceStatParsers does for the I/O and idle-page parsers what FuzzParsers does for the others.
+func FuzzDeviceStatParsers(f *testing.F) {
+	for _, seed := range []string{
+		ioServiceBytesV1, ioServicedV1, idlePageStats, "Total 0\n", "8:16 rbytes=1 wbytes=2 rios=3 wios=4\n",
+		"# scan_period_in_seconds: 1\n# buckets: no valid bucket available\n", "# buckets: 1\ncsei 1\n", "8:0\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = parseIOServiced(b, func(Device, uint64, uint64) {})
+		_ = parseIOStatV2(b, map[Device]IOStat{})
+		if s, err := parseIdlePageStats(b); err == nil {
+			_, _ = s.Cold(2)
+		}
+	})
+}
