@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/perf"
+	"github.com/gleaner-sh/gleaner/pkg/cpulist"
 )
 
 // CPIName is the name of the cycles-per-instruction collector.
@@ -111,11 +112,11 @@ func perfEventDir(r cgroup.Reader, dir string) (string, error) {
 // onlineCPUs lists the CPUs of sysRoot/devices/system/cpu/online.
 func onlineCPUs(sysRoot string) ([]int, error) {
 	p := filepath.Join(sysRoot, "devices", "system", "cpu", "online")
-	b, err := os.ReadFile(p)
+	b, err := system.ReadFile(p, 64<<10) // a CPU list of 8,192 CPUs in the worst order is under 40 KiB
 	if err != nil {
 		return nil, fmt.Errorf("listing the online CPUs: %w", err)
 	}
-	set, err := system.ParseCPUList(string(b))
+	set, err := cpulist.Parse(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", p, err)
 	}

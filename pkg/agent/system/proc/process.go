@@ -29,7 +29,7 @@ import (
 // first.
 func (f *FS) CgroupPath(pid int) (string, error) {
 	cgs, err := guard(func() ([]procfs.Cgroup, error) {
-		p, err := f.fs.Proc(pid)
+		p, err := f.process(pid)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +58,7 @@ func (f *FS) CgroupPath(pid int) (string, error) {
 // host's pid namespace that is the host's init, whose mounts are the node's.
 func (f *FS) MountInfo(pid int) ([]*procfs.MountInfo, error) {
 	m, err := guard(func() ([]*procfs.MountInfo, error) {
-		p, err := f.fs.Proc(pid)
+		p, err := f.process(pid)
 		if err != nil {
 			return nil, err
 		}
@@ -68,4 +68,25 @@ func (f *FS) MountInfo(pid int) ([]*procfs.MountInfo, error) {
 		return nil, fmt.Errorf("reading the mounts of process %d in %s: %w", pid, f.root, err)
 	}
 	return m, nil
+}
+
+// process is procfs's view of process pid under the FS's root. The system-wide files have parsers of their own
+// (proc.go); these two per-process files are still procfs's.
+func (f *FS) process(pid int) (procfs.Proc, error) {
+	fs, err := procfs.NewFS(f.root)
+	if err != nil {
+		return procfs.Proc{}, err
+	}
+	return fs.Proc(pid)
+}
+
+// guard turns a panic inside procfs (it indexes fields of malformed lines unchecked) into an error, so a corrupt
+// file costs one sample, not the agent.
+func guard[T any](read func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed file: %v", r)
+		}
+	}()
+	return read()
 }
