@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -224,13 +223,9 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--pod-source must be apiserver or kubelet, got %q", o.PodSource))
 	}
-	for _, a := range []struct{ flag, addr string }{{"--metrics-bind-address", o.MetricsAddr}, {"--health-probe-bind-address", o.HealthAddr}} {
-		if a.addr == "0" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
-		}
+	if err := serving.ValidateBindAddresses(serving.BindAddress{Flag: "--metrics-bind-address", Addr: o.MetricsAddr},
+		serving.BindAddress{Flag: "--health-probe-bind-address", Addr: o.HealthAddr}); err != nil {
+		errs = append(errs, err)
 	}
 	if err := o.Serving.Validate(o.MetricsAddr); err != nil {
 		errs = append(errs, err)

@@ -3,7 +3,6 @@ package manager
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -169,17 +168,12 @@ func (o *Options) validateServing() error {
 	if o.LeaderElect {
 		errs = append(errs, o.LeaderElection.validate())
 	}
-	for _, a := range []struct{ flag, addr string }{
-		{"--metrics-bind-address", o.MetricsAddr},
-		{"--health-probe-bind-address", o.HealthAddr},
-		{"--pprof-bind-address", o.PprofAddr},
-	} {
-		if a.addr == "0" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %w", a.flag, a.addr, err))
-		}
+	if err := serving.ValidateBindAddresses(
+		serving.BindAddress{Flag: "--metrics-bind-address", Addr: o.MetricsAddr},
+		serving.BindAddress{Flag: "--health-probe-bind-address", Addr: o.HealthAddr},
+		serving.BindAddress{Flag: "--pprof-bind-address", Addr: o.PprofAddr},
+	); err != nil {
+		errs = append(errs, err)
 	}
 	if err := o.Serving.Validate(o.MetricsAddr); err != nil {
 		errs = append(errs, err)

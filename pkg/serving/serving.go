@@ -3,6 +3,7 @@ package serving
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -50,6 +51,24 @@ func (o Options) Validate(metricsAddr string) error {
 		return fmt.Errorf("--metrics-secure=false serves the metrics endpoint to anyone who can connect: bind it to a loopback address such as 127.0.0.1:PORT, or keep --metrics-secure (got --metrics-bind-address %q)", metricsAddr)
 	}
 	return nil
+}
+
+// BindAddress is a listen flag of a binary and its value: "0" turns that server off, anything else must be
+// host:port (the host may be empty: every interface).
+type BindAddress struct{ Flag, Addr string }
+
+// ValidateBindAddresses reports every address that is neither "0" nor host:port, naming its flag.
+func ValidateBindAddresses(addrs ...BindAddress) error {
+	var errs []error
+	for _, a := range addrs {
+		if a.Addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.Addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", a.Flag, a.Addr, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // IsLoopback reports whether host names only the machine itself: localhost or a loopback IP. The empty host
