@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,6 +48,8 @@ type harness struct {
 	c       client.Client
 	clock   *clocktesting.FakeClock
 	metrics *prometheus.Registry
+	// topologyGets counts the manager's GETs of single NodeResourceTopology objects from the API server.
+	topologyGets *atomic.Int64
 }
 
 var (
@@ -85,7 +90,18 @@ func start(t *testing.T) *harness {
 		for _, pc := range tu.PriorityClasses() {
 			must(t, e.Client.Create(ctx, pc))
 		}
-		mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		// Count the manager's GETs of one NodeResourceTopology (a list or watch has no name in its path).
+		topologyGets := &atomic.Int64{}
+		cfg := rest.CopyConfig(e.Config)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/noderesourcetopologies/") {
+					topologyGets.Add(1)
+				}
+				return rt.RoundTrip(req)
+			})
+		})
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:                 e.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
@@ -97,7 +113,8 @@ func start(t *testing.T) *harness {
 		if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 			t.Fatal(err)
 		}
-		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), metrics: prometheus.NewRegistry()}
+		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), metrics: prometheus.NewRegistry(),
+			topologyGets: topologyGets}
 		store := sloconfig.NewStore()
 		opts := noderesource.DefaultOptions()
 		must(t, sloconfigmap.New(store, configMap, nil).SetupWithManager(mgr))
@@ -533,7 +550,16 @@ func TestZonesWrittenToNodeResourceTopology(t *testing.T) {
 		}
 		return nil
 	})
+	// Every reconcile of every node (this one and the other tests' nodes without one) read the NodeResourceTopology
+	// from the manager's cache: not one GET reached the API server.
+	if n := h.topologyGets.Load(); n != 0 {
+		t.Errorf("the controller sent %d GETs of a NodeResourceTopology to the API server, want 0 (read them from the cache)", n)
+	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // waitIdle waits until the noderesource controller has nothing queued and no reconcile in flight (its workqueue
 // and worker metrics, which controller-runtime keeps in its own registry).
