@@ -274,6 +274,22 @@ func TestRestartKeepsTheForcedUpdateClock(t *testing.T) {
 	}
 }
 
+// expectExplanationBesideNode checks that the node carries no annotation of Gleaner's and that its explanation is
+// an object of its own, owned by the node; it returns the explanation once it explains the node's values.
+func expectExplanationBesideNode(t *testing.T, n *corev1.Node) *slov1alpha1.NodeResourceExplanation {
+	t.Helper()
+	for k := range n.Annotations {
+		if strings.Contains(k, "gleaner") {
+			t.Errorf("the node carries the annotation %s", k)
+		}
+	}
+	obj := explanationObject(t, n)
+	if refs := obj.OwnerReferences; len(refs) != 1 || refs[0].UID != n.UID || refs[0].Kind != "Node" || !ptr.Deref(refs[0].Controller, false) {
+		t.Errorf("owner references of the explanation = %+v, want the node %s", refs, n.UID)
+	}
+	return obj
+}
+
 func TestPublishesBatchResources(t *testing.T) {
 	h := start(t)
 	h.makeNode(t, "publish", nil)
@@ -295,18 +311,7 @@ func TestPublishesBatchResources(t *testing.T) {
 		t.Errorf("mid-cpu = %s, want 500", got.String())
 	}
 
-	// The node carries the resources and nothing else of Gleaner's; the explanation is an object of its own, owned
-	// by the node.
-	for k := range n.Annotations {
-		if strings.Contains(k, "gleaner") {
-			t.Errorf("the node carries the annotation %s", k)
-		}
-	}
-	obj := explanationObject(t, n)
-	if refs := obj.OwnerReferences; len(refs) != 1 || refs[0].UID != n.UID || refs[0].Kind != "Node" || !ptr.Deref(refs[0].Controller, false) {
-		t.Errorf("owner references of the explanation = %+v, want the node %s", refs, n.UID)
-	}
-	exp := obj.Status
+	exp := expectExplanationBesideNode(t, n).Status
 	d := derivation(exp, slov1alpha1.BatchCPU)
 	if d == nil || d.Value == nil || d.Value.Cmp(n.Status.Allocatable[slov1alpha1.BatchCPU]) != 0 {
 		t.Fatalf("explanation does not match the published batch-cpu: %+v", d)
@@ -464,7 +469,7 @@ func TestDiffThreshold(t *testing.T) {
 		}
 		exp := &slov1alpha1.NodeResourceExplanation{}
 		if err := h.c.Get(context.Background(), client.ObjectKey{Name: "diff"}, exp); err != nil || exp.ResourceVersion != expRV {
-			return fmt.Errorf("explanation written although the node was not (%v)", err)
+			return fmt.Errorf("explanation written although the node was not (%w)", err)
 		}
 		return nil
 	})

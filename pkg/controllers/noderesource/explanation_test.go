@@ -2,6 +2,7 @@ package noderesource_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -170,4 +171,99 @@ func counter(t *testing.T, g prometheus.Gatherer, name string, labels map[string
 		}
 	}
 	return -1
+}
+
+// TestNodeStaysSmall: a node like the benchmark's (hack/bench/noderesource: 32 cores, 128Gi, 30 pods: 18 prod,
+// 3 without a priority class, 3 mid, 6 batch) carries no explanation. It logs the node's JSON size, as the API
+// server sends it to every node watcher, and the size of the same node with the annotation in which an earlier
+// manager kept the explanation (docs/benchmarks.md, "The Node stays small"):
+//
+//	go test ./pkg/controllers/noderesource -run TestNodeStaysSmall -v
+func TestNodeStaysSmall(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	const name = "small"
+	q := resource.MustParse
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "zone-1"}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{"cpu": q("32"), "memory": q("128Gi"), "pods": q("110")},
+			Allocatable: corev1.ResourceList{"cpu": q("31500m"), "memory": q("125Gi"), "pods": q("110")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+		},
+	}
+	status := node.Status
+	must(t, h.c.Create(ctx, node))
+	node.Status = status
+	must(t, h.c.Status().Update(ctx, node))
+	nm := &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	must(t, h.c.Create(ctx, nm))
+	now := metav1.NewTime(h.clock.Now())
+	nm.Status = slov1alpha1.NodeMetricStatus{
+		UpdateTime: &now,
+		NodeMetric: &slov1alpha1.NodeMetricInfo{
+			NodeUsage:   corev1.ResourceList{"cpu": q("12"), "memory": q("60Gi")},
+			SystemUsage: corev1.ResourceList{"cpu": q("1500m"), "memory": q("4Gi")},
+		},
+		ProdReclaimableMetric: &slov1alpha1.ReclaimableMetric{Resource: corev1.ResourceList{"cpu": q("4"), "memory": q("16Gi")}},
+	}
+	for i := range 30 {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("small-%02d", i), Namespace: "default", Labels: map[string]string{"app": fmt.Sprintf("app-%d", i%5)}},
+			Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q(fmt.Sprintf("%dm", 100+i%9*50)), "memory": q(fmt.Sprintf("%dMi", 128+i%7*64))}}}}},
+		}
+		priority := slov1alpha1.PriorityProd
+		switch k := i % 10; {
+		case k < 6:
+			p.Spec.PriorityClassName = "gleaner-prod"
+		case k == 7:
+			p.Spec.PriorityClassName, priority = "gleaner-mid", slov1alpha1.PriorityMid
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{slov1alpha1.MidCPU: q("200"), slov1alpha1.MidMemory: q("256Mi")}
+		case k >= 8:
+			p.Spec.PriorityClassName, priority = "gleaner-batch", slov1alpha1.PriorityBatch
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{slov1alpha1.BatchCPU: q("500"), slov1alpha1.BatchMemory: q("1Gi")}
+		}
+		must(t, h.c.Create(ctx, p))
+		nm.Status.PodsMetric = append(nm.Status.PodsMetric, slov1alpha1.PodMetricInfo{
+			Name: p.Name, Namespace: p.Namespace, UID: string(p.UID), Priority: priority, QoS: slov1alpha1.QoSLS,
+			Usage: corev1.ResourceList{"cpu": *resource.NewMilliQuantity(int64(50+i%7*20), resource.DecimalSI),
+				"memory": *resource.NewQuantity(int64(96+i%5*32)<<20, resource.BinarySI)},
+		})
+	}
+	must(t, h.c.Status().Update(ctx, nm))
+
+	var n *corev1.Node
+	testenv.Eventually(t, "node small publishes batch-cpu", func() error {
+		n = h.node(t, name)
+		if _, ok := n.Status.Allocatable[slov1alpha1.BatchCPU]; !ok {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	exp := expectExplanationBesideNode(t, n)
+	after := jsonSize(t, n)
+
+	// The same node as an earlier manager left it: the explanation in an annotation (what the manager removes).
+	raw, err := json.Marshal(exp.Status)
+	must(t, err)
+	orig := n.DeepCopy()
+	n.Annotations = map[string]string{slov1alpha1.LegacyAnnotationResourceExplanation: string(raw)}
+	must(t, h.c.Patch(ctx, n, client.MergeFrom(orig)))
+	before := jsonSize(t, n)
+	t.Logf("node small as every node watcher receives it: %d bytes; with the explanation annotation: %d bytes (the explanation alone: %d bytes)",
+		after, before, len(raw))
+	if after >= before-len(raw) {
+		t.Errorf("the node without the annotation (%d bytes) is not %d bytes smaller than with it (%d)", after, len(raw), before)
+	}
+}
+
+// jsonSize is the length of the node's JSON as the API server encodes it, apiVersion and kind included.
+func jsonSize(t *testing.T, n *corev1.Node) int {
+	t.Helper()
+	c := n.DeepCopy()
+	c.APIVersion, c.Kind = "v1", "Node"
+	b, err := json.Marshal(c)
+	must(t, err)
+	return len(b)
 }
