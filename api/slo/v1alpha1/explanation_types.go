@@ -19,8 +19,8 @@ const LegacyAnnotationResourceExplanation = "noderesource.gleaner.sh/explanation
 //
 // gleaner-manager writes it after the node's resources, and only when it writes them, through a queue of its own
 // that never holds up a Node write: it can lag behind the node or miss a write (a failure is logged, counted in
-// gleaner_noderesource_explanation_write_errors_total and retried). Status.Resources carries the values it
-// explains, so a reader compares them with the node's status.allocatable to tell.
+// controller_runtime_reconcile_errors_total{controller="noderesource-explanation"} and retried). Status.Resources
+// carries the values it explains, so a reader compares them with the node's status.allocatable to tell.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
