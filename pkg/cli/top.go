@@ -353,16 +353,16 @@ type staleness struct {
 }
 
 // loadStaleness reads the SLO ConfigMap and its last good copy. One that does not exist is the manager's case too
-// (the defaults apply); one the user may not read is warned about, and the defaults apply.
+// (the defaults apply); when the user may not read them, it says so and the defaults apply.
 func loadStaleness(ctx context.Context, f *Factory, cs kubernetes.Interface, o *topOptions) (*staleness, error) {
+	forbidden := false
 	get := func(name string) (*corev1.ConfigMap, error) {
 		cm, err := cs.CoreV1().ConfigMaps(o.managerNamespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case apierrors.IsForbidden(err):
-			fmt.Fprintf(f.ErrOut, "warning: cannot read ConfigMap %s/%s (forbidden); judging NodeMetrics stale by the default degradeTimeMinutes (%d)\n",
-				o.managerNamespace, name, *sloconfig.DefaultColocationStrategy().DegradeTimeMinutes)
+			forbidden = true
 			return nil, nil
 		case err != nil:
 			return nil, reachable(fmt.Errorf("getting ConfigMap %s/%s: %w", o.managerNamespace, name, err))
@@ -381,6 +381,12 @@ func loadStaleness(ctx context.Context, f *Factory, cs kubernetes.Interface, o *
 	cm, err := get(o.sloConfigName)
 	if err != nil {
 		return nil, err
+	}
+	if forbidden {
+		fmt.Fprintf(f.ErrOut, "warning: cannot read ConfigMap %s/%s (forbidden: bind the Role gleaner-glean-config-reader); judging NodeMetrics stale by the default degradeTimeMinutes (%d)\n",
+			o.managerNamespace, o.sloConfigName, *sloconfig.DefaultColocationStrategy().DegradeTimeMinutes)
+		store = sloconfig.NewStore()
+		cm = nil
 	}
 	store.Apply(cm)
 	return &staleness{config: store.Current(), now: f.Clock.Now()}, nil
@@ -448,19 +454,18 @@ func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) 
 	if err := validateTopFlags(o, topPodKeys); err != nil {
 		return err
 	}
-	namespace := ""
-	if !o.allNamespaces {
-		ns, err := f.DefaultNamespace()
-		if err != nil {
-			return err
-		}
-		namespace = ns
-	} else if len(names) > 0 {
+	if o.allNamespaces && len(names) > 0 {
 		return fmt.Errorf("a pod name cannot be given with -A: pod names are looked up in one namespace")
 	}
 	cs, c, err := f.Clients()
 	if err != nil {
 		return err
+	}
+	namespace := ""
+	if !o.allNamespaces {
+		if namespace, err = f.DefaultNamespace(); err != nil {
+			return err
+		}
 	}
 	var pods []*corev1.Pod
 	opts := metav1.ListOptions{LabelSelector: o.selector, FieldSelector: fields.AndSelectors(
