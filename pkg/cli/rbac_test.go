@@ -132,8 +132,11 @@ func TestGleanConfigReaderRole(t *testing.T) {
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), binding) })
 	testenv.Eventually(t, "carol reads the config", func() error {
 		_, errOut, err := glean(t, "--kubeconfig", carol, "top", "nodes", "rbac-config")
-		if err != nil || strings.Contains(errOut, "forbidden") {
-			return fmt.Errorf("err %v, stderr %q", err, errOut)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(errOut, "forbidden") {
+			return fmt.Errorf("still forbidden: %s", errOut)
 		}
 		return nil
 	})

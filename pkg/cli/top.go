@@ -467,20 +467,8 @@ func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) 
 			return err
 		}
 	}
-	var pods []*corev1.Pod
-	opts := metav1.ListOptions{LabelSelector: o.selector, FieldSelector: fields.AndSelectors(
-		fields.OneTermNotEqualSelector("spec.nodeName", ""),
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-	).String()}
-	if err := listPodsIn(ctx, cs, namespace, opts, func(p *corev1.Pod) {
-		if len(names) == 0 || slices.Contains(names, p.Name) {
-			pods = append(pods, p)
-		}
-	}); err != nil {
-		return err
-	}
-	if err := checkPodNames(names, pods, namespace); err != nil {
+	pods, err := selectPods(ctx, cs, namespace, o.selector, names)
+	if err != nil {
 		return err
 	}
 	metrics, err := listNodeMetrics(ctx, c)
@@ -495,6 +483,36 @@ func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) 
 	if err != nil {
 		return err
 	}
+	report, problems := topPods(pods, nodes, metrics, judge)
+	sortTopPods(report.Pods, o.sortBy)
+	for _, p := range problems {
+		fmt.Fprintf(f.ErrOut, "warning: node %s; the usage of its pods is not current\n", p)
+	}
+	return printTopPods(f, report, o.output, o.allNamespaces)
+}
+
+// selectPods lists the running pods of namespace ("" for all) matching selector, only the named ones when names are
+// given: a name no such pod has is an error.
+func selectPods(ctx context.Context, cs kubernetes.Interface, namespace, selector string, names []string) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	opts := metav1.ListOptions{LabelSelector: selector, FieldSelector: fields.AndSelectors(
+		fields.OneTermNotEqualSelector("spec.nodeName", ""),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+	).String()}
+	if err := listPodsIn(ctx, cs, namespace, opts, func(p *corev1.Pod) {
+		if len(names) == 0 || slices.Contains(names, p.Name) {
+			pods = append(pods, p)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return pods, checkPodNames(names, pods, namespace)
+}
+
+// topPods builds the pods' lines, and says, sorted by node, what is wrong with each of their nodes' NodeMetrics
+// ("NODE: PROBLEM").
+func topPods(pods []*corev1.Pod, nodes []corev1.Node, metrics map[string]*slov1alpha1.NodeMetric, judge *staleness) (TopPodsReport, []string) {
 	byName := make(map[string]*corev1.Node, len(nodes))
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
@@ -502,9 +520,9 @@ func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) 
 	report := TopPodsReport{Pods: make([]TopPod, 0, len(pods))}
 	states := map[string]MetricState{}
 	indexes := map[string]podIndex{}
+	var problems []string
 	for _, pod := range pods {
 		nodeName := pod.Spec.NodeName
-		m := metrics[nodeName]
 		state, ok := states[nodeName]
 		if !ok {
 			node := byName[nodeName]
@@ -512,24 +530,16 @@ func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) 
 				// Bound to a node that is gone; the manager's rule needs only its name and labels.
 				node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
 			}
-			state = judge.state(node, m)
-			states[nodeName] = state
-			indexes[nodeName] = newPodIndex(m)
+			state = judge.state(node, metrics[nodeName])
+			states[nodeName], indexes[nodeName] = state, newPodIndex(metrics[nodeName])
+			if state.Problem != "" {
+				problems = append(problems, nodeName+": "+state.Problem)
+			}
 		}
 		report.Pods = append(report.Pods, topPod(pod, indexes[nodeName].record(pod), state))
 	}
-	sortTopPods(report.Pods, o.sortBy)
-	problems := slices.Sorted(func(yield func(string) bool) {
-		for name, st := range states {
-			if st.Problem != "" && !yield(fmt.Sprintf("warning: node %s: %s; the usage of its pods is not current\n", name, st.Problem)) {
-				return
-			}
-		}
-	})
-	for _, p := range problems {
-		fmt.Fprint(f.ErrOut, p)
-	}
-	return printTopPods(f, report, o.output, o.allNamespaces)
+	slices.Sort(problems)
+	return report, problems
 }
 
 // checkPodNames reports the names no listed pod has, worded as kubectl words it.

@@ -43,24 +43,7 @@ func TestGleanTopOnTheRealNode(t *testing.T) {
 	batch = e.RunPod(batch)
 
 	// The agent reports a pod once the aggregate window (60 s in the sample config) is half its own.
-	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {
-		out, err := e.Cluster.Kubectl(ctx, "glean", "top", "pods", "-n", batch.Namespace, "-o", "json")
-		if err != nil {
-			return false, err.Error()
-		}
-		var r cli.TopPodsReport
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			return false, fmt.Sprintf("kubectl glean top pods -o json: %v\n%s", err, out)
-		}
-		if len(r.Pods) != 1 {
-			return false, "want the batch pod only:\n" + out
-		}
-		p := r.Pods[0]
-		ok := p.Name == batch.Name && p.Node == localcluster.NodeName && p.Priority == slov1alpha1.PriorityBatch &&
-			p.QoS == slov1alpha1.QoSBE && p.CPU.Requests == ask && p.Metric.State == cli.MetricCurrent &&
-			p.CPU.Used != nil && *p.CPU.Used > 0 && p.Memory.Used != nil && *p.Memory.Used > 0
-		return ok, "kubectl glean top pods -o json:\n" + out
-	})
+	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) { return topPodsShows(ctx, e, batch, ask) })
 	table, err := e.Cluster.Kubectl(e.Ctx, "glean", "top", "pods", "-n", batch.Namespace)
 	if err != nil {
 		t.Fatal(err)
@@ -70,21 +53,7 @@ func TestGleanTopOnTheRealNode(t *testing.T) {
 		t.Errorf("kubectl glean top pods -n %s:\n%s", batch.Namespace, table)
 	}
 
-	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
-		out, err := e.Cluster.Kubectl(ctx, "glean", "top", "nodes", localcluster.NodeName, "-o", "json")
-		if err != nil {
-			return false, err.Error()
-		}
-		var r cli.TopNodesReport
-		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Nodes) != 1 {
-			return false, fmt.Sprintf("kubectl glean top nodes -o json: %v\n%s", err, out)
-		}
-		n := r.Nodes[0]
-		ok := n.Metric.State == cli.MetricCurrent && n.CPU.Used != nil && *n.CPU.Used > 0 && n.Memory.Used != nil &&
-			*n.Memory.Used > 0 && n.CPU.Allocatable > 0 && n.Batch.CPU.Capacity != nil && n.Batch.CPU.Requests >= ask &&
-			n.Batch.CPU.Used != nil && *n.Batch.CPU.Used > 0 && n.Batch.Memory.Used != nil && *n.Batch.Memory.Used > 0
-		return ok, "kubectl glean top nodes -o json:\n" + out
-	})
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) { return topNodesShows(ctx, e, ask) })
 	table, err = e.Cluster.Kubectl(e.Ctx, "glean", "top", "nodes")
 	if err != nil {
 		t.Fatal(err)
@@ -93,3 +62,43 @@ func TestGleanTopOnTheRealNode(t *testing.T) {
 		t.Errorf("kubectl glean top nodes:\n%s", table)
 	}
 }
+
+// topPodsShows says whether `kubectl glean top pods -o json` in the batch pod's namespace shows it alone, as a batch
+// pod requesting ask millicores of batch-cpu, with a current NodeMetric that measured it using CPU and memory.
+func topPodsShows(ctx context.Context, e *Env, batch *corev1.Pod, ask int64) (bool, string) {
+	out, err := e.Cluster.Kubectl(ctx, "glean", "top", "pods", "-n", batch.Namespace, "-o", "json")
+	if err != nil {
+		return false, err.Error()
+	}
+	var r cli.TopPodsReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		return false, fmt.Sprintf("kubectl glean top pods -o json: %v\n%s", err, out)
+	}
+	if len(r.Pods) != 1 {
+		return false, "want the batch pod only:\n" + out
+	}
+	p := r.Pods[0]
+	ok := p.Name == batch.Name && p.Node == localcluster.NodeName && p.Priority == slov1alpha1.PriorityBatch &&
+		p.QoS == slov1alpha1.QoSBE && p.CPU.Requests == ask && p.Metric.State == cli.MetricCurrent &&
+		positive(p.CPU.Used) && positive(p.Memory.Used)
+	return ok, "kubectl glean top pods -o json:\n" + out
+}
+
+// topNodesShows says whether `kubectl glean top nodes NODE -o json` shows the node's usage from a current NodeMetric,
+// and batch capacity, at least ask millicores of batch-cpu requested, and batch pods using CPU and memory.
+func topNodesShows(ctx context.Context, e *Env, ask int64) (bool, string) {
+	out, err := e.Cluster.Kubectl(ctx, "glean", "top", "nodes", localcluster.NodeName, "-o", "json")
+	if err != nil {
+		return false, err.Error()
+	}
+	var r cli.TopNodesReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Nodes) != 1 {
+		return false, fmt.Sprintf("kubectl glean top nodes -o json: %v\n%s", err, out)
+	}
+	n := r.Nodes[0]
+	ok := n.Metric.State == cli.MetricCurrent && positive(n.CPU.Used) && positive(n.Memory.Used) && n.CPU.Allocatable > 0 &&
+		n.Batch.CPU.Capacity != nil && n.Batch.CPU.Requests >= ask && positive(n.Batch.CPU.Used) && positive(n.Batch.Memory.Used)
+	return ok, "kubectl glean top nodes -o json:\n" + out
+}
+
+func positive(v *int64) bool { return v != nil && *v > 0 }
