@@ -347,6 +347,8 @@ func listNodeMetrics(ctx context.Context, c client.Client) (map[string]*slov1alp
 // staleness judges NodeMetrics by gleaner-manager's rule (slov1alpha1.NodeMetricProblem) with each node's
 // degradeTimeMinutes, taken from slo-controller-config as the manager takes it (sloconfig: defaults, the cluster
 // strategy, the first matching nodeConfigs entry; a rejected value falls back on the last good one).
+// pkg/sloconfig makes kubectl-glean 3.3 MB larger (38.7 MB to 42.0 MB, measured); parsing colocation-config here
+// would be a second reading of the config that could drift from the manager's.
 type staleness struct {
 	config *sloconfig.Snapshot
 	now    time.Time
