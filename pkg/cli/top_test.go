@@ -10,9 +10,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
@@ -370,5 +374,23 @@ func TestTopNothingFound(t *testing.T) {
 		if err != nil || !strings.Contains(out, `"`+args[1]+`": []`) {
 			t.Errorf("%v -o json: err %v, out %q", args, err, out)
 		}
+	}
+}
+
+// TestTopWithoutTheNodeMetricAPI: a cluster without Gleaner's CRDs gets a plain error, not a table of dashes.
+func TestTopWithoutTheNodeMetricAPI(t *testing.T) {
+	e := env.Start(t)
+	base, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: slov1alpha1.GroupVersion.Group, Kind: "NodeMetric"}}
+		},
+	})
+	_, err = listNodeMetrics(context.Background(), c)
+	if err == nil || !strings.Contains(err.Error(), "the NodeMetric API (nodemetrics.slo.gleaner.sh) is not installed") {
+		t.Errorf("err = %v", err)
 	}
 }
