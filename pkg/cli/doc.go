@@ -6,8 +6,10 @@
 //	                                   once, from the NodeAllocation objects or computed live (--live, --pods)
 //	kubectl glean explain NODE...      why a node offers the batch and mid resources it does: every term of the
 //	                                   calculation gleaner-manager published with them
+//	kubectl glean top nodes|pods       measured usage (from NodeMetric, no metrics-server) next to requests,
+//	                                   allocatable and the batch and mid capacity, as `kubectl top` prints usage
 //
-// Both take -o json and -o yaml (nodes also -o wide) for scripts.
+// nodes and explain take -o json and -o yaml (nodes also -o wide) for scripts; top takes -o json and -o wide.
 //
 // The kubeconfig flags are kubectl's (--kubeconfig, --context, --cluster, --user, -n/--namespace, --server,
 // --request-timeout, ...), bound by client-go's clientcmd rather than k8s.io/cli-runtime's ConfigFlags (root.go

@@ -85,25 +85,34 @@ func runNodes(ctx context.Context, f *Factory, o *nodesOptions, names []string) 
 		return err
 	}
 
-	report := Report{Source: SourceLive}
-	if !o.live && !o.pods {
-		report.Nodes, err = fromNodeAllocations(ctx, f, c, nodes)
-		if err != nil {
-			return err
-		}
-		if report.Nodes != nil {
-			report.Source = SourceNodeAllocation
-		}
-	}
-	if report.Source == SourceLive {
-		totals := newLiveTotals(nodes, o.pods, f.Namespace())
-		if err := eachPod(ctx, cs, names, totals.add); err != nil {
-			return err
-		}
-		report.Nodes = totals.reports(nodes)
+	report, err := allocationReport(ctx, f, cs, c, nodes, names, o.live || o.pods, o.pods)
+	if err != nil {
+		return err
 	}
 	sortReports(report.Nodes, key)
 	return printReport(f.Out, report, o.output, f.Clock)
+}
+
+// allocationReport is the allocation of nodes (selected by names, when given): from their NodeAllocations unless
+// live is set or they cannot serve, else computed from the pods, with each node's pod rows when withPods.
+func allocationReport(ctx context.Context, f *Factory, cs kubernetes.Interface, c client.Client, nodes []corev1.Node,
+	names []string, live, withPods bool) (Report, error) {
+	report := Report{Source: SourceLive}
+	if !live {
+		stored, err := fromNodeAllocations(ctx, f, c, nodes)
+		if err != nil {
+			return Report{}, err
+		}
+		if stored != nil {
+			return Report{Source: SourceNodeAllocation, Nodes: stored}, nil
+		}
+	}
+	totals := newLiveTotals(nodes, withPods, f.Namespace())
+	if err := eachPod(ctx, cs, names, totals.add); err != nil {
+		return Report{}, err
+	}
+	report.Nodes = totals.reports(nodes)
+	return report, nil
 }
 
 // fromNodeAllocations reads the nodes' NodeAllocations. It returns nil, after saying why on ErrOut, when they
@@ -239,9 +248,14 @@ func watchListPods(ctx context.Context, cs kubernetes.Interface, selector string
 
 // listPods lists the pods matching selector in pages, as kubectl's --chunk-size.
 func listPods(ctx context.Context, cs kubernetes.Interface, selector string, visit func(*corev1.Pod)) error {
-	opts := metav1.ListOptions{FieldSelector: selector, Limit: pageSize}
+	return listPodsIn(ctx, cs, "", metav1.ListOptions{FieldSelector: selector}, visit)
+}
+
+// listPodsIn lists the pods of namespace ("" for all) matching opts' selectors in pages.
+func listPodsIn(ctx context.Context, cs kubernetes.Interface, namespace string, opts metav1.ListOptions, visit func(*corev1.Pod)) error {
+	opts.Limit = pageSize
 	for {
-		list, err := cs.CoreV1().Pods("").List(ctx, opts)
+		list, err := cs.CoreV1().Pods(namespace).List(ctx, opts)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			// The list took longer than the API server keeps a snapshot, and pods are already counted: a
 			// partial count would be wrong, so give up with a clear message.

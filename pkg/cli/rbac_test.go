@@ -2,15 +2,22 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -21,6 +28,7 @@ const gleanReaderRole = "../../config/rbac/glean_reader_role.yaml"
 func TestGleanRunsWithTheReaderRole(t *testing.T) {
 	e := env.Start(t)
 	ctx := context.Background()
+	ensureNamespace(t, e, defaultManagerNamespace) // of the Role gleaner-glean-config-reader
 	if out, err := e.Kubectl("apply", "-f", gleanReaderRole).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply -f %s: %v\n%s", gleanReaderRole, err, out)
 	}
@@ -34,6 +42,16 @@ func TestGleanRunsWithTheReaderRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), binding) })
+	// As the role's file says to bind it: the ClusterRole, and the Role for slo-controller-config.
+	configBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: defaultManagerNamespace, Name: "alice-glean"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "gleaner-glean-config-reader"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}},
+	}
+	if err := e.Client.Create(ctx, configBinding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), configBinding) })
 	alice := e.UserKubeconfig(t, "alice", "system:authenticated")
 	mallory := e.UserKubeconfig(t, "mallory", "system:authenticated")
 
@@ -44,9 +62,12 @@ func TestGleanRunsWithTheReaderRole(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	createNodeMetric(t, e, testutil.NodeMetric("rbac-a").Updated(time.Now()).NodeUsage("cpu", "100m").Obj())
+
 	for _, args := range [][]string{
 		{"nodes"}, {"nodes", "rbac-a"}, {"nodes", "--live"}, {"nodes", "rbac-a", "--pods", "-o", "wide"}, {"nodes", "--pods", "-o", "json"},
 		{"explain", "rbac-a"},
+		{"top", "nodes"}, {"top", "nodes", "rbac-a", "-o", "wide"}, {"top", "pods", "-A", "-o", "wide"}, {"top", "pods", "rbac-1", "-o", "json"},
 	} {
 		out, errOut, err := glean(t, append([]string{"--kubeconfig", alice}, args...)...)
 		if err != nil || strings.Contains(errOut, "forbidden") {
@@ -57,7 +78,7 @@ func TestGleanRunsWithTheReaderRole(t *testing.T) {
 			t.Errorf("kubectl glean %v as a reader does not show the node:\n%s", args, out)
 		}
 	}
-	for _, args := range [][]string{{"nodes"}, {"explain", "rbac-a"}} {
+	for _, args := range [][]string{{"nodes"}, {"explain", "rbac-a"}, {"top", "nodes"}, {"top", "pods"}} {
 		_, _, err := glean(t, append([]string{"--kubeconfig", mallory}, args...)...)
 		if err == nil || !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("kubectl glean %v without the role: want the API server's refusal, got %v", args, err)
@@ -65,14 +86,75 @@ func TestGleanRunsWithTheReaderRole(t *testing.T) {
 	}
 }
 
-// TestGleanReaderRoleOnlyReads: the role grants nothing but reading.
+// ensureNamespace creates namespace ns unless it exists (envtest has only default, kube-system and kube-public).
+func ensureNamespace(t *testing.T, e *testenv.Env, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestGleanConfigReaderRole: `glean top` reads slo-controller-config for degradeTimeMinutes with the namespaced
+// Role gleaner-glean-config-reader; without it, it warns and uses the default.
+func TestGleanConfigReaderRole(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	ensureNamespace(t, e, defaultManagerNamespace)
+	if out, err := e.Kubectl("apply", "-f", gleanReaderRole).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -f %s: %v\n%s", gleanReaderRole, err, out)
+	}
+	t.Cleanup(func() { _ = e.Kubectl("delete", "--wait=false", "-f", gleanReaderRole).Run() })
+	cluster := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "carol-glean"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gleaner-glean-reader"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "carol"}},
+	}
+	if err := e.Client.Create(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), cluster) })
+	carol := e.UserKubeconfig(t, "carol", "system:authenticated")
+	e.CreateNode(t, testutil.Node("rbac-config").Allocatable("cpu", "1").Obj())
+
+	_, errOut, err := glean(t, "--kubeconfig", carol, "top", "nodes", "rbac-config")
+	if err != nil || !strings.Contains(errOut, "cannot read ConfigMap gleaner-system/slo-controller-config (forbidden: bind the Role gleaner-glean-config-reader)") {
+		t.Errorf("without the Role: err %v, stderr %q", err, errOut)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: defaultManagerNamespace, Name: "carol-glean"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "gleaner-glean-config-reader"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "carol"}},
+	}
+	if err := e.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), binding) })
+	testenv.Eventually(t, "carol reads the config", func() error {
+		_, errOut, err := glean(t, "--kubeconfig", carol, "top", "nodes", "rbac-config")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(errOut, "forbidden") {
+			return fmt.Errorf("still forbidden: %s", errOut)
+		}
+		return nil
+	})
+}
+
+// TestGleanReaderRoleOnlyReads: the roles grant nothing but reading, and the namespaced one only the two
+// ConfigMaps.
 func TestGleanReaderRoleOnlyReads(t *testing.T) {
 	b, err := os.ReadFile(gleanReaderRole)
 	if err != nil {
 		t.Fatal(err)
 	}
+	docs := strings.Split(string(b), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%s: want the ClusterRole and the Role, got %d documents", gleanReaderRole, len(docs))
+	}
 	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(b, role); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), role); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range role.Rules {
@@ -84,5 +166,17 @@ func TestGleanReaderRoleOnlyReads(t *testing.T) {
 		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 || strings.Contains(strings.Join(r.Resources, ","), "*") {
 			t.Errorf("gleaner-glean-reader: an unexpected rule %+v", r)
 		}
+		if slices.Contains(r.Resources, "configmaps") || slices.Contains(r.Resources, "secrets") {
+			t.Errorf("gleaner-glean-reader grants %v cluster-wide", r.Resources)
+		}
+	}
+	config := &rbacv1.Role{}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), config); err != nil {
+		t.Fatal(err)
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+		ResourceNames: []string{defaultSLOConfigName, defaultSLOConfigName + "-last-good"}, Verbs: []string{"get"}}}
+	if config.Name != "gleaner-glean-config-reader" || config.Namespace != defaultManagerNamespace || !cmp.Equal(config.Rules, want) {
+		t.Errorf("gleaner-glean-config-reader: %+v", config)
 	}
 }

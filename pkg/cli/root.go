@@ -59,6 +59,18 @@ func (f *Factory) RESTConfig() (*rest.Config, error) {
 // Namespace returns the namespace given with -n/--namespace, or "" when the flag was not used.
 func (f *Factory) Namespace() string { return f.overrides.Context.Namespace }
 
+// DefaultNamespace returns the namespace kubectl would use: -n/--namespace, else the current context's, else
+// "default".
+func (f *Factory) DefaultNamespace() (string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &f.overrides).Namespace()
+	if err != nil {
+		return "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
 // Clients returns a clientset for built-in kinds, speaking protobuf (much cheaper to decode than JSON for large pod
 // lists), and a controller-runtime client for Gleaner's kinds.
 func (f *Factory) Clients() (kubernetes.Interface, client.Client, error) {
@@ -119,6 +131,7 @@ Install the kubectl-glean binary anywhere on $PATH and run it as "kubectl glean"
 	root.AddCommand(
 		newNodesCommand(f),
 		newExplainCommand(f),
+		newTopCommand(f),
 	)
 	return root
 }

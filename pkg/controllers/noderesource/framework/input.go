@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,25 +85,10 @@ func (in *Input) PodClass(pod *corev1.Pod) slov1alpha1.PodClass {
 
 // MetricProblem says why the node's NodeMetric cannot be used for a calculation, or "" when it can: it must exist,
 // carry node usage, be younger than the strategy's degradeTimeMinutes, and not be stamped further ahead of the
-// manager's clock than MaxClockSkew.
+// manager's clock than MaxClockSkew (slov1alpha1.NodeMetricProblem, the rule kubectl glean top shares).
 func (in *Input) MetricProblem() string {
-	m := in.Metric
-	switch {
-	case m == nil:
-		return "NodeMetric " + in.Node.Name + " does not exist"
-	case m.Status.UpdateTime == nil || m.Status.NodeMetric == nil:
-		return "NodeMetric " + in.Node.Name + " has no usage reported yet"
-	}
-	if ahead := m.Status.UpdateTime.Sub(in.Now); ahead > MaxClockSkew {
-		return fmt.Sprintf("NodeMetric %s was updated at %s, %s ahead of the manager's clock, more than the clock skew allowed (%s)",
-			in.Node.Name, m.Status.UpdateTime.UTC().Format(time.RFC3339), ahead.Truncate(time.Second), MaxClockSkew)
-	}
 	limit := time.Duration(ptr.Deref(in.Strategy.DegradeTimeMinutes, 0)) * time.Minute
-	if age := in.Now.Sub(m.Status.UpdateTime.Time); age > limit {
-		return fmt.Sprintf("NodeMetric %s was last updated %s ago, more than degradeTimeMinutes (%s)",
-			in.Node.Name, age.Truncate(time.Second), limit)
-	}
-	return ""
+	return slov1alpha1.NodeMetricProblem(in.Node.Name, in.Metric, limit, in.Now)
 }
 
 // MetricDeadline is when the node's NodeMetric becomes too old to use, or the zero time when there is none.

@@ -3,17 +3,16 @@ package framework
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
-// MaxClockSkew is how far a NodeMetric's updateTime may be ahead of the manager's clock and still be used. The agent
-// stamps its report with its node's clock; an NTP-synchronised node is off by milliseconds, so a minute forgives a
-// badly kept clock, and it is the most a wrong or hostile clock can add to a report's life beyond
-// degradeTimeMinutes (15 by default). Without the bound, a report stamped a year ahead would never go stale.
-const MaxClockSkew = time.Minute
+// MaxClockSkew is how far a NodeMetric's updateTime may be ahead of the manager's clock and still be used
+// (slov1alpha1.MaxNodeMetricClockSkew says why).
+const MaxClockSkew = slov1alpha1.MaxNodeMetricClockSkew
 
 // Usage is a quantity the node's NodeMetric reports of r (a usage, a reclaimable amount, a predicted peak) as an
 // Amount held to [0, NodeCapacity(r)]. Every quantity the plugins take from the NodeMetric goes through it: the
