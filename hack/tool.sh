@@ -16,7 +16,7 @@ CACHE=${GLEANER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gleaner}
 case ${1:-} in
   golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint version=v2.15.0 minutes=6 ;;
   prometheus) pkg=github.com/prometheus/prometheus/cmd/prometheus version=v0.316.0 minutes=12 ;;
-  promtool) pkg=github.com/prometheus/prometheus/cmd/promtool version=v0.316.0 minutes=4 ;;
+  promtool) pkg=github.com/prometheus/prometheus/cmd/promtool version=v0.316.0 minutes=1 ;;
   *) echo "usage: hack/tool.sh golangci-lint|prometheus|promtool" >&2; exit 2 ;;
 esac
 
