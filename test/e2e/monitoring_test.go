@@ -46,6 +46,49 @@ func TestDashboardAndAlertQueries(t *testing.T) {
 		Limits(string(slov1alpha1.BatchCPU), "100", string(slov1alpha1.BatchMemory), "64Mi").Obj())
 
 	api := startPrometheus(t, promBin, e.Suite.RepoRoot)
+	waitTargetsUp(e, api)
+	// rate() over monitoring.RateInterval needs two samples of each counter; the rules need their first evaluations.
+	time.Sleep(10 * time.Second)
+	waitRulesEvaluated(e, api)
+
+	qs, err := monitoring.All(e.Suite.RepoRoot, localcluster.NodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Base == "" {
+			checkHasData(e, api, q.ID, q.Expr)
+			continue
+		}
+		// An alert: its condition holds nowhere on a healthy cluster; what it compares has data there.
+		if n, err := api.query(e.Ctx, q.Expr); err != nil || n != 0 {
+			t.Errorf("%s: %d series (error %v) on a healthy cluster: %s", q.ID, n, err, q.Expr)
+		}
+		checkHasData(e, api, q.ID, q.Base)
+	}
+}
+
+// checkHasData fails the test when expr (the query id, or what the alert id compares) does not evaluate or returns
+// no data, unless monitoring.EmptyOnHealthyCluster lists id.
+func checkHasData(e *Env, api *promAPI, id, expr string) {
+	e.t.Helper()
+	why, listed := monitoring.EmptyOnHealthyCluster[id]
+	n, err := api.query(e.Ctx, expr)
+	switch {
+	case err != nil:
+		e.t.Errorf("%s: %v", id, err)
+	case n == 0 && !listed:
+		e.t.Errorf("%s returns no data on the local cluster: %s", id, expr)
+	case n == 0:
+		e.t.Logf("%s: empty, as listed: %s", id, why)
+	default:
+		e.t.Logf("%s: %d series", id, n)
+	}
+}
+
+// waitTargetsUp waits until Prometheus scrapes both the manager and the agent.
+func waitTargetsUp(e *Env, api *promAPI) {
+	e.t.Helper()
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
 		var targets struct {
 			ActiveTargets []struct {
@@ -65,9 +108,11 @@ func TestDashboardAndAlertQueries(t *testing.T) {
 		}
 		return up == 2 && len(targets.ActiveTargets) == 2, fmt.Sprintf("targets: %+v", targets.ActiveTargets)
 	})
-	// rate() over monitoring.RateInterval needs two samples of each counter, and increase() over 10m one more;
-	// the rules need their first evaluations.
-	time.Sleep(10 * time.Second)
+}
+
+// waitRulesEvaluated waits until every rule was evaluated with health ok, and no alert is pending or firing.
+func waitRulesEvaluated(e *Env, api *promAPI) {
+	e.t.Helper()
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
 		var rules struct {
 			Groups []struct {
@@ -94,39 +139,6 @@ func TestDashboardAndAlertQueries(t *testing.T) {
 		}
 		return n > 0 && len(notOK) == 0, fmt.Sprintf("%d rules loaded; not ok or not inactive: %v", n, notOK)
 	})
-
-	qs, err := monitoring.All(e.Suite.RepoRoot, localcluster.NodeName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range qs {
-		mayBeEmpty, listed := monitoring.EmptyOnHealthyCluster[q.ID]
-		if q.Base == "" {
-			n, err := api.query(e.Ctx, q.Expr)
-			switch {
-			case err != nil:
-				t.Errorf("%s: %v", q.ID, err)
-			case n == 0 && !listed:
-				t.Errorf("%s returns no data on the local cluster: %s", q.ID, q.Expr)
-			case n == 0:
-				t.Logf("%s: empty, as listed: %s", q.ID, mayBeEmpty)
-			}
-			continue
-		}
-		// An alert: its condition holds nowhere on a healthy cluster; what it compares has data there.
-		if n, err := api.query(e.Ctx, q.Expr); err != nil || n != 0 {
-			t.Errorf("%s: %d series (error %v) on a healthy cluster: %s", q.ID, n, err, q.Expr)
-		}
-		n, err := api.query(e.Ctx, q.Base)
-		switch {
-		case err != nil:
-			t.Errorf("%s (without its threshold): %v", q.ID, err)
-		case n == 0 && !listed:
-			t.Errorf("%s: what it compares has no data on the local cluster: %s", q.ID, q.Base)
-		case n == 0:
-			t.Logf("%s: what it compares is empty, as listed: %s", q.ID, mayBeEmpty)
-		}
-	}
 }
 
 // buildPrometheus builds Prometheus with hack/tool.sh (once; minutes); where it cannot, the test skips, and fails
@@ -182,8 +194,9 @@ scrape_configs:
 	if err := cmd.Start(); err != nil {
 		ci.Skipf(t, "starting Prometheus %s: %v", bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error // Wait's error, read once exited is closed
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -197,9 +210,9 @@ scrape_configs:
 	deadline := time.Now().Add(time.Minute)
 	for {
 		select {
-		case err := <-exited:
+		case <-exited:
 			b, _ := os.ReadFile(logPath)
-			ci.Skipf(t, "Prometheus exited at start (%v):\n%s", err, tail(string(b), 4000))
+			ci.Skipf(t, "Prometheus exited at start (%v):\n%s", waitErr, tail(string(b), 4000))
 		default:
 		}
 		if _, err := api.raw(context.Background(), "/-/ready", nil); err == nil {

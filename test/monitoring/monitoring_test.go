@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -363,7 +364,7 @@ func tool(t *testing.T, name string) string {
 	out, err := exec.Command(filepath.Join(root, "hack", "tool.sh"), name).Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		ci.Skipf(t, "building %s with hack/tool.sh: %v\n%s", name, err, stderr)
