@@ -371,3 +371,41 @@ func tool(t *testing.T, name string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// TestDocumentedScrapeConfig: the scrape configuration docs/operations.md#monitoring gives is one Prometheus
+// accepts (promtool check config), with the job names the queries select.
+func TestDocumentedScrapeConfig(t *testing.T) {
+	promtool := tool(t, "promtool")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Monitoring\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no Monitoring section")
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed || !strings.Contains(block, "scrape_configs:") {
+		t.Fatalf("the Monitoring section has no yaml block with scrape_configs:\n%s", block)
+	}
+	for _, job := range []string{ManagerJob, AgentJob} {
+		if !strings.Contains(block, "job_name: "+job+"\n") {
+			t.Errorf("the documented scrape configuration has no job %s", job)
+		}
+	}
+	// promtool checks that the token file exists; the configuration names the one in-cluster pods get.
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	block = strings.ReplaceAll(block, "/var/run/secrets/kubernetes.io/serviceaccount/token", token)
+	path := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "config", path).CombinedOutput(); err != nil {
+		t.Errorf("promtool check config of the documented scrape configuration: %v\n%s", err, out)
+	}
+}
