@@ -271,6 +271,4 @@ var EmptyOnHealthyCluster = map[string]string{
 	"alert GleanerEvictionBurst": "no eviction happened (see panel Evictions A)",
 	"alert GleanerNodeMetricReportsFailing": "the result=\"error\" series of gleaner_agent_nodemetric_reports_total " +
 		"exists only after a failed report",
-	"panel Mid CPU and memory: capacity, requested B": "no pod requests mid-cpu in this test (TestMidTierFromPrediction runs one)",
-	"panel Mid CPU and memory: capacity, requested D": "no pod requests mid-memory in this test",
 }
