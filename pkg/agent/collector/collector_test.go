@@ -193,6 +193,14 @@ func TestCollectorsOnSimulatedHost(t *testing.T) {
 			}
 			near(t, "node cpu gauge", testutil.ToFloat64(r.metrics.NodeCPUUsage), 3.05, 0.02)
 			near(t, "pod cpu gauge", testutil.ToFloat64(r.metrics.PodCPUUsage.WithLabelValues("default", "ls")), 1.5, 1e-6)
+			near(t, "LS cpu gauge", testutil.ToFloat64(r.metrics.QoSCPUUsage.WithLabelValues("LS")), 1.5, 1e-6)
+			near(t, "BE cpu gauge", testutil.ToFloat64(r.metrics.QoSCPUUsage.WithLabelValues("BE")), 0.8, 1e-6)
+			near(t, "BE memory gauge", testutil.ToFloat64(r.metrics.QoSMemoryUsage.WithLabelValues("BE")), 512*mi, 0)
+			// g has no QoS label: a Guaranteed pod is LSR.
+			near(t, "LSR cpu gauge", testutil.ToFloat64(r.metrics.QoSCPUUsage.WithLabelValues("LSR")), 0.25, 1e-6)
+			if n := testutil.CollectAndCount(r.metrics.QoSCPUUsage); n != 3 {
+				t.Errorf("%d QoS cpu series, want 3 (LS, BE, LSR)", n)
+			}
 		})
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 )
 
@@ -39,6 +41,7 @@ func (p *podResource) Collect(ctx context.Context, round *Round) error {
 	samples := make([]metriccache.Sample, 0, 7*len(pods))
 	fail := failures{what: "reading pod cgroups"}
 	alive := make(map[types.UID]bool, len(pods))
+	qosCPU, qosMemory := map[slov1alpha1.QoSClass]float64{}, map[slov1alpha1.QoSClass]float64{}
 	for _, m := range pods {
 		pod := m.Pod
 		uid := string(pod.UID)
@@ -60,14 +63,18 @@ func (p *podResource) Collect(ctx context.Context, round *Round) error {
 			metriccache.Sample{Key: metriccache.PodKey(metriccache.PodPageCache, uid), Value: float64(mem.Cache)},
 		)
 		p.d.Metrics.PodMemoryUsage.WithLabelValues(pod.Namespace, pod.Name).Set(memUsage)
+		qosMemory[m.QoS] += memUsage
 		p.names[pod.UID] = [2]string{pod.Namespace, pod.Name}
 		if cores, ok := p.pods.rate(pod.UID, usage, now); ok {
 			samples = append(samples, metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, uid), Value: cores})
 			p.d.Metrics.PodCPUUsage.WithLabelValues(pod.Namespace, pod.Name).Set(cores)
+			qosCPU[m.QoS] += cores
 		}
 		samples = p.containers(samples, pod, dir, now, &fail)
 	}
 	round.Append(samples...)
+	setByQoS(p.d.Metrics.QoSCPUUsage, qosCPU)
+	setByQoS(p.d.Metrics.QoSMemoryUsage, qosMemory)
 	p.pods.retain()
 	p.ctrs.retain()
 	p.dirs.retain()
@@ -86,6 +93,14 @@ func (p *podResource) Collect(ctx context.Context, round *Round) error {
 		}
 	}
 	return fail.err(len(pods))
+}
+
+// setByQoS replaces the series of g with one per class of sums: a class whose last pod went loses its series.
+func setByQoS(g *prometheus.GaugeVec, sums map[slov1alpha1.QoSClass]float64) {
+	g.Reset()
+	for q, v := range sums {
+		g.WithLabelValues(string(q)).Set(v)
+	}
 }
 
 // containers appends the samples of pod's running containers (sidecars included).

@@ -40,6 +40,10 @@ type Metrics struct {
 	PodCPUUsage *prometheus.GaugeVec
 	// PodMemoryUsage is each pod's memory usage without page cache, bytes, by namespace and pod.
 	PodMemoryUsage *prometheus.GaugeVec
+	// QoSCPUUsage is the CPU the pods of each QoS class use together, cores, by qos (LSE, LSR, LS, BE, SYSTEM, NONE).
+	QoSCPUUsage *prometheus.GaugeVec
+	// QoSMemoryUsage is the memory without page cache the pods of each QoS class use together, bytes, by qos.
+	QoSMemoryUsage *prometheus.GaugeVec
 	// Reports counts NodeMetric reports by result.
 	Reports *prometheus.CounterVec
 	// Devices are the storage, CPI, cold-memory and GPU gauges.
@@ -75,6 +79,14 @@ func New() *Metrics {
 			Name: "gleaner_agent_pod_memory_usage_bytes",
 			Help: "Memory a pod uses without page cache, at the last sample.",
 		}, []string{"namespace", "pod"}),
+		QoSCPUUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gleaner_agent_qos_cpu_usage_cores",
+			Help: "CPU the pods of a QoS class use together, in cores, at the last sample; a class without pods has no series.",
+		}, []string{"qos"}),
+		QoSMemoryUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gleaner_agent_qos_memory_usage_bytes",
+			Help: "Memory without page cache the pods of a QoS class use together, at the last sample; a class without pods has no series.",
+		}, []string{"qos"}),
 		Reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gleaner_agent_nodemetric_reports_total",
 			Help: "NodeMetric status reports by result: written, unchanged (nothing to send), not_ready (too little data), no_nodemetric, error.",
@@ -82,7 +94,8 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUUsage, m.PodMemoryUsage, m.Reports,
+		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUUsage, m.PodMemoryUsage,
+		m.QoSCPUUsage, m.QoSMemoryUsage, m.Reports,
 	)
 	m.Devices = newDevices(m.Registry)
 	return m

@@ -189,7 +189,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(calcErr, "calculating node resources")
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "CalculationFailed", "Calculate", "%v", calcErr)
 	}
-	c.metrics.observe(node.Name, nr)
+	c.metrics.observe(node.Name, nr, statusOf(in))
 	if err := c.registry.PreUpdate(ctx, in, nr); err != nil {
 		log.FromContext(ctx).Error(err, "pre-update of node resources")
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "PreUpdateFailed", "PreUpdate", "%v", err)
@@ -224,6 +224,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.explanations.set(node, stamp, strategyName(snap, node), nr)
 	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
 	return requeueAt(in.Now, nextDue(in, stamp, true)), nil
+}
+
+// statusOf is the state of the node's NodeMetric that the metrics export: degraded only where colocation is on (a
+// node without it has nothing to lose).
+func statusOf(in *framework.Input) nodeStatus {
+	st := nodeStatus{degraded: ptr.Deref(in.Strategy.Enable, false) && in.MetricProblem() != ""}
+	if in.Metric != nil && in.Metric.Status.UpdateTime != nil {
+		st.metricUpdated = in.Metric.Status.UpdateTime.Time
+	}
+	return st
 }
 
 // requeueAt asks for the node again at due; a zero due asks for nothing.

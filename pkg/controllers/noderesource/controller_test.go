@@ -483,6 +483,14 @@ func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	h := start(t)
 	h.makeNode(t, "stale", nil)
 	h.waitBatchCPU(t, "stale", "3000")
+	stamped := float64(h.clock.Now().Unix())
+	stale := map[string]string{"node": "stale"}
+	if v := h.gauge(t, "gleaner_noderesource_degraded", stale); v != 0 {
+		t.Errorf("degraded gauge of a fresh NodeMetric = %v, want 0", v)
+	}
+	if v := h.gauge(t, "gleaner_noderesource_nodemetric_update_timestamp_seconds", stale); v != stamped {
+		t.Errorf("NodeMetric update timestamp = %v, want %v", v, stamped)
+	}
 	// The reconcile that wrote 3000 has asked to come back when the NodeMetric goes stale; its delay must be in the
 	// queue, measured from now, before the clock moves.
 	waitIdle(t)
@@ -495,6 +503,13 @@ func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	d := derivation(explanation(t, n), slov1alpha1.BatchCPU)
 	if d == nil || d.Value != nil || d.Reason != "degraded: NodeMetric stale was last updated 16m0s ago, more than degradeTimeMinutes (15m0s)" {
 		t.Errorf("explanation of the degrade = %+v", d)
+	}
+	// The alerts' series (config/monitoring/gleaner-rules.yaml): degraded, and the report's time unchanged.
+	if v := h.gauge(t, "gleaner_noderesource_degraded", stale); v != 1 {
+		t.Errorf("degraded gauge of a stale NodeMetric = %v, want 1", v)
+	}
+	if v := h.gauge(t, "gleaner_noderesource_nodemetric_update_timestamp_seconds", stale); v != stamped {
+		t.Errorf("NodeMetric update timestamp after the degrade = %v, want %v", v, stamped)
 	}
 }
 
