@@ -3,19 +3,21 @@
 # module can carry itself (controller-gen) are `go tool` entries in go.mod instead; this is for those whose
 # dependencies must not mix with Gleaner's.
 #
-# Usage: hack/tool.sh golangci-lint
+# Usage: hack/tool.sh golangci-lint|helm
 set -euo pipefail
 
 CACHE=${GLEANER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gleaner}
 
 case ${1:-} in
-  golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint version=v2.15.0 ;;
-  *) echo "usage: hack/tool.sh golangci-lint" >&2; exit 2 ;;
+  golangci-lint) pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint version=v2.15.0 took="about 6 minutes" ;;
+  # The chart's tests (test/manifests) render charts/gleaner with it; the local cluster can install from it.
+  helm) pkg=helm.sh/helm/v4/cmd/helm version=v4.3.1 took="about 2.5 minutes" ;;
+  *) echo "usage: hack/tool.sh golangci-lint|helm" >&2; exit 2 ;;
 esac
 
 dir=$CACHE/tools/$1-$version
 if [[ ! -x $dir/$1 ]]; then
-  echo "tool: building $1 $version into $dir (once; about 6 minutes on 2 cores, instant afterwards)" >&2
+  echo "tool: building $1 $version into $dir (once; $took on 2 cores, instant afterwards)" >&2
   mkdir -p "$dir"
   (cd /tmp && GOBIN=$dir GOFLAGS=-mod=mod go install "$pkg@$version" >&2)
 fi
