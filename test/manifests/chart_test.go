@@ -434,7 +434,15 @@ func TestChartCoversEveryFlag(t *testing.T) {
 func TestChartValuesLand(t *testing.T) {
 	const ns = "colo"
 	b := render(t, ns, "-f", filepath.Join("testdata", "chart-values.yaml"))
+	expectManagerValues(t, b)
+	expectAgentValues(t, b)
+	expectClusterValues(t, b, ns)
+	applyToAPIServer(t, b)
+}
 
+// expectManagerValues checks gleaner-manager's part of testdata/chart-values.yaml.
+func expectManagerValues(t *testing.T, b built) {
+	t.Helper()
 	m := b.manager(t)
 	mspec := m.Spec.Template.Spec
 	mc := mspec.Containers[0]
@@ -474,7 +482,11 @@ func TestChartValuesLand(t *testing.T) {
 	svc := &corev1.Service{}
 	b.object(t, "Service", "gleaner-webhook-service", svc)
 	expect(t, "webhook Service targetPort", svc.Spec.Ports[0].TargetPort.IntValue(), 19443)
+}
 
+// expectAgentValues checks gleaner-agent's part of testdata/chart-values.yaml.
+func expectAgentValues(t *testing.T, b built) {
+	t.Helper()
 	a := b.agent(t)
 	aspec := a.Spec.Template.Spec
 	ac := aspec.Containers[0]
@@ -524,7 +536,12 @@ func TestChartValuesLand(t *testing.T) {
 	if v := volumes["state"]; v.HostPath == nil || v.HostPath.Path != "/var/lib/gleaner" {
 		t.Errorf("the state volume is not agent.stateDir: %+v", v)
 	}
+}
 
+// expectClusterValues checks the rest of testdata/chart-values.yaml: the namespace, the SLO ConfigMap, the parts
+// turned off, and that every object is in the release's namespace ns.
+func expectClusterValues(t *testing.T, b built, ns string) {
+	t.Helper()
 	nsObj := &corev1.Namespace{}
 	b.object(t, "Namespace", ns, nsObj)
 	expect(t, "namespace label team", nsObj.Labels["team"], "platform")
@@ -549,7 +566,6 @@ func TestChartValuesLand(t *testing.T) {
 			t.Errorf("%s %s still names gleaner-system in namespace %s", u.GetKind(), u.GetName(), ns)
 		}
 	}
-	applyToAPIServer(t, b)
 }
 
 // TestChartDefaultsInAnotherNamespace: the default values installed in a namespace other than gleaner-system:
