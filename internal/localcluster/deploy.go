@@ -37,11 +37,8 @@ func (c *Cluster) Apply(ctx context.Context, dir string) error {
 // established, as Apply does. helm creates the namespace when it is missing; the chart's own Namespace object then
 // adds its labels. helm keeps its configuration, cache and release index under the state directory, not in $HOME.
 func (c *Cluster) InstallChart(ctx context.Context, helm, chartDir, valuesFile, release, namespace string) error {
-	home := c.layout.Path("helm")
-	cmd := exec.CommandContext(ctx, helm, "upgrade", "--install", release, chartDir, "--namespace", namespace,
-		"--create-namespace", "--values", valuesFile, "--kubeconfig", c.Kubeconfig())
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home+"/config", "HELM_CACHE_HOME="+home+"/cache",
-		"HELM_DATA_HOME="+home+"/data")
+	cmd := c.HelmCommand(ctx, helm, "upgrade", "--install", release, chartDir, "--namespace", namespace,
+		"--create-namespace", "--values", valuesFile)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("installing the chart %s with helm: %w: %s", chartDir, err, strings.TrimSpace(string(out)))
 	}
@@ -49,6 +46,16 @@ func (c *Cluster) InstallChart(ctx context.Context, helm, chartDir, valuesFile, 
 		return fmt.Errorf("waiting for the CRDs of the chart %s: %w", chartDir, err)
 	}
 	return nil
+}
+
+// HelmCommand returns the command running the helm binary with args against the cluster, with helm's
+// configuration, cache and release data under the state directory.
+func (c *Cluster) HelmCommand(ctx context.Context, helm string, args ...string) *exec.Cmd {
+	home := c.layout.Path("helm")
+	cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", c.Kubeconfig())...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	return cmd
 }
 
 // Helm returns the helm binary hack/tool.sh builds from the Go module proxy into the per-user cache (the first

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
+)
+
+// TestInstallFromChart: the local cluster installs Gleaner from charts/gleaner with helm, as `gleaner-local
+// --from-chart deploy` does: helm records the release as deployed, the namespace helm creates carries the chart's
+// Pod Security labels, gleaner-manager and gleaner-agent become ready, and they do their work: the agent reports
+// the node's NodeMetric and the manager turns it into batch resources on the node. Afterwards the cluster starts
+// again from config/local for the tests that follow.
+func TestInstallFromChart(t *testing.T) {
+	e := suite.Env(t)
+	helm, err := localcluster.Helm(e.Ctx, e.Suite.RepoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Suite.StopCluster(context.Background()); err != nil {
+		t.Fatalf("down before installing from the chart: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := e.Suite.StopCluster(ctx); err != nil {
+			t.Errorf("down after the chart's install: %v", err)
+		}
+		if err := e.Suite.StartCluster(ctx); err != nil {
+			t.Errorf("starting the cluster again from config/local: %v", err)
+		}
+	})
+	start := time.Now()
+	if err := e.Suite.StartClusterFromChart(context.Background(), helm); err != nil {
+		t.Fatalf("installing from the chart: %v", err)
+	}
+	t.Logf("cluster up, Gleaner installed from the chart and ready in %s", time.Since(start).Round(time.Second))
+	e = suite.Env(t) // clients for the new cluster
+
+	out, err := e.Cluster.HelmCommand(e.Ctx, helm, "status", ChartRelease, "--namespace", GleanerNamespace, "--output", "json").Output()
+	if err != nil {
+		t.Fatalf("helm status %s: %v", ChartRelease, err)
+	}
+	var status struct {
+		Info struct {
+			Status string `json:"status"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(out, &status); err != nil || status.Info.Status != "deployed" {
+		t.Errorf("helm status %s: %q (%v)\n%s", ChartRelease, status.Info.Status, err, out)
+	}
+
+	ns, err := e.Clientset.CoreV1().Namespaces().Get(e.Ctx, GleanerNamespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" || ns.Labels["pod-security.kubernetes.io/audit"] != "restricted" {
+		t.Errorf("namespace %s from helm --create-namespace and the chart: labels %v, want the chart's Pod Security levels", GleanerNamespace, ns.Labels)
+	}
+	for _, kind := range []string{"deployment/gleaner-manager", "daemonset/gleaner-agent"} {
+		managedBy := e.Kubectl("-n", GleanerNamespace, "get", kind, "-o", "jsonpath={.metadata.labels.app\\.kubernetes\\.io/managed-by}")
+		if managedBy != "Helm" {
+			t.Errorf("%s is not the chart's: managed-by %q", kind, managedBy)
+		}
+	}
+
+	e.Eventually(3*time.Minute, func(ctx context.Context) (bool, string) {
+		node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		nm := &slov1alpha1.NodeMetric{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, nm); err != nil {
+			return false, "NodeMetric: " + err.Error()
+		}
+		c := node.Status.Allocatable[slov1alpha1.BatchCPU]
+		m := node.Status.Allocatable[slov1alpha1.BatchMemory]
+		return nm.Status.UpdateTime != nil && m.Value() > 0 && !c.IsZero(),
+			fmt.Sprintf("NodeMetric updated %v; allocatable batch-cpu %s, batch-memory %s", nm.Status.UpdateTime, c.String(), m.String())
+	})
+}
