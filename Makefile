@@ -67,9 +67,9 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their
 	@hack/kube-build.sh envtest
 
 .PHONY: unit
-unit: ## Run the Go tests against a real kube-apiserver and etcd.
-	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache"
-	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go test $(GO_TEST_FLAGS) ./...
+unit: ## Run the Go tests against a real kube-apiserver and etcd (and the Helm chart's with helm).
+	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache, the chart's tests with helm from hack/tool.sh's (its first build: about 2.5 minutes on 2 cores, once)"
+	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) GLEANER_HELM=$$(hack/tool.sh helm) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
 # Where the local cluster cannot run (`gleaner-local check` says why), e2e skips with the reason, except under
