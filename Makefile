@@ -12,6 +12,7 @@ CONTROLLER_GEN := go tool controller-gen
 # The Helm chart; `make generate` copies into it what config/ generates or holds without options (CHART_GENERATED).
 CHART := charts/gleaner
 CHART_GENERATED := $(CHART)/crds $(CHART)/files/generated
+CHART_SCHEMA := $(CHART)/values.schema.json
 # The local cluster's tool (internal/localcluster) and the e2e suite's own state directory.
 LOCAL := $(BIN)/gleaner-local
 E2E_STATE ?= /var/lib/gleaner-e2e
@@ -37,10 +38,12 @@ generate: ## Regenerate deepcopy functions, CRD and RBAC manifests from the code
 	  case $$f in */kustomization.yaml|config/webhook/service.yaml) continue ;; esac; \
 	  d=$${f#config/}; cp "$$f" $(CHART)/files/generated/$${d%%/*}-$${d#*/}; \
 	done
+	@# The values' schema, its manager.flags and agent.flags from the binaries' flag sets (internal/chart).
+	go run ./hack/chart-schema > $(CHART_SCHEMA).tmp && mv $(CHART_SCHEMA).tmp $(CHART_SCHEMA)
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are not what `make generate` writes.
-	@sum() { find api config/crd $(wildcard config/rbac) pkg/sloconfig/zz_generated.deepcopy.go $(wildcard $(CHART_GENERATED)) -type f | sort | xargs md5sum; }; \
+	@sum() { find api config/crd $(wildcard config/rbac) pkg/sloconfig/zz_generated.deepcopy.go $(wildcard $(CHART_GENERATED) $(CHART_SCHEMA)) -type f | sort | xargs md5sum; }; \
 	before=$$(sum); $(MAKE) --no-print-directory generate >/dev/null; after=$$(sum); \
 	if [[ "$$before" != "$$after" ]]; then \
 	  diff <(echo "$$before") <(echo "$$after") || true; \

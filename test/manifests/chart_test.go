@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gleaner-sh/gleaner/internal/chart"
 	"github.com/gleaner-sh/gleaner/pkg/agent"
 	"github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/test/ci"
@@ -280,30 +281,12 @@ func normalize(t *testing.T, u *unstructured.Unstructured) {
 	_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
 }
 
-// flagSet returns the flags of the binary a container of Gleaner's pods runs (manager, agent), bound to fresh
-// options, log flags included; nil for another container.
-func flagSet(container string) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(container, pflag.ContinueOnError)
-	switch container {
-	case "manager":
-		manager.NewOptions().AddFlags(fs)
-	case "agent":
-		agent.NewOptions().AddFlags(fs)
-	default:
-		return nil
-	}
-	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
-	(&zap.Options{}).BindFlags(logFlags)
-	fs.AddGoFlagSet(logFlags)
-	return fs
-}
-
 // canonicalArgs parses a container's args with its binary's flags and returns the flags whose value is not the
 // default, as --name=value in name order: flags in another order, or given at their default, are the same
 // arguments. Args that do not parse are returned with the error, which then shows in the difference.
 func canonicalArgs(t *testing.T, container string, args []any) []any {
 	t.Helper()
-	fs := flagSet(container)
+	fs := chart.FlagSet(container)
 	if fs == nil {
 		return args
 	}
@@ -377,17 +360,6 @@ func diffValues(path string, k, c any, out *[]string) {
 	}
 }
 
-// chartSetFlags are the flags the chart's templates set themselves, each from a value of its own or fixed, rather
-// than through manager.flags / agent.flags: the addresses (their ports are the containers' ports), the paths the
-// agent's volumes are mounted at, the webhook's names (the chart's Service and the RBAC markers' resourceNames),
-// the node's name (the downward API) and kubeconfig (in-cluster).
-var chartSetFlags = map[string][]string{
-	"manager": {"kubeconfig", "namespace", "leader-elect", "metrics-bind-address", "health-probe-bind-address",
-		"webhook-cert-dir", "webhook-port", "webhook-service-name", "webhook-configuration-name"},
-	"agent": {"kubeconfig", "node-name", "proc-root", "sys-root", "sysctl-root", "state-dir", "cgroup-root",
-		"metrics-bind-address", "health-probe-bind-address", "runtime-hook", "nri-socket"},
-}
-
 // TestChartCoversEveryFlag: every flag of gleaner-manager and gleaner-agent is a key of the chart's
 // manager.flags / agent.flags or set by the chart itself, and every key there is a flag, so that an operator can
 // set each option from the values and a new flag fails here until values.yaml lists it.
@@ -400,12 +372,12 @@ func TestChartCoversEveryFlag(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &values); err != nil {
 		t.Fatalf("charts/gleaner/values.yaml: %v", err)
 	}
-	for _, component := range []string{"manager", "agent"} {
+	for _, component := range chart.Components {
 		flags, _, _ := unstructured.NestedMap(values, component, "flags")
-		fs := flagSet(component)
+		fs := chart.FlagSet(component)
 		fs.VisitAll(func(f *pflag.Flag) {
 			_, inValues := flags[f.Name]
-			set := slices.Contains(chartSetFlags[component], f.Name)
+			set := slices.Contains(chart.SetByTemplates[component], f.Name)
 			switch {
 			case inValues && set:
 				t.Errorf("--%s of gleaner-%s is both in values.yaml's %s.flags and set by the chart's templates", f.Name, component, component)
@@ -419,9 +391,9 @@ func TestChartCoversEveryFlag(t *testing.T) {
 				t.Errorf("charts/gleaner/values.yaml: %s.flags.%s is no flag of gleaner-%s", component, name, component)
 			}
 		}
-		for _, name := range chartSetFlags[component] {
+		for _, name := range chart.SetByTemplates[component] {
 			if fs.Lookup(name) == nil {
-				t.Errorf("chartSetFlags: --%s is no flag of gleaner-%s", name, component)
+				t.Errorf("chart.SetByTemplates: --%s is no flag of gleaner-%s", name, component)
 			}
 		}
 	}
@@ -594,7 +566,9 @@ func TestChartDefaultsInAnotherNamespace(t *testing.T) {
 	applyToAPIServer(t, b)
 }
 
-// TestChartRefusesBadValues: values the chart cannot render say what is wrong and what is allowed.
+// TestChartRefusesBadValues: values the chart cannot render say what is wrong and what is allowed: a sizing row
+// that is not in the table (the templates), and through values.schema.json a misspelt value or flag, a value of
+// the wrong type, and a duration that is none.
 func TestChartRefusesBadValues(t *testing.T) {
 	for _, c := range []struct {
 		set  []string
@@ -602,7 +576,12 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}{
 		{[]string{"manager.sizing=huge"}, `manager.sizing "huge" is not a row of sizing.manager (large, medium, small, xlarge)`},
 		{[]string{"agent.sizing=custom"}, `agent.sizing "custom" is not a row of sizing.agent (dense, standard); set agent.resources`},
-		{[]string{"agent.runtimeHook=cri"}, `agent.runtimeHook is "cri"; it is nri, reconciler or off`},
+		// values.schema.json (internal/chart): the values' types, and the flags' names from the binaries
+		{[]string{"agent.runtimeHook=cri"}, `at '/agent/runtimeHook': value must be one of 'nri', 'reconciler', 'off'`},
+		{[]string{"manager.flags.kube-api-qsp=50"}, `at '/manager/flags': additional properties 'kube-api-qsp' not allowed`},
+		{[]string{"agent.flags.eviction-burst=many"}, `at '/agent/flags/eviction-burst': got string, want null or integer`},
+		{[]string{"agent.flags.prediction-cold-start=1day"}, `at '/agent/flags/prediction-cold-start': '1day' does not match pattern`},
+		{[]string{"manager.nodeselector.zone=a"}, `at '/manager': additional properties 'nodeselector' not allowed`},
 	} {
 		args := []string{"template", "gleaner", chartDir, "--namespace", "gleaner-system"}
 		for _, s := range c.set {
