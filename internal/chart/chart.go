@@ -178,7 +178,7 @@ func Schema() ([]byte, error) {
 			}),
 			"labels": {"type": "object", "additionalProperties": typed("string")},
 		}),
-		"priorityClasses": object(map[string]schema{"create": typed("boolean")}),
+		"priorityClasses": object(map[string]schema{"create": typed("boolean"), "koordinatorNames": typed("boolean")}),
 		"policies":        object(map[string]schema{"enabled": typed("boolean")}),
 		"rbac":            object(map[string]schema{"readerRoles": typed("boolean")}),
 		"sloConfig": {"type": []string{"object", "null"}, "additionalProperties": typed("string", "object"),

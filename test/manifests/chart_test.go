@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,12 +21,14 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/internal/chart"
 	"github.com/gleaner-sh/gleaner/pkg/agent"
 	"github.com/gleaner-sh/gleaner/pkg/manager"
@@ -710,5 +713,42 @@ func applyToAPIServer(t *testing.T, b built) {
 	out, err := e.Kubectl("get", "daemonset", "-n", ds.Namespace, "gleaner-agent", "-o", "name").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "daemonset.apps/gleaner-agent" {
 		t.Errorf("the applied DaemonSet cannot be read back: %v\n%s", err, out)
+	}
+}
+
+// TestChartKoordinatorPriorityClasses: with priorityClasses.koordinatorNames the chart adds Koordinator's
+// koord-prod, koord-mid, koord-batch and koord-free, and a pod of each class lands in the band of its name, as
+// with Gleaner's own classes; by default it makes Gleaner's only, as config/default does.
+func TestChartKoordinatorPriorityClasses(t *testing.T) {
+	classes := func(b built) map[string]schedulingv1.PriorityClass {
+		m := map[string]schedulingv1.PriorityClass{}
+		for _, u := range b.objects {
+			if u.GetKind() == "PriorityClass" {
+				var pc schedulingv1.PriorityClass
+				b.object(t, "PriorityClass", u.GetName(), &pc)
+				m[pc.Name] = pc
+			}
+		}
+		return m
+	}
+	if names := slices.Sorted(maps.Keys(classes(render(t, "gleaner-system")))); !reflect.DeepEqual(names, []string{"gleaner-batch", "gleaner-free", "gleaner-mid", "gleaner-prod"}) {
+		t.Errorf("default priority classes: %v", names)
+	}
+	got := classes(render(t, "gleaner-system", "--set", "priorityClasses.koordinatorNames=true"))
+	for _, band := range []slov1alpha1.PriorityClass{slov1alpha1.PriorityProd, slov1alpha1.PriorityMid, slov1alpha1.PriorityBatch, slov1alpha1.PriorityFree} {
+		for _, prefix := range []string{"gleaner-", "koord-"} {
+			pc, ok := got[prefix+string(band)]
+			if !ok {
+				t.Errorf("no PriorityClass %s%s", prefix, band)
+				continue
+			}
+			pod := &corev1.Pod{Spec: corev1.PodSpec{PriorityClassName: pc.Name, Priority: &pc.Value}}
+			if c := slov1alpha1.ClassOf(pod); c.Priority != band {
+				t.Errorf("a pod of PriorityClass %s (%d) is %s, want %s", pc.Name, pc.Value, c.Priority, band)
+			}
+			if other := got["gleaner-"+string(band)]; pc.Value != other.Value || !reflect.DeepEqual(pc.PreemptionPolicy, other.PreemptionPolicy) {
+				t.Errorf("%s differs from gleaner-%s: %d %v, %d %v", pc.Name, band, pc.Value, pc.PreemptionPolicy, other.Value, other.PreemptionPolicy)
+			}
+		}
 	}
 }
