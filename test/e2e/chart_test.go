@@ -71,18 +71,35 @@ func TestInstallFromChart(t *testing.T) {
 		}
 	}
 
-	e.Eventually(3*time.Minute, func(ctx context.Context) (bool, string) {
+	t.Cleanup(func() { // before the restart: what the chart's Gleaner did, when the test failed
+		if !t.Failed() {
+			return
+		}
+		for _, args := range [][]string{
+			{"-n", GleanerNamespace, "get", "pods", "-o", "wide"},
+			{"-n", GleanerNamespace, "logs", "deployment/gleaner-manager", "--tail=40"},
+			{"-n", GleanerNamespace, "logs", "daemonset/gleaner-agent", "--tail=40"},
+			{"get", "nodemetric", "-o", "yaml"},
+			{"get", "node", localcluster.NodeName, "-o", "jsonpath={.status.allocatable}"},
+		} {
+			out, err := e.Cluster.Kubectl(context.Background(), args...)
+			t.Logf("kubectl %v (%v):\n%s", args, err, out)
+		}
+	})
+	// The agent reports once its metric cache covers enough of the aggregation window, then the manager publishes.
+	last := "nothing read yet"
+	e.Eventually(5*time.Minute, func(ctx context.Context) (bool, string) {
 		node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, last + " (then: " + err.Error() + ")"
 		}
 		nm := &slov1alpha1.NodeMetric{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, nm); err != nil {
-			return false, "NodeMetric: " + err.Error()
+			return false, last + " (then NodeMetric: " + err.Error() + ")"
 		}
 		c := node.Status.Allocatable[slov1alpha1.BatchCPU]
 		m := node.Status.Allocatable[slov1alpha1.BatchMemory]
-		return nm.Status.UpdateTime != nil && m.Value() > 0 && !c.IsZero(),
-			fmt.Sprintf("NodeMetric updated %v; allocatable batch-cpu %s, batch-memory %s", nm.Status.UpdateTime, c.String(), m.String())
+		last = fmt.Sprintf("NodeMetric updated %v; allocatable batch-cpu %s, batch-memory %s", nm.Status.UpdateTime, c.String(), m.String())
+		return nm.Status.UpdateTime != nil && m.Value() > 0 && !c.IsZero(), last
 	})
 }
