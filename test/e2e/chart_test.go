@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +19,9 @@ import (
 // TestInstallFromChart: the local cluster installs Gleaner from charts/gleaner with helm, as `gleaner-local
 // --from-chart deploy` does: helm records the release as deployed, the namespace helm creates carries the chart's
 // Pod Security labels, gleaner-manager and gleaner-agent become ready, and they do their work: the agent reports
-// the node's NodeMetric and the manager turns it into batch resources on the node. Afterwards the cluster starts
-// again from config/local for the tests that follow.
+// the node's NodeMetric and the manager turns it into batch resources on the node; a second `helm upgrade
+// --install` leaves the webhook's caBundle, which the manager injected, to the manager. Afterwards the cluster
+// starts again from config/local for the tests that follow.
 func TestInstallFromChart(t *testing.T) {
 	e := suite.Env(t)
 	helm, err := localcluster.Helm(e.Ctx, e.Suite.RepoRoot)
@@ -102,4 +105,25 @@ func TestInstallFromChart(t *testing.T) {
 		last = fmt.Sprintf("NodeMetric updated %v; allocatable batch-cpu %s, batch-memory %s", nm.Status.UpdateTime, c.String(), m.String())
 		return nm.Status.UpdateTime != nil && m.Value() > 0 && !c.IsZero(), last
 	})
+
+	// An upgrade leaves the caBundle the manager injected: helm's server-side apply claims every field of the
+	// webhook configuration but that one.
+	if err := e.Cluster.InstallChart(e.Ctx, helm, filepath.Join(e.Suite.RepoRoot, "charts", "gleaner"),
+		filepath.Join(e.Suite.RepoRoot, "config", "local", "helm-values.yaml"), ChartRelease, GleanerNamespace); err != nil {
+		t.Fatalf("helm upgrade: %v", err)
+	}
+	vwc, err := e.Clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(e.Ctx, "gleaner-validating-webhook-configuration", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range vwc.Webhooks {
+		if len(w.ClientConfig.CABundle) == 0 {
+			t.Errorf("webhook %s has no caBundle after helm upgrade", w.Name)
+		}
+	}
+	for _, mf := range vwc.ManagedFields {
+		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:caBundle"`) && strings.HasPrefix(mf.Manager, "helm") {
+			t.Errorf("helm (field manager %s, %s) owns a webhook's caBundle: an upgrade would reset it", mf.Manager, mf.Operation)
+		}
+	}
 }
