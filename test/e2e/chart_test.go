@@ -46,7 +46,16 @@ func TestInstallFromChart(t *testing.T) {
 	}
 	t.Logf("cluster up, Gleaner installed from the chart and ready in %s", time.Since(start).Round(time.Second))
 	e = suite.Env(t) // clients for the new cluster
+	dumpOnFailure(t, e)
+	expectChartRelease(t, e, helm)
+	expectBatchResources(t, e)
+	expectUpgradeKeepsCABundle(t, e, helm)
+}
 
+// expectChartRelease: helm recorded the release as deployed, the namespace carries the chart's Pod Security labels
+// and the workloads are the chart's.
+func expectChartRelease(t *testing.T, e *Env, helm string) {
+	t.Helper()
 	out, err := e.Cluster.HelmCommand(e.Ctx, helm, "status", ChartRelease, "--namespace", GleanerNamespace, "--output", "json").Output()
 	if err != nil {
 		t.Fatalf("helm status %s: %v", ChartRelease, err)
@@ -74,7 +83,11 @@ func TestInstallFromChart(t *testing.T) {
 		}
 	}
 
-	t.Cleanup(func() { // before the restart: what the chart's Gleaner did, when the test failed
+}
+
+// dumpOnFailure logs, when t has failed, what the chart's Gleaner did (before the cleanup restarts the cluster).
+func dumpOnFailure(t *testing.T, e *Env) {
+	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
@@ -89,6 +102,11 @@ func TestInstallFromChart(t *testing.T) {
 			t.Logf("kubectl %v (%v):\n%s", args, err, out)
 		}
 	})
+}
+
+// expectBatchResources: the agent reports the node's NodeMetric and the manager publishes batch resources.
+func expectBatchResources(t *testing.T, e *Env) {
+	t.Helper()
 	// The agent reports once its metric cache covers enough of the aggregation window, then the manager publishes.
 	last := "nothing read yet"
 	e.Eventually(5*time.Minute, func(ctx context.Context) (bool, string) {
@@ -105,9 +123,12 @@ func TestInstallFromChart(t *testing.T) {
 		last = fmt.Sprintf("NodeMetric updated %v; allocatable batch-cpu %s, batch-memory %s", nm.Status.UpdateTime, c.String(), m.String())
 		return nm.Status.UpdateTime != nil && m.Value() > 0 && !c.IsZero(), last
 	})
+}
 
-	// An upgrade leaves the caBundle the manager injected: helm's server-side apply claims every field of the
-	// webhook configuration but that one.
+// expectUpgradeKeepsCABundle: an upgrade leaves the caBundle the manager injected; helm's server-side apply
+// claims every field of the webhook configuration but that one.
+func expectUpgradeKeepsCABundle(t *testing.T, e *Env, helm string) {
+	t.Helper()
 	if err := e.Cluster.InstallChart(e.Ctx, helm, filepath.Join(e.Suite.RepoRoot, "charts", "gleaner"),
 		filepath.Join(e.Suite.RepoRoot, "config", "local", "helm-values.yaml"), ChartRelease, GleanerNamespace); err != nil {
 		t.Fatalf("helm upgrade: %v", err)
@@ -122,7 +143,7 @@ func TestInstallFromChart(t *testing.T) {
 		}
 	}
 	for _, mf := range vwc.ManagedFields {
-		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:caBundle"`) && strings.HasPrefix(mf.Manager, "helm") {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:caBundle"`) && strings.HasPrefix(mf.Manager, "helm") {
 			t.Errorf("helm (field manager %s, %s) owns a webhook's caBundle: an upgrade would reset it", mf.Manager, mf.Operation)
 		}
 	}
