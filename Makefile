@@ -9,6 +9,10 @@ SHELL := /usr/bin/env bash
 BIN ?= bin
 GO_TEST_FLAGS ?=
 CONTROLLER_GEN := go tool controller-gen
+# The Helm chart; `make generate` copies into it what config/ generates or holds without options (CHART_GENERATED).
+CHART := charts/gleaner
+CHART_GENERATED := $(CHART)/crds $(CHART)/files/generated
+CHART_SCHEMA := $(CHART)/values.schema.json
 # The local cluster's tool (internal/localcluster) and the e2e suite's own state directory.
 LOCAL := $(BIN)/gleaner-local
 E2E_STATE ?= /var/lib/gleaner-e2e
@@ -18,16 +22,28 @@ build: ## Build the binaries into bin/.
 	go build -o $(BIN)/ ./cmd/...
 
 .PHONY: generate
-generate: ## Regenerate deepcopy functions and CRD manifests from the API types.
+generate: ## Regenerate deepcopy functions, CRD and RBAC manifests from the code, and the chart's copies of them.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/sloconfig/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=gleaner-agent paths=./pkg/agent/... output:rbac:artifacts:config=config/rbac/agent
 	$(CONTROLLER_GEN) rbac:roleName=gleaner-manager paths=./pkg/controllers/... output:rbac:artifacts:config=config/rbac/manager
+	@# The chart (charts/gleaner/templates/generated.yaml renders files/generated/ with the release's namespace):
+	@# the CRDs, the generated Roles, and the webhook configurations and admission policies, which have no options.
+	rm -rf $(CHART_GENERATED) && mkdir -p $(CHART_GENERATED)
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/rbac/manager/role.yaml $(CHART)/files/generated/rbac-manager.yaml
+	cp config/rbac/agent/role.yaml $(CHART)/files/generated/rbac-agent.yaml
+	for f in config/webhook/*.yaml config/policy/*.yaml; do \
+	  case $$f in */kustomization.yaml|config/webhook/service.yaml) continue ;; esac; \
+	  d=$${f#config/}; cp "$$f" $(CHART)/files/generated/$${d%%/*}-$${d#*/}; \
+	done
+	@# The values' schema, its manager.flags and agent.flags from the binaries' flag sets (internal/chart).
+	go run ./hack/chart-schema > $(CHART_SCHEMA).tmp && mv $(CHART_SCHEMA).tmp $(CHART_SCHEMA)
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are not what `make generate` writes.
-	@sum() { find api config/crd $(wildcard config/rbac) pkg/sloconfig/zz_generated.deepcopy.go -type f | sort | xargs md5sum; }; \
+	@sum() { find api config/crd $(wildcard config/rbac) pkg/sloconfig/zz_generated.deepcopy.go $(wildcard $(CHART_GENERATED) $(CHART_SCHEMA)) -type f | sort | xargs md5sum; }; \
 	before=$$(sum); $(MAKE) --no-print-directory generate >/dev/null; after=$$(sum); \
 	if [[ "$$before" != "$$after" ]]; then \
 	  diff <(echo "$$before") <(echo "$$after") || true; \
@@ -54,9 +70,9 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their
 	@hack/kube-build.sh envtest
 
 .PHONY: unit
-unit: ## Run the Go tests against a real kube-apiserver and etcd.
-	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache"
-	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go test $(GO_TEST_FLAGS) ./...
+unit: ## Run the Go tests against a real kube-apiserver and etcd (and the Helm chart's with helm).
+	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache, the chart's tests with helm from hack/tool.sh's (its first build: about 2.5 minutes on 2 cores, once)"
+	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) GLEANER_HELM=$$(hack/tool.sh helm) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
 # Where the local cluster cannot run (`gleaner-local check` says why), e2e skips with the reason, except under

@@ -2,7 +2,8 @@
 //
 //	gleaner-local run       cluster up, Gleaner and the demo deployed, the report printed; Ctrl-C tears it all down
 //	gleaner-local up        start the cluster (building what is missing) and import the images; it keeps running
-//	gleaner-local deploy    apply config/local (Gleaner) and wait for its pods
+//	gleaner-local deploy    apply config/local (Gleaner) and wait for its pods; with --from-chart, install
+//	                        charts/gleaner with helm and config/local/helm-values.yaml instead (the same objects)
 //	gleaner-local demo      apply config/demo (the demo workload), size its batch pods to the node, wait until they run
 //	gleaner-local report    print what `run` prints: nodes, pods, Gleaner's objects
 //	gleaner-local images    rebuild the images and import them into the running cluster
@@ -35,11 +36,12 @@ const e2eStateDir = "/var/lib/gleaner-e2e"
 
 // options are the global flags.
 type options struct {
-	stateDir string
-	repoRoot string
-	watch    time.Duration
-	runs     int
-	settle   time.Duration
+	stateDir  string
+	repoRoot  string
+	watch     time.Duration
+	runs      int
+	settle    time.Duration
+	fromChart bool
 }
 
 func main() {
@@ -51,6 +53,8 @@ func main() {
 	fs.DurationVar(&o.watch, "watch", 0, "with run: print the report again at this interval (0: once)")
 	fs.IntVar(&o.runs, "runs", 3, "with bench: how many times to start and stop the cluster")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with bench: how long the demo runs before memory is read")
+	fs.BoolVar(&o.fromChart, "from-chart", false, "with run, deploy, bench: install Gleaner from charts/gleaner with helm "+
+		"(config/local/helm-values.yaml; hack/tool.sh builds helm once) instead of applying config/local")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: gleaner-local [flags] run|up|deploy|demo|report|images|status|down|check|bench")
 		fs.PrintDefaults()
@@ -103,7 +107,7 @@ func run(ctx context.Context, command string, o options) error {
 	if err != nil {
 		return err
 	}
-	d := demo{cluster: c, repoRoot: root}
+	d := demo{cluster: c, repoRoot: root, fromChart: o.fromChart}
 	switch command {
 	case "run":
 		return d.run(ctx, o.watch)

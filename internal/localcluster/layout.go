@@ -26,6 +26,7 @@ const shimSocketName = "0123456789abcdef0123456789abcdef0123456789abcdef01234567
 //	logs/               one log per component
 //	etcd/ containerd/ kubelet/ pod-logs/ cni/ images/   the components' data
 //	kubectl-cache/      kubectl's discovery cache for the commands gleaner-local runs (not ~/.kube/cache)
+//	helm/               helm's configuration, cache and release data for InstallChart (not ~/.config/helm)
 //	run/                sockets, runc's state, shim sockets, network namespaces
 type Layout struct {
 	// Dir is the state directory itself.
@@ -84,6 +85,7 @@ func (l Layout) dataDirs() []string {
 	return []string{
 		l.Path("bin"), l.PKIDir(), l.ConfigDir(), l.Path("etcd"), l.Path("containerd"), l.KubeletDir(),
 		l.Path("pod-logs"), l.Path("cni"), l.ImagesDir(), l.RunDir(), l.Path("volume-plugins"), l.Path("kubectl-cache"),
+		l.Path("helm"),
 	}
 }
 

@@ -122,6 +122,24 @@ func (s *Suite) setUp() error {
 // StartCluster brings the cluster up and deploys Gleaner from config/local. A cluster left running in the suite's
 // own state directory (by a test binary that was killed) is torn down first.
 func (s *Suite) StartCluster(ctx context.Context) error {
+	return s.startCluster(ctx, func(ctx context.Context) error {
+		return s.cluster.Apply(ctx, filepath.Join(s.RepoRoot, "config", "local"))
+	})
+}
+
+// StartClusterFromChart brings the cluster up and installs Gleaner from charts/gleaner with helm and
+// config/local/helm-values.yaml, as `gleaner-local --from-chart` does.
+func (s *Suite) StartClusterFromChart(ctx context.Context, helm string) error {
+	return s.startCluster(ctx, func(ctx context.Context) error {
+		return s.cluster.InstallChart(ctx, helm, filepath.Join(s.RepoRoot, "charts", "gleaner"),
+			filepath.Join(s.RepoRoot, "config", "local", "helm-values.yaml"), ChartRelease, GleanerNamespace)
+	})
+}
+
+// ChartRelease is the helm release StartClusterFromChart installs.
+const ChartRelease = "gleaner"
+
+func (s *Suite) startCluster(ctx context.Context, deploy func(context.Context) error) error {
 	err := s.cluster.Up(ctx)
 	if errors.Is(err, localcluster.ErrAlreadyRunning) {
 		fmt.Fprintf(os.Stderr, "e2e: a cluster from an earlier run is still up in %s; restarting it\n", s.StateDir)
@@ -134,7 +152,7 @@ func (s *Suite) StartCluster(ctx context.Context) error {
 		return err
 	}
 	s.started = true
-	if err := s.cluster.Apply(ctx, filepath.Join(s.RepoRoot, "config", "local")); err != nil {
+	if err := deploy(ctx); err != nil {
 		return err
 	}
 	return s.cluster.WaitWorkloadsReady(ctx, GleanerNamespace, 3*time.Minute)

@@ -1,6 +1,7 @@
 // Package manifests holds tests of what config/ installs, built with kustomize as `kubectl apply -k` builds it:
 // the sizing the manifests claim (docs/operations.md), the pods' security contexts and the namespace's Pod
-// Security levels against a real API server, and the arguments of every overlay against the binaries' flags.
+// Security levels against a real API server, and the arguments of every overlay against the binaries' flags; and
+// of the Helm chart charts/gleaner, rendered by helm and compared with kustomize's objects.
 package manifests
 
 import (
@@ -50,6 +51,12 @@ func build(t *testing.T, dir string) built {
 		}
 		t.Fatalf("kubectl kustomize %s: %v", dir, err)
 	}
+	return decode(t, "kubectl kustomize "+dir, out)
+}
+
+// decode reads the objects of a YAML stream (what produced it names it in errors).
+func decode(t *testing.T, what string, out []byte) built {
+	t.Helper()
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	var b built
 	for {
@@ -58,7 +65,7 @@ func build(t *testing.T, dir string) built {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
+			t.Fatalf("decoding the output of %s: %v", what, err)
 		}
 		if len(u.Object) > 0 {
 			b.objects = append(b.objects, u)
