@@ -23,7 +23,7 @@ generate: ## Regenerate deepcopy functions and CRD manifests from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/sloconfig/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=gleaner-agent paths=./pkg/agent/... output:rbac:artifacts:config=config/rbac/agent
-	$(CONTROLLER_GEN) rbac:roleName=gleaner-manager paths=./pkg/controllers/... output:rbac:artifacts:config=config/rbac/manager
+	$(CONTROLLER_GEN) rbac:roleName=gleaner-manager paths=./pkg/controllers/... paths=./pkg/webhook/... output:rbac:artifacts:config=config/rbac/manager
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are not what `make generate` writes.

@@ -1,6 +1,6 @@
 // Package webhookcert keeps the serving certificate of gleaner-manager's admission webhook when no cert-manager
 // provides one: a self-signed CA and certificate in a Secret shared by the replicas, the files the webhook server
-// reads, and the caBundle of the ValidatingWebhookConfiguration (config/webhook). With --webhook-cert-secret=""
+// reads, and the caBundle of the Validating- and MutatingWebhookConfiguration (config/webhook). With --webhook-cert-secret=""
 // it is not used and the certificate comes from --webhook-cert-dir (cert-manager, or the test API server).
 //
 // Why not an established rotator such as github.com/open-policy-agent/cert-controller (v0.16.0 builds against
