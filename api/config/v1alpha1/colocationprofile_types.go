@@ -60,7 +60,7 @@ type ColocationProfileSpec struct {
 	// best-effort.
 	// +optional
 	// +kubebuilder:default=BE
-	// +kubebuilder:validation:Enum=BE
+	// +kubebuilder:validation:XValidation:rule="self == 'BE'",message="only BE: a pod on batch resources is best-effort"
 	QoSClass slov1alpha1.QoSClass `json:"qosClass,omitempty"`
 
 	// PriorityClassName is the PriorityClass the pods get; its value must be in the batch band (5000-5999), such as
