@@ -34,19 +34,7 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 	waitForHookMode(e, runtimehook.ModeNRI)
 	e.MakeRoomForBatch(hookBatchMilli)
 
-	profile := &configv1alpha1.ColocationProfile{}
-	b, err := os.ReadFile(filepath.Join(e.Suite.RepoRoot, "config", "samples", "colocation-profile.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(b, profile); err != nil {
-		t.Fatalf("parsing the sample profile: %v", err)
-	}
-	if err := e.Client.Create(e.Ctx, profile); err != nil {
-		t.Fatalf("creating the sample profile: %v", err)
-	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), profile) })
-
+	profile := applySampleProfile(e)
 	ns := e.Namespace()
 	e.Kubectl("label", "namespace", ns, profileLabel+"=batch")
 	// The manager's cache learns of the profile and the label within moments; a dry-run pod shows when it has.
@@ -77,20 +65,7 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 	if _, err := e.Clientset.AppsV1().Deployments(ns).Create(e.Ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the Deployment: %v", err)
 	}
-	var pod *corev1.Pod
-	e.Eventually(3*time.Minute, func(ctx context.Context) (bool, string) {
-		pods, err := e.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=profiled"})
-		if err != nil {
-			return false, err.Error()
-		}
-		for i := range pods.Items {
-			if pods.Items[i].Status.Phase == corev1.PodRunning {
-				pod = &pods.Items[i]
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d pods, none running: %+v", len(pods.Items), podPhases(pods.Items))
-	})
+	pod := runningPod(e, ns, "app=profiled")
 
 	want := corev1.ResourceList{
 		slov1alpha1.BatchCPU:    *resource.NewQuantity(hookBatchMilli, resource.DecimalSI),
@@ -126,6 +101,44 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 	if diff := cmp.Diff(hookWant, readCgroup(t, filepath.Join(podDir, containerID(t, pod)))); diff != "" {
 		t.Errorf("container cgroup (-want +got):\n%s", diff)
 	}
+}
+
+// applySampleProfile creates config/samples/colocation-profile.yaml as shipped, until the test ends.
+func applySampleProfile(e *Env) *configv1alpha1.ColocationProfile {
+	e.t.Helper()
+	profile := &configv1alpha1.ColocationProfile{}
+	b, err := os.ReadFile(filepath.Join(e.Suite.RepoRoot, "config", "samples", "colocation-profile.yaml"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, profile); err != nil {
+		e.t.Fatalf("parsing the sample profile: %v", err)
+	}
+	if err := e.Client.Create(e.Ctx, profile); err != nil {
+		e.t.Fatalf("creating the sample profile: %v", err)
+	}
+	e.t.Cleanup(func() { _ = e.Client.Delete(context.Background(), profile) })
+	return profile
+}
+
+// runningPod waits until a pod of ns matching selector runs, and returns it.
+func runningPod(e *Env, ns, selector string) *corev1.Pod {
+	e.t.Helper()
+	var pod *corev1.Pod
+	e.Eventually(3*time.Minute, func(ctx context.Context) (bool, string) {
+		pods, err := e.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err.Error()
+		}
+		for i := range pods.Items {
+			if pods.Items[i].Status.Phase == corev1.PodRunning {
+				pod = &pods.Items[i]
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d pods, none running: %+v", len(pods.Items), podPhases(pods.Items))
+	})
+	return pod
 }
 
 func podPhases(pods []corev1.Pod) map[string]string {

@@ -249,22 +249,27 @@ func TestProfileMakesSelectedPodsBatchPods(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := etlPod(tt.name, tt.ns)
 			in.Labels["app"] = tt.app
-			out := dryRun(t, e, in)
-			if diff := cmp.Diff(in.Labels, out.Labels); diff != "" {
-				t.Errorf("labels changed (-written +stored):\n%s", diff)
-			}
-			for i, c := range out.Spec.Containers {
-				if diff := cmp.Diff(in.Spec.Containers[i].Resources, c.Resources); diff != "" {
-					t.Errorf("container %s's resources changed (-written +stored):\n%s", c.Name, diff)
-				}
-			}
-			if out.Spec.PriorityClassName != "gleaner-prod" || out.Spec.SchedulerName != "default-scheduler" {
-				t.Errorf("priority class %q and scheduler %q, want gleaner-prod and default-scheduler", out.Spec.PriorityClassName, out.Spec.SchedulerName)
-			}
+			expectUnchanged(t, in, dryRun(t, e, in))
 		})
 	}
 	if n := s.count(t, "etl", colocationprofile.ResultApplied); n != 1 {
 		t.Errorf("applied count %v after the pods it does not select, want still 1", n)
+	}
+}
+
+// expectUnchanged fails t when out, the pod as stored, differs from in, as written, in what a profile changes.
+func expectUnchanged(t *testing.T, in, out *corev1.Pod) {
+	t.Helper()
+	if diff := cmp.Diff(in.Labels, out.Labels); diff != "" {
+		t.Errorf("labels changed (-written +stored):\n%s", diff)
+	}
+	for i, c := range out.Spec.Containers {
+		if diff := cmp.Diff(in.Spec.Containers[i].Resources, c.Resources); diff != "" {
+			t.Errorf("container %s's resources changed (-written +stored):\n%s", c.Name, diff)
+		}
+	}
+	if out.Spec.PriorityClassName != in.Spec.PriorityClassName || out.Spec.SchedulerName != "default-scheduler" {
+		t.Errorf("priority class %q and scheduler %q, want %q and default-scheduler", out.Spec.PriorityClassName, out.Spec.SchedulerName, in.Spec.PriorityClassName)
 	}
 }
 
