@@ -251,7 +251,9 @@ func TestPolicyHoldsTheManagerToTheMutatingCABundle(t *testing.T) {
 		change func(w *admissionregistrationv1.MutatingWebhook)
 	}{
 		{"every namespace, kube-system included", func(w *admissionregistrationv1.MutatingWebhook) { w.NamespaceSelector = &metav1.LabelSelector{} }},
-		{"fail closed", func(w *admissionregistrationv1.MutatingWebhook) { w.FailurePolicy = ptr.To(admissionregistrationv1.Fail) }},
+		{"fail closed", func(w *admissionregistrationv1.MutatingWebhook) {
+			w.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+		}},
 		{"every Secret", func(w *admissionregistrationv1.MutatingWebhook) { w.Rules[0].Resources = []string{"pods", "secrets"} }},
 		{"reinvoked", func(w *admissionregistrationv1.MutatingWebhook) {
 			w.ReinvocationPolicy = ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy)

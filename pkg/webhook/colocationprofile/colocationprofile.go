@@ -55,9 +55,12 @@ const (
 // last two with an admission warning, a count in gleaner_colocation_profile_pods_total and (for a pod that cannot
 // be translated) a Warning event on the profile.
 type Mutator struct {
-	reader   client.Reader
-	recorder events.EventRecorder
-	pods     *prometheus.CounterVec
+	reader client.Reader
+	// apiReader reads from the API server, for what the cache does not have yet: a namespace created a moment
+	// before its first pod, a priority class created with the profile. Nil: the cache's answer stands.
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	pods      *prometheus.CounterVec
 }
 
 var _ admission.Handler = &Mutator{}
@@ -87,6 +90,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer) 
 	if err != nil {
 		return err
 	}
+	m.apiReader = mgr.GetAPIReader()
 	mgr.GetWebhookServer().Register(Path, m.Webhook())
 	return nil
 }
@@ -167,7 +171,7 @@ func (m *Mutator) selecting(ctx context.Context, namespace string, pod *corev1.P
 			}
 			if ns == nil {
 				ns = &corev1.Namespace{}
-				if err := m.reader.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+				if err := m.get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
 					return nil, fmt.Errorf("reading namespace %q: %w", namespace, err)
 				}
 			}
@@ -191,7 +195,7 @@ func selector(s *metav1.LabelSelector) (labels.Selector, error) {
 // priorityClass returns the PriorityClass named name, nil when it does not exist.
 func (m *Mutator) priorityClass(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
 	pc := &schedulingv1.PriorityClass{}
-	err := m.reader.Get(ctx, types.NamespacedName{Name: name}, pc)
+	err := m.get(ctx, types.NamespacedName{Name: name}, pc)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -199,6 +203,15 @@ func (m *Mutator) priorityClass(ctx context.Context, name string) (*schedulingv1
 		return nil, fmt.Errorf("reading priority class %q: %w", name, err)
 	}
 	return pc, nil
+}
+
+// get reads obj from the cache, and from the API server when the cache does not have it (yet).
+func (m *Mutator) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	err := m.reader.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && m.apiReader != nil {
+		return m.apiReader.Get(ctx, key, obj)
+	}
+	return err
 }
 
 // untranslatable admits pod unchanged, with a warning to the client, a Warning event on the profile and a count.
