@@ -71,12 +71,13 @@ type Options struct {
 	CertDir string
 }
 
-// Provisioner gives gleaner-manager's webhook a working certificate without cert-manager: it generates (with
-// crypto/x509, on the injected clock) a self-signed CA and a serving certificate for the Service's DNS names, keeps them in a Secret shared by every
-// replica (the first replica creates it; the others use it), writes them into the webhook server's directory, and
-// puts the CA into the caBundle of the ValidatingWebhookConfiguration and of the MutatingWebhookConfiguration. It renews the certificate 30 days before it
-// expires. It runs on every replica, leader or not, since every replica serves the webhook; every step is
-// idempotent and replicas converge on the Secret's content.
+// Provisioner gives gleaner-manager's webhooks a working certificate without cert-manager: it generates (with
+// crypto/x509, on the injected clock) a self-signed CA and a serving certificate for the Service's DNS names,
+// keeps them in a Secret shared by every replica (the first replica creates it; the others use it), writes them
+// into the webhook server's directory, and puts the CA into the caBundle of the ValidatingWebhookConfiguration and
+// of the MutatingWebhookConfiguration. It renews the certificate 30 days before it expires. It runs on every
+// replica, leader or not, since every replica serves the webhooks; every step is idempotent and replicas converge
+// on the Secret's content.
 type Provisioner struct {
 	client client.Client
 	clock  clock.WithTicker
