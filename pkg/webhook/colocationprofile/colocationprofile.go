@@ -66,8 +66,9 @@ type Mutator struct {
 var _ admission.Handler = &Mutator{}
 
 // New returns a Mutator reading profiles, namespaces and priority classes through reader (the manager's cache),
+// and a namespace or priority class reader does not have (yet) through apiReader (the API server; nil: none),
 // recording events with recorder and counting pods in reg.
-func New(reader client.Reader, recorder events.EventRecorder, reg prometheus.Registerer) (*Mutator, error) {
+func New(reader, apiReader client.Reader, recorder events.EventRecorder, reg prometheus.Registerer) (*Mutator, error) {
 	pods := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gleaner_colocation_profile_pods_total",
 		Help: "Pods created that a ColocationProfile selected (or that the webhook could not decide on: profile \"\"), by result: applied, not-sampled, untranslatable (admitted unchanged), error (admitted unchanged).",
@@ -75,7 +76,7 @@ func New(reader client.Reader, recorder events.EventRecorder, reg prometheus.Reg
 	if err := reg.Register(pods); err != nil {
 		return nil, fmt.Errorf("registering the colocation profile metrics: %w", err)
 	}
-	return &Mutator{reader: reader, recorder: recorder, pods: pods}, nil
+	return &Mutator{reader: reader, apiReader: apiReader, recorder: recorder, pods: pods}, nil
 }
 
 // Register sets the webhook up in mgr: it starts the cache's informers for what the webhook reads (so that the
@@ -86,11 +87,10 @@ func Register(ctx context.Context, mgr ctrl.Manager, reg prometheus.Registerer) 
 			return fmt.Errorf("watching %T for the colocation profile webhook: %w", obj, err)
 		}
 	}
-	m, err := New(mgr.GetClient(), mgr.GetEventRecorder("gleaner-manager"), reg)
+	m, err := New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gleaner-manager"), reg)
 	if err != nil {
 		return err
 	}
-	m.apiReader = mgr.GetAPIReader()
 	mgr.GetWebhookServer().Register(Path, m.Webhook())
 	return nil
 }
