@@ -25,6 +25,15 @@ import (
 // profileLabel is the namespace label config/samples/colocation-profile.yaml selects.
 const profileLabel = "gleaner.sh/colocation-profile"
 
+// The Deployment's container asks for 100m of cpu and 64 MiB of memory: little, so that the node publishes that
+// much batch-cpu even while the machine is busy (the test waits for it).
+const (
+	profileMilli  = 100
+	profileMemory = 64 << 20
+)
+
+var profileWant = cgroupValues{Shares: expectedShares(profileMilli), Quota: expectedQuota(profileMilli), Period: cfsPeriod, MemoryLimit: profileMemory}
+
 // A job owner labels the namespace and deploys a plain Deployment (cpu and memory, no priority class): with the
 // sample ColocationProfile applied, its pod is created as a batch pod — batch-cpu and batch-memory in its spec, the
 // batch priority class and QoS label — and runs with the batch cgroup values on the node, from its container's
@@ -32,7 +41,7 @@ const profileLabel = "gleaner.sh/colocation-profile"
 func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 	e := suite.Env(t)
 	waitForHookMode(e, runtimehook.ModeNRI)
-	e.MakeRoomForBatch(hookBatchMilli)
+	e.MakeRoomForBatch(profileMilli)
 
 	profile := applySampleProfile(e)
 	ns := e.Namespace()
@@ -48,7 +57,7 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 		return got.Spec.PriorityClassName == profile.Spec.PriorityClassName, fmt.Sprintf("a dry-run pod got priority class %q", got.Spec.PriorityClassName)
 	})
 
-	milli, memory := fmt.Sprintf("%dm", hookBatchMilli), fmt.Sprint(hookBatchMemory)
+	milli, memory := fmt.Sprintf("%dm", profileMilli), fmt.Sprint(profileMemory)
 	tmpl := testutil.Pod("").Label("app", "profiled").Container("report").Image(CgroupReportImage).
 		Requests("cpu", milli, "memory", memory).Limits("cpu", milli, "memory", memory).Obj()
 	dep := &appsv1.Deployment{
@@ -68,8 +77,8 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 	pod := runningPod(e, ns, "app=profiled")
 
 	want := corev1.ResourceList{
-		slov1alpha1.BatchCPU:    *resource.NewQuantity(hookBatchMilli, resource.DecimalSI),
-		slov1alpha1.BatchMemory: *resource.NewQuantity(hookBatchMemory, resource.DecimalSI),
+		slov1alpha1.BatchCPU:    *resource.NewQuantity(profileMilli, resource.DecimalSI),
+		slov1alpha1.BatchMemory: *resource.NewQuantity(profileMemory, resource.DecimalSI),
 	}
 	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 	c := pod.Spec.Containers[0]
@@ -91,14 +100,14 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 
 	// On the node: the batch values, in the container from its first instruction and on the pod and container
 	// cgroups, as for a pod written with batch resources by hand (TestRuntimeHookSetsBatchLimitsAtCreation).
-	if diff := cmp.Diff(hookWant, firstReport(e, pod)); diff != "" {
+	if diff := cmp.Diff(profileWant, firstReport(e, pod)); diff != "" {
 		t.Errorf("the container's cgroup at its first instruction (-want +got):\n%s", diff)
 	}
 	podDir := filepath.Join("kubepods", "besteffort", "pod"+string(pod.UID))
-	if diff := cmp.Diff(hookWant, readCgroup(t, podDir)); diff != "" {
+	if diff := cmp.Diff(profileWant, readCgroup(t, podDir)); diff != "" {
 		t.Errorf("pod cgroup %s (-want +got):\n%s", podDir, diff)
 	}
-	if diff := cmp.Diff(hookWant, readCgroup(t, filepath.Join(podDir, containerID(t, pod)))); diff != "" {
+	if diff := cmp.Diff(profileWant, readCgroup(t, filepath.Join(podDir, containerID(t, pod)))); diff != "" {
 		t.Errorf("container cgroup (-want +got):\n%s", diff)
 	}
 }
