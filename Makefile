@@ -27,7 +27,7 @@ generate: ## Regenerate deepcopy functions, CRD and RBAC manifests from the code
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/sloconfig/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=gleaner-agent paths=./pkg/agent/... output:rbac:artifacts:config=config/rbac/agent
-	$(CONTROLLER_GEN) rbac:roleName=gleaner-manager paths=./pkg/controllers/... output:rbac:artifacts:config=config/rbac/manager
+	$(CONTROLLER_GEN) rbac:roleName=gleaner-manager paths=./pkg/controllers/... paths=./pkg/webhook/... output:rbac:artifacts:config=config/rbac/manager
 	@# The chart (charts/gleaner/templates/generated.yaml renders files/generated/ with the release's namespace):
 	@# the CRDs, the generated Roles, and the webhook configurations and admission policies, which have no options.
 	rm -rf $(CHART_GENERATED) && mkdir -p $(CHART_GENERATED)

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
@@ -29,6 +30,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/serving"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
+	"github.com/gleaner-sh/gleaner/pkg/webhook/colocationprofile"
 	"github.com/gleaner-sh/gleaner/pkg/webhook/configmap"
 )
 
@@ -40,6 +42,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := slov1alpha1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding %s to the scheme: %w", slov1alpha1.GroupVersion, err)
+	}
+	if err := configv1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding %s to the scheme: %w", configv1alpha1.GroupVersion, err)
 	}
 	return s, nil
 }
@@ -148,6 +153,9 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if webhookServer != nil {
 		// GetWebhookServer (not the variable) adds the server to the manager's runnables.
 		mgr.GetWebhookServer().Register(configmap.Path, configmap.NewValidator(sloConfigMap).Webhook())
+		if err := colocationprofile.Register(context.Background(), mgr, ctrlmetrics.Registry); err != nil {
+			return nil, fmt.Errorf("setting up the colocation profile webhook: %w", err)
+		}
 		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
 			return nil, fmt.Errorf("adding the webhook readiness check: %w", err)
 		}
@@ -197,11 +205,12 @@ func addCertProvisioner(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config,
 		return fmt.Errorf("creating a client for the webhook certificate: %w", err)
 	}
 	p := webhookcert.New(c, clock.RealClock{}, webhookcert.Options{
-		Namespace:         opts.Namespace,
-		SecretName:        opts.Webhook.CertSecret,
-		ServiceName:       opts.Webhook.ServiceName,
-		ConfigurationName: opts.Webhook.ConfigurationName,
-		CertDir:           opts.Webhook.CertDir,
+		Namespace:                 opts.Namespace,
+		SecretName:                opts.Webhook.CertSecret,
+		ServiceName:               opts.Webhook.ServiceName,
+		ConfigurationName:         opts.Webhook.ConfigurationName,
+		MutatingConfigurationName: opts.Webhook.MutatingConfigurationName,
+		CertDir:                   opts.Webhook.CertDir,
 	})
 	if err := p.Ensure(ctx); err != nil {
 		return fmt.Errorf("preparing the webhook certificate: %w", err)

@@ -152,15 +152,16 @@ current-context: c
 }
 
 // TestManagerServesAndStops runs gleaner-manager against a real API server as config/default installs it: with a
-// token of its service account, only the RBAC of config/rbac, the webhook configuration, and config/policy holding
-// it to the webhook's caBundle. It must take the leader lease, keep its webhook certificate and caBundle, create a
+// token of its service account, only the RBAC of config/rbac, the webhook configurations, and config/policy holding
+// it to the webhooks' caBundle. It must take the leader lease, keep its webhook certificate and both caBundles (the
+// colocation profile webhook's informers also need their RBAC before readyz passes), create a
 // node's NodeAllocation, NodeSLO and NodeMetric, answer its probes and serve metrics to an authorized scraper (with
 // HTTP/2 off), then stop cleanly on cancel and hand the lease back. (One manager per test process: the metrics
 // registry is the process's.)
 func TestManagerServesAndStops(t *testing.T) {
 	e := env.Start(t)
 	ctx := context.Background()
-	vwc := installAsDefault(t, e)
+	vwc, mwc := installAsDefault(t, e)
 	e.CreateNode(t, testutil.Node("rbac-node").Allocatable("cpu", "4", "memory", "8Gi").Obj())
 
 	o := NewOptions()
@@ -209,6 +210,16 @@ func TestManagerServesAndStops(t *testing.T) {
 		}
 		if len(got.Webhooks[0].ClientConfig.CABundle) == 0 {
 			return errors.New("the webhook configuration has no caBundle yet")
+		}
+		return nil
+	})
+	eventually(t, func() error {
+		got := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(mwc), got); err != nil {
+			return err
+		}
+		if len(got.Webhooks[0].ClientConfig.CABundle) == 0 {
+			return errors.New("the mutating webhook configuration (colocation profiles) has no caBundle yet")
 		}
 		return nil
 	})

@@ -53,7 +53,8 @@ type Options struct {
 	NodeResource noderesource.Options
 }
 
-// WebhookOptions configure the admission webhook that validates the SLO ConfigMap.
+// WebhookOptions configure the admission webhook server: the validating webhook of the SLO ConfigMap and the
+// mutating webhook that applies ColocationProfiles to new pods.
 type WebhookOptions struct {
 	// Port is where the webhook server listens (TLS); 0 turns the webhook server off.
 	Port int
@@ -71,6 +72,9 @@ type WebhookOptions struct {
 	// ConfigurationName is the ValidatingWebhookConfiguration whose caBundle the manager keeps current when it
 	// manages the certificate.
 	ConfigurationName string
+	// MutatingConfigurationName is the MutatingWebhookConfiguration (the ColocationProfile webhook) whose caBundle
+	// the manager keeps current when it manages the certificate; empty leaves it alone.
+	MutatingConfigurationName string
 }
 
 // LeaderElectionOptions are the leader lease's timings (client-go's leaderelection.LeaderElectionConfig). The
@@ -112,10 +116,11 @@ func NewOptions() *Options {
 		KubeAPIBurst:     60,
 		SLOConfigName:    "slo-controller-config",
 		Webhook: WebhookOptions{
-			Port:              9443,
-			CertSecret:        "gleaner-webhook-cert",
-			ServiceName:       "gleaner-webhook-service",
-			ConfigurationName: "gleaner-validating-webhook-configuration",
+			Port:                      9443,
+			CertSecret:                "gleaner-webhook-cert",
+			ServiceName:               "gleaner-webhook-service",
+			ConfigurationName:         "gleaner-validating-webhook-configuration",
+			MutatingConfigurationName: "gleaner-mutating-webhook-configuration",
 		},
 		NodeResource: noderesource.DefaultOptions(),
 	}
@@ -150,6 +155,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Webhook.CertSecret, "webhook-cert-secret", o.Webhook.CertSecret, "Secret in --namespace where the manager keeps the self-signed webhook certificate it generates; empty: certificates are provided in --webhook-cert-dir")
 	fs.StringVar(&o.Webhook.ServiceName, "webhook-service-name", o.Webhook.ServiceName, "Service in front of the webhook (the certificate's DNS names)")
 	fs.StringVar(&o.Webhook.ConfigurationName, "webhook-configuration-name", o.Webhook.ConfigurationName, "ValidatingWebhookConfiguration whose caBundle the manager keeps current")
+	fs.StringVar(&o.Webhook.MutatingConfigurationName, "webhook-mutating-configuration-name", o.Webhook.MutatingConfigurationName, "MutatingWebhookConfiguration (colocation profiles) whose caBundle the manager keeps current; empty leaves it alone")
 }
 
 // Validate reports every invalid option at once.

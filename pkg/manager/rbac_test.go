@@ -15,8 +15,8 @@ import (
 )
 
 // installAsDefault installs what config/default gives the manager besides its Deployment: the namespaces its
-// Roles live in, config/rbac, config/policy and the webhook configuration of config/webhook, which it returns.
-func installAsDefault(t *testing.T, e *testenv.Env) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// Roles live in, config/rbac, config/policy and the webhook configurations of config/webhook, which it returns.
+func installAsDefault(t *testing.T, e *testenv.Env) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	t.Helper()
 	ctx := context.Background()
 	for _, ns := range []string{"gleaner-system", "default"} {
@@ -42,5 +42,17 @@ func installAsDefault(t *testing.T, e *testenv.Env) *admissionregistrationv1.Val
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), vwc) })
-	return vwc
+	b, err = os.ReadFile("../../config/webhook/colocationprofile.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := yaml.UnmarshalStrict(b, mwc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, mwc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), mwc) })
+	return vwc, mwc
 }

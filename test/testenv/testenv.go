@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/config/crd"
 	"github.com/gleaner-sh/gleaner/test/ci"
@@ -148,7 +149,7 @@ func (e *Env) start() {
 		return
 	}
 	e.Scheme = runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, slov1alpha1.AddToScheme, configv1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(e.Scheme); err != nil {
 			e.startErr = fmt.Errorf("building the scheme: %w", err)
 			return

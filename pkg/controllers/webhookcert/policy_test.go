@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gleaner-sh/gleaner/pkg/controllers/webhookcert"
 	"github.com/gleaner-sh/gleaner/test/testenv"
@@ -204,6 +205,89 @@ func TestPolicyComparesEveryWebhookField(t *testing.T) {
 					t.Errorf("the policy does not compare %s.%s: the manager could change it", typ.Name(), name)
 				}
 			}
+		}
+	}
+}
+
+const mwcName = "gleaner-mutating-webhook-configuration"
+
+// TestPolicyHoldsTheManagerToTheMutatingCABundle: the same policy holds the manager to the caBundle of the
+// colocation profile webhook's MutatingWebhookConfiguration, where RBAC alone would let it make every pod of the
+// cluster (kube-system's included) pass through it, or fail closed and block pod creation.
+func TestPolicyHoldsTheManagerToTheMutatingCABundle(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "webhook", "colocationprofile.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := yaml.UnmarshalStrict(b, shipped); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, shipped); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), shipped) })
+	manager := asManager(t, e)
+	kubectl(t, e, "apply", "-k", policyDir)
+	t.Cleanup(func() { _ = e.Kubectl("delete", "--wait=false", "-k", policyDir).Run() })
+
+	get := func() *admissionregistrationv1.MutatingWebhookConfiguration {
+		t.Helper()
+		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Name: mwcName}, mwc); err != nil {
+			t.Fatal(err)
+		}
+		return mwc
+	}
+	tryAsManager := func(change func(*admissionregistrationv1.MutatingWebhook)) error {
+		mwc := get()
+		change(&mwc.Webhooks[0])
+		return manager.Update(ctx, mwc, client.DryRunAll)
+	}
+	mutatingChanges := []struct {
+		name   string
+		change func(w *admissionregistrationv1.MutatingWebhook)
+	}{
+		{"every namespace, kube-system included", func(w *admissionregistrationv1.MutatingWebhook) { w.NamespaceSelector = &metav1.LabelSelector{} }},
+		{"fail closed", func(w *admissionregistrationv1.MutatingWebhook) {
+			w.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+		}},
+		{"every Secret", func(w *admissionregistrationv1.MutatingWebhook) { w.Rules[0].Resources = []string{"pods", "secrets"} }},
+		{"reinvoked", func(w *admissionregistrationv1.MutatingWebhook) {
+			w.ReinvocationPolicy = ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy)
+		}},
+		{"a URL of the attacker's", func(w *admissionregistrationv1.MutatingWebhook) {
+			w.ClientConfig.Service, w.ClientConfig.URL = nil, ptr.To("https://attacker.example/mutate")
+		}},
+	}
+	testenv.Eventually(t, "the policy refuses the manager's namespace change", func() error {
+		if err := tryAsManager(mutatingChanges[0].change); err == nil {
+			return errNotRefused
+		}
+		return nil
+	})
+
+	// The provisioner, as the manager, sets the caBundle of both configurations (the validating one is not
+	// installed here, which is not an error).
+	p := webhookcert.New(manager, clock.RealClock{}, webhookcert.Options{
+		Namespace: namespace, SecretName: "gleaner-webhook-cert-mutating-test", ServiceName: serviceName,
+		ConfigurationName: vwcName, MutatingConfigurationName: mwcName, CertDir: t.TempDir(),
+	})
+	t.Cleanup(func() {
+		_ = e.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gleaner-webhook-cert-mutating-test"}})
+	})
+	if err := p.Ensure(ctx); err != nil {
+		t.Fatalf("setting the mutating caBundle as the manager under the policy: %v", err)
+	}
+	if len(get().Webhooks[0].ClientConfig.CABundle) == 0 {
+		t.Fatal("the provisioner left the mutating caBundle empty")
+	}
+	for _, c := range mutatingChanges {
+		err := tryAsManager(c.change)
+		if err == nil || !strings.Contains(err.Error(), "gleaner-manager may change only the clientConfig.caBundle of the webhooks of "+mwcName) {
+			t.Errorf("%s as the manager: want the policy's refusal, got %v", c.name, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -31,6 +32,7 @@ import (
 
 // +kubebuilder:rbac:groups="",namespace=gleaner-system,resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update,resourceNames=gleaner-validating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=gleaner-mutating-webhook-configuration
 
 // Keys of the certificate Secret.
 const (
@@ -63,16 +65,19 @@ type Options struct {
 	ServiceName string
 	// ConfigurationName is the ValidatingWebhookConfiguration whose caBundle is kept current.
 	ConfigurationName string
+	// MutatingConfigurationName is the MutatingWebhookConfiguration whose caBundle is kept current; empty: none.
+	MutatingConfigurationName string
 	// CertDir is where the webhook server reads tls.crt and tls.key.
 	CertDir string
 }
 
-// Provisioner gives gleaner-manager's webhook a working certificate without cert-manager: it generates (with
-// crypto/x509, on the injected clock) a self-signed CA and a serving certificate for the Service's DNS names, keeps them in a Secret shared by every
-// replica (the first replica creates it; the others use it), writes them into the webhook server's directory, and
-// puts the CA into the ValidatingWebhookConfiguration's caBundle. It renews the certificate 30 days before it
-// expires. It runs on every replica, leader or not, since every replica serves the webhook; every step is
-// idempotent and replicas converge on the Secret's content.
+// Provisioner gives gleaner-manager's webhooks a working certificate without cert-manager: it generates (with
+// crypto/x509, on the injected clock) a self-signed CA and a serving certificate for the Service's DNS names,
+// keeps them in a Secret shared by every replica (the first replica creates it; the others use it), writes them
+// into the webhook server's directory, and puts the CA into the caBundle of the ValidatingWebhookConfiguration and
+// of the MutatingWebhookConfiguration. It renews the certificate 30 days before it expires. It runs on every
+// replica, leader or not, since every replica serves the webhooks; every step is idempotent and replicas converge
+// on the Secret's content.
 type Provisioner struct {
 	client client.Client
 	clock  clock.WithTicker
@@ -112,8 +117,8 @@ func (p *Provisioner) Start(ctx context.Context) error {
 }
 
 // Ensure makes the Secret hold a certificate valid for more than 30 days for the Service's names, writes it into
-// CertDir, and sets the webhook configuration's caBundle. A missing webhook configuration (the webhook manifests
-// are not installed) is not an error: there is nothing to patch yet.
+// CertDir, and sets the caBundle of the webhook configurations. A missing webhook configuration (the webhook
+// manifests are not installed) is not an error: there is nothing to patch yet.
 func (p *Provisioner) Ensure(ctx context.Context) error {
 	secret, err := p.secret(ctx)
 	if err != nil {
@@ -122,7 +127,14 @@ func (p *Provisioner) Ensure(ctx context.Context) error {
 	if err := p.writeFiles(secret); err != nil {
 		return err
 	}
-	return p.patchCABundle(ctx, secret.Data[KeyCABundle])
+	bundle := secret.Data[KeyCABundle]
+	if err := p.patchCABundle(ctx, &validating{}, p.opts.ConfigurationName, bundle); err != nil {
+		return err
+	}
+	if p.opts.MutatingConfigurationName == "" {
+		return nil
+	}
+	return p.patchCABundle(ctx, &mutating{}, p.opts.MutatingConfigurationName, bundle)
 }
 
 // secret returns the certificate Secret, creating or renewing it as needed.
@@ -311,35 +323,69 @@ func (p *Provisioner) writeFiles(secret *corev1.Secret) error {
 	return nil
 }
 
-// patchCABundle sets caBundle on every webhook of the configuration.
-func (p *Provisioner) patchCABundle(ctx context.Context, bundle []byte) error {
+// webhookConfiguration is a Validating- or MutatingWebhookConfiguration: the object and its webhooks' client
+// configurations.
+type webhookConfiguration interface {
+	object() client.Object
+	clientConfigs() []*admissionregistrationv1.WebhookClientConfig
+}
+
+type validating struct {
+	admissionregistrationv1.ValidatingWebhookConfiguration
+}
+
+func (v *validating) object() client.Object { return &v.ValidatingWebhookConfiguration }
+func (v *validating) clientConfigs() []*admissionregistrationv1.WebhookClientConfig {
+	out := make([]*admissionregistrationv1.WebhookClientConfig, len(v.Webhooks))
+	for i := range v.Webhooks {
+		out[i] = &v.Webhooks[i].ClientConfig
+	}
+	return out
+}
+
+type mutating struct {
+	admissionregistrationv1.MutatingWebhookConfiguration
+}
+
+func (m *mutating) object() client.Object { return &m.MutatingWebhookConfiguration }
+func (m *mutating) clientConfigs() []*admissionregistrationv1.WebhookClientConfig {
+	out := make([]*admissionregistrationv1.WebhookClientConfig, len(m.Webhooks))
+	for i := range m.Webhooks {
+		out[i] = &m.Webhooks[i].ClientConfig
+	}
+	return out
+}
+
+// patchCABundle sets caBundle on every webhook of the configuration named name (of wc's kind).
+func (p *Provisioner) patchCABundle(ctx context.Context, wc webhookConfiguration, name string, bundle []byte) error {
+	obj := wc.object()
+	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
 	for attempt := 0; ; attempt++ {
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		err := p.client.Get(ctx, types.NamespacedName{Name: p.opts.ConfigurationName}, vwc)
+		err := p.client.Get(ctx, types.NamespacedName{Name: name}, obj)
 		if apierrors.IsNotFound(err) {
-			log.FromContext(ctx).V(1).Info("no webhook configuration to give the CA to", "name", p.opts.ConfigurationName)
+			log.FromContext(ctx).V(1).Info("no webhook configuration to give the CA to", "kind", kind, "name", name)
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", p.opts.ConfigurationName, err)
+			return fmt.Errorf("reading %s %s: %w", kind, name, err)
 		}
 		changed := false
-		for i := range vwc.Webhooks {
-			if !bytes.Equal(vwc.Webhooks[i].ClientConfig.CABundle, bundle) {
-				vwc.Webhooks[i].ClientConfig.CABundle = slices.Clone(bundle)
+		for _, cc := range wc.clientConfigs() {
+			if !bytes.Equal(cc.CABundle, bundle) {
+				cc.CABundle = slices.Clone(bundle)
 				changed = true
 			}
 		}
 		if !changed {
 			return nil
 		}
-		err = p.client.Update(ctx, vwc)
+		err = p.client.Update(ctx, obj)
 		if err == nil {
-			log.FromContext(ctx).Info("set the webhook CA bundle", "configuration", p.opts.ConfigurationName)
+			log.FromContext(ctx).Info("set the webhook CA bundle", "kind", kind, "configuration", name)
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= 3 {
-			return fmt.Errorf("setting the caBundle of ValidatingWebhookConfiguration %s: %w", p.opts.ConfigurationName, err)
+			return fmt.Errorf("setting the caBundle of %s %s: %w", kind, name, err)
 		}
 	}
 }
