@@ -26,7 +26,8 @@ var Components = []string{"manager", "agent"}
 // the node's name (the downward API) and kubeconfig (in-cluster).
 var SetByTemplates = map[string][]string{
 	"manager": {"kubeconfig", "namespace", "leader-elect", "metrics-bind-address", "health-probe-bind-address",
-		"webhook-cert-dir", "webhook-port", "webhook-service-name", "webhook-configuration-name"},
+		"webhook-cert-dir", "webhook-port", "webhook-service-name", "webhook-configuration-name",
+		"webhook-mutating-configuration-name"},
 	"agent": {"kubeconfig", "node-name", "proc-root", "sys-root", "sysctl-root", "state-dir", "cgroup-root",
 		"metrics-bind-address", "health-probe-bind-address", "runtime-hook", "nri-socket"},
 }

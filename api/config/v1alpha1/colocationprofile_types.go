@@ -36,8 +36,8 @@ type ColocationProfile struct {
 // +kubebuilder:validation:XValidation:rule="has(self.namespaceSelector) || has(self.selector)",message="set namespaceSelector, selector or both: a profile without either would select every pod of the cluster"
 type ColocationProfileSpec struct {
 	// NamespaceSelector selects the namespaces whose pods the profile considers, by the namespaces' labels. Absent
-	// means every namespace (but kube-system, kube-public, kube-node-lease and gleaner-system, which the webhook
-	// never sees); an empty selector ({}) matches every namespace too.
+	// means every namespace (but kube-system, kube-public, kube-node-lease and the namespace Gleaner runs in, which
+	// the webhook never sees); an empty selector ({}) matches every namespace too.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
