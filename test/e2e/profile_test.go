@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
+	"github.com/gleaner-sh/gleaner/pkg/cli"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -110,6 +112,40 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 	if diff := cmp.Diff(profileWant, readCgroup(t, filepath.Join(podDir, containerID(t, pod)))); diff != "" {
 		t.Errorf("container cgroup (-want +got):\n%s", diff)
 	}
+
+	// And `kubectl glean top` shows it: the pod as a batch pod with its batch-cpu, the node with that much batch-cpu
+	// requested, both measured by a current NodeMetric.
+	gleanOnPath(e)
+	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) { return topShowsProfiledPod(ctx, e, pod) })
+}
+
+// topShowsProfiledPod says whether `kubectl glean top pods` shows pod as a batch BE pod requesting profileMilli of
+// batch-cpu, measured, and `kubectl glean top nodes` its node with at least that much batch-cpu requested.
+func topShowsProfiledPod(ctx context.Context, e *Env, pod *corev1.Pod) (bool, string) {
+	out, err := e.Cluster.Kubectl(ctx, "glean", "top", "pods", "-n", pod.Namespace, "-o", "json")
+	if err != nil {
+		return false, err.Error()
+	}
+	var pods cli.TopPodsReport
+	if err := json.Unmarshal([]byte(out), &pods); err != nil || len(pods.Pods) != 1 {
+		return false, fmt.Sprintf("kubectl glean top pods -o json: %v\n%s", err, out)
+	}
+	p := pods.Pods[0]
+	if p.Name != pod.Name || p.Priority != slov1alpha1.PriorityBatch || p.QoS != slov1alpha1.QoSBE ||
+		p.CPU.Requests != profileMilli || p.Metric.State != cli.MetricCurrent || !positive(p.Memory.Used) {
+		return false, "kubectl glean top pods -o json:\n" + out
+	}
+	out, err = e.Cluster.Kubectl(ctx, "glean", "top", "nodes", pod.Spec.NodeName, "-o", "json")
+	if err != nil {
+		return false, err.Error()
+	}
+	var nodes cli.TopNodesReport
+	if err := json.Unmarshal([]byte(out), &nodes); err != nil || len(nodes.Nodes) != 1 {
+		return false, fmt.Sprintf("kubectl glean top nodes -o json: %v\n%s", err, out)
+	}
+	n := nodes.Nodes[0]
+	return n.Metric.State == cli.MetricCurrent && n.Batch.CPU.Capacity != nil && n.Batch.CPU.Requests >= profileMilli,
+		"kubectl glean top nodes -o json:\n" + out
 }
 
 // applySampleProfile creates config/samples/colocation-profile.yaml as shipped, until the test ends.

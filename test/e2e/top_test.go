@@ -24,13 +24,7 @@ import (
 // use next to the batch-cpu gleaner-manager publishes and the pod's batch-cpu request.
 func TestGleanTopOnTheRealNode(t *testing.T) {
 	e := suite.Env(t)
-	plugins := t.TempDir()
-	build := exec.CommandContext(e.Ctx, "go", "build", "-o", plugins, "./cmd/kubectl-glean")
-	build.Dir = e.Suite.RepoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-glean: %v\n%s", err, out)
-	}
-	t.Setenv("PATH", plugins+string(os.PathListSeparator)+os.Getenv("PATH"))
+	gleanOnPath(e)
 
 	const ask = 100 // millicores of batch-cpu
 	_ = e.MakeRoomForBatch(ask)
@@ -61,6 +55,19 @@ func TestGleanTopOnTheRealNode(t *testing.T) {
 	if !strings.Contains(table, "BATCH CPU USED/REQ/CAP") || !strings.Contains(table, localcluster.NodeName+" ") {
 		t.Errorf("kubectl glean top nodes:\n%s", table)
 	}
+}
+
+// gleanOnPath builds kubectl-glean into a directory of its own and puts that first on PATH for the rest of the test,
+// so that `kubectl glean` runs this tree's plugin.
+func gleanOnPath(e *Env) {
+	e.t.Helper()
+	plugins := e.t.TempDir()
+	build := exec.CommandContext(e.Ctx, "go", "build", "-o", plugins, "./cmd/kubectl-glean")
+	build.Dir = e.Suite.RepoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		e.t.Fatalf("building kubectl-glean: %v\n%s", err, out)
+	}
+	e.t.Setenv("PATH", plugins+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // topPodsShows says whether `kubectl glean top pods -o json` in the batch pod's namespace shows it alone, as a batch
