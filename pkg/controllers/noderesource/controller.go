@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -50,13 +51,14 @@ type Options struct {
 	// Workers is the number of nodes reconciled concurrently.
 	Workers int
 	// TermMetrics exports every derivation term as the gleaner_noderesource_term gauge (about 50 series per node);
-	// off, only the values are exported.
+	// off (the default), only the values are exported. On, a scrape at 2,000 nodes costs the manager 0.66 s of CPU
+	// (100,000 series), more than a minute of NodeMetric updates; kubectl glean explain shows the same terms.
 	TermMetrics bool
 }
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
-	return Options{Plugins: []string{"*"}, Workers: 8, TermMetrics: true}
+	return Options{Plugins: []string{"*"}, Workers: 8, TermMetrics: false}
 }
 
 // Controller publishes reclaimed resources on nodes.
@@ -74,8 +76,11 @@ type Controller struct {
 	// unstructured ones from the API server, which cost one GET per reconcile (a 404 for every node without one:
 	// 6,000 a pass at 2,000 nodes, more than a 30 QPS client sends, so the queue grew without end). The
 	// controller watches them, so the cache holds every one, and a missing one is known to be missing.
-	cache   client.Reader
-	metrics *metrics
+	cache client.Reader
+	// metricStore is the NodeMetric informer's store, read without the copy the client makes: a NodeMetric carries
+	// every pod's usage (33 KB of allocations per copy at 30 pods), and the plugins only read it.
+	metricStore toolscache.Store
+	metrics     *metrics
 	times   *nodeTimes
 }
 
@@ -101,6 +106,15 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.registry = registry
 	c.client = mgr.GetClient()
 	c.cache = mgr.GetCache()
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &slov1alpha1.NodeMetric{})
+	if err != nil {
+		return fmt.Errorf("getting the NodeMetric informer: %w", err)
+	}
+	withStore, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return fmt.Errorf("the NodeMetric informer (%T) has no store to read", inf)
+	}
+	c.metricStore = withStore.GetStore()
 	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
 	m, err := newMetrics(c.metricsReg, c.opts.TermMetrics)
 	if err != nil {
@@ -252,12 +266,16 @@ func (c *Controller) input(ctx context.Context, node *corev1.Node, strategy *slo
 		in.Pods[i] = &pods.Items[i]
 	}
 
-	metric := &slov1alpha1.NodeMetric{}
-	switch err := c.client.Get(ctx, client.ObjectKey{Name: node.Name}, metric); {
-	case err == nil:
-		in.Metric = metric
-	case !apierrors.IsNotFound(err):
+	// The cached object itself, read-only (see metricStore).
+	switch obj, found, err := c.metricStore.GetByKey(node.Name); {
+	case err != nil:
 		return nil, fmt.Errorf("getting NodeMetric %s: %w", node.Name, err)
+	case found:
+		metric, ok := obj.(*slov1alpha1.NodeMetric)
+		if !ok {
+			return nil, fmt.Errorf("getting NodeMetric %s: the cache holds a %T", node.Name, obj)
+		}
+		in.Metric = metric
 	}
 
 	if c.topology {
