@@ -77,9 +77,10 @@ type Controller struct {
 	// 6,000 a pass at 2,000 nodes, more than a 30 QPS client sends, so the queue grew without end). The
 	// controller watches them, so the cache holds every one, and a missing one is known to be missing.
 	cache client.Reader
-	// metricStore is the NodeMetric informer's store, read without the copy the client makes: a NodeMetric carries
-	// every pod's usage (33 KB of allocations per copy at 30 pods), and the plugins only read it.
-	metricStore toolscache.Store
+	// nodeStore and metricStore are the Node and NodeMetric informers' stores, read without the copy the client
+	// makes (a NodeMetric carries every pod's usage: 33 KB of allocations per copy at 30 pods). The reconcile and
+	// the plugins only read them; what is written is a copy (Prepare's node).
+	nodeStore, metricStore toolscache.Store
 	metrics     *metrics
 	times   *nodeTimes
 }
@@ -106,15 +107,12 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.registry = registry
 	c.client = mgr.GetClient()
 	c.cache = mgr.GetCache()
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &slov1alpha1.NodeMetric{})
-	if err != nil {
-		return fmt.Errorf("getting the NodeMetric informer: %w", err)
+	if c.nodeStore, err = informerStore(mgr, &corev1.Node{}); err != nil {
+		return err
 	}
-	withStore, ok := inf.(interface{ GetStore() toolscache.Store })
-	if !ok {
-		return fmt.Errorf("the NodeMetric informer (%T) has no store to read", inf)
+	if c.metricStore, err = informerStore(mgr, &slov1alpha1.NodeMetric{}); err != nil {
+		return err
 	}
-	c.metricStore = withStore.GetStore()
 	c.recorder = mgr.GetEventRecorder("gleaner-" + Name)
 	m, err := newMetrics(c.metricsReg, c.opts.TermMetrics)
 	if err != nil {
@@ -162,14 +160,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	start := c.clock.Now()
 	defer func() { c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds()) }()
 
-	node := &corev1.Node{}
-	if err := c.client.Get(ctx, req.NamespacedName, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			c.metrics.forget(req.Name)
-			c.times.forget(req.Name)
-			return reconcile.Result{}, nil
-		}
+	node, err := cached[*corev1.Node](c.nodeStore, req.Name)
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
+	}
+	if node == nil {
+		c.metrics.forget(req.Name)
+		c.times.forget(req.Name)
+		return reconcile.Result{}, nil
 	}
 	// One snapshot for the whole reconcile. Before the config's first load there is nothing to do: that load
 	// enqueues every node.
@@ -228,6 +226,34 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return requeueAt(in.Now, nextDue(in, stamp, true)), nil
 }
 
+// informerStore returns the store of the manager's informer for obj's kind.
+func informerStore(mgr ctrl.Manager, obj client.Object) (toolscache.Store, error) {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+	if err != nil {
+		return nil, fmt.Errorf("getting the %T informer: %w", obj, err)
+	}
+	withStore, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, fmt.Errorf("the %T informer (%T) has no store to read", obj, inf)
+	}
+	return withStore.GetStore(), nil
+}
+
+// cached returns the cluster-scoped object named name from store, itself and not a copy (read-only), or nil when
+// the store has none.
+func cached[T client.Object](store toolscache.Store, name string) (T, error) {
+	var none T
+	obj, found, err := store.GetByKey(name)
+	if err != nil || !found {
+		return none, err
+	}
+	t, ok := obj.(T)
+	if !ok {
+		return none, fmt.Errorf("the cache holds a %T", obj)
+	}
+	return t, nil
+}
+
 // requeueAt asks for the node again at due; a zero due asks for nothing.
 func requeueAt(now, due time.Time) reconcile.Result {
 	if due.IsZero() {
@@ -266,17 +292,11 @@ func (c *Controller) input(ctx context.Context, node *corev1.Node, strategy *slo
 		in.Pods[i] = &pods.Items[i]
 	}
 
-	// The cached object itself, read-only (see metricStore).
-	switch obj, found, err := c.metricStore.GetByKey(node.Name); {
-	case err != nil:
+	metric, err := cached[*slov1alpha1.NodeMetric](c.metricStore, node.Name)
+	if err != nil {
 		return nil, fmt.Errorf("getting NodeMetric %s: %w", node.Name, err)
-	case found:
-		metric, ok := obj.(*slov1alpha1.NodeMetric)
-		if !ok {
-			return nil, fmt.Errorf("getting NodeMetric %s: the cache holds a %T", node.Name, obj)
-		}
-		in.Metric = metric
 	}
+	in.Metric = metric // nil when there is none
 
 	if c.topology {
 		u := framework.NewTopologyObject()
