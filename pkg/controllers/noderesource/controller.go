@@ -81,8 +81,8 @@ type Controller struct {
 	// makes (a NodeMetric carries every pod's usage: 33 KB of allocations per copy at 30 pods). The reconcile and
 	// the plugins only read them; what is written is a copy (Prepare's node).
 	nodeStore, metricStore toolscache.Store
-	metrics     *metrics
-	times   *nodeTimes
+	metrics                *metrics
+	times                  *nodeTimes
 }
 
 // New returns the controller, reading each node's colocation strategy from config. Its plugins are chosen by
