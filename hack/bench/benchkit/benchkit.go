@@ -451,3 +451,21 @@ func WaitServing(addr string, timeout time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// ChildMemory reads VmRSS and VmHWM (peak), in bytes, of this process's child named comm (such as
+// kube-apiserver or etcd, which envtest starts), or zeros when there is none.
+func ChildMemory(comm string) (rss, peak int64) {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return 0, 0
+	}
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil || st.PPID != os.Getpid() || st.Comm != comm {
+			continue
+		}
+		c := &Process{Cmd: &exec.Cmd{Process: &os.Process{Pid: p.PID}}}
+		return c.Memory("VmRSS"), c.Memory("VmHWM")
+	}
+	return 0, 0
+}

@@ -534,6 +534,10 @@ func (r *results) print() {
 	fmt.Printf("| ... measured: %.2f s over %s with %d /metrics scrapes in it (%.0f ms each); idle %.1f ms/s | |\n",
 		r.steadyRawCPU.Seconds(), r.steadyElapsed.Round(time.Second), r.steadyScrapes, float64(r.scrapeCPU)/float64(time.Millisecond), 1000*r.idleCPUPerSecond)
 	fmt.Printf("| steady state: manager RSS at the end | %d MiB |\n", r.steadyRSS>>20)
+	for _, comm := range []string{"kube-apiserver", "etcd"} {
+		rss, peak := benchkit.ChildMemory(comm)
+		fmt.Printf("| %s RSS at the end / peak (VmHWM) | %d MiB / %d MiB |\n", comm, rss>>20, peak>>20)
+	}
 	fmt.Printf("| steady state: node writes (changes below the diff threshold) | %.0f (PATCH requests %.0f) |\n", r.steadyWrite, r.steadyPatches)
 	fmt.Printf("| steady state: reconcile p50 / p99 (histogram) | %.2f ms / %.2f ms |\n",
 		float64(r.reconcile[0])/float64(time.Millisecond), float64(r.reconcile[1])/float64(time.Millisecond))
