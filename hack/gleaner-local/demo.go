@@ -123,7 +123,7 @@ func reportCommands() [][]string {
 		// Why batch pods wait, if any do: the scheduler's message on each pending pod.
 		{"get", "pods", "--all-namespaces", "--field-selector=status.phase=Pending", "-o",
 			"custom-columns=POD:.metadata.name,WHY:.status.conditions[?(@.type=='PodScheduled')].message"},
-		{"get", "nodeallocations,nodeslos,nodemetrics"},
+		{"get", "nodeallocations,nodeslos,nodemetrics,noderesourceexplanations"},
 	}
 }
 

@@ -9,7 +9,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -157,7 +156,11 @@ func (p Placer) waitForRoom(ctx context.Context, manifest Size, pods int64) (Siz
 		if err := p.Client.Get(ctx, client.ObjectKey{Name: p.Node}, node); err != nil {
 			return false, nil //nolint:nilerr // poll again
 		}
-		d := derivation(node, slov1alpha1.BatchCPU)
+		exp := &slov1alpha1.NodeResourceExplanation{}
+		if err := p.Client.Get(ctx, client.ObjectKey{Name: p.Node}, exp); err != nil {
+			return false, nil //nolint:nilerr // not written yet (it follows the node's write): poll again
+		}
+		d := derivation(exp, slov1alpha1.BatchCPU)
 		if d == nil || d.MetricTime == nil || d.MetricTime.Before(measuredAt) {
 			return false, nil
 		}
@@ -173,7 +176,7 @@ func (p Placer) waitForRoom(ctx context.Context, manifest Size, pods int64) (Siz
 		size, ok = sizeFor(published, manifest, pods)
 		if !ok {
 			first := noRoom == nil
-			noRoom = &NoRoomError{Node: p.Node, Published: published, Pods: pods, CPU: d, Memory: derivation(node, slov1alpha1.BatchMemory)}
+			noRoom = &NoRoomError{Node: p.Node, Published: published, Pods: pods, CPU: d, Memory: derivation(exp, slov1alpha1.BatchMemory)}
 			if first {
 				p.logf("%v.\nWaiting up to %s in all for the node to publish more", noRoom, p.PublishTimeout)
 			}
@@ -339,12 +342,9 @@ func quantity(l corev1.ResourceList, r corev1.ResourceName) int64 {
 	return q.Value()
 }
 
-// derivation decodes the node's explanation of resource r, nil when there is none.
-func derivation(node *corev1.Node, r corev1.ResourceName) *slov1alpha1.ResourceDerivation {
-	var x slov1alpha1.NodeResourceExplanation
-	if err := json.Unmarshal([]byte(node.Annotations[slov1alpha1.AnnotationResourceExplanation]), &x); err != nil {
-		return nil
-	}
+// derivation is the node's explanation of resource r, nil when there is none.
+func derivation(exp *slov1alpha1.NodeResourceExplanation, r corev1.ResourceName) *slov1alpha1.ResourceDerivation {
+	x := &exp.Status
 	for i := range x.Resources {
 		if x.Resources[i].Resource == r {
 			return &x.Resources[i]

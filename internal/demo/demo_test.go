@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -180,23 +179,22 @@ func (w *world) publish(s Size, metricTime time.Time) {
 		w.t.Fatal(err)
 	}
 	mt := metav1.NewTime(metricTime)
-	x := slov1alpha1.NodeResourceExplanation{UpdateTime: metav1.Now(), Resources: []slov1alpha1.ResourceDerivation{
+	x := slov1alpha1.NodeResourceExplanationStatus{UpdateTime: metav1.Now(), Resources: []slov1alpha1.ResourceDerivation{
 		{Resource: slov1alpha1.BatchCPU, Value: &cpu, MetricTime: &mt, Terms: []slov1alpha1.DerivationTerm{
 			{Name: "systemUsed", Value: resource.MustParse("1700m")}}},
 		{Resource: slov1alpha1.BatchMemory, Value: &mem, MetricTime: &mt},
 	}}
-	b, err := json.Marshal(x)
-	if err != nil {
-		w.t.Fatal(err)
+	// The manager's NodeResourceExplanation, created the first time.
+	exp := &slov1alpha1.NodeResourceExplanation{}
+	if err := w.c.Get(ctx, client.ObjectKey{Name: w.node}, exp); err != nil {
+		exp = &slov1alpha1.NodeResourceExplanation{ObjectMeta: metav1.ObjectMeta{Name: w.node}}
+		if err := w.c.Create(ctx, exp); err != nil {
+			w.t.Fatal(err)
+		}
+		w.t.Cleanup(func() { _ = w.c.Delete(context.Background(), exp) })
 	}
-	if err := w.c.Get(ctx, client.ObjectKey{Name: w.node}, node); err != nil {
-		w.t.Fatal(err)
-	}
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	node.Annotations[slov1alpha1.AnnotationResourceExplanation] = string(b)
-	if err := w.c.Update(ctx, node); err != nil {
+	exp.Status = x
+	if err := w.c.Status().Update(ctx, exp); err != nil {
 		w.t.Fatal(err)
 	}
 }

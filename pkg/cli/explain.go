@@ -24,8 +24,11 @@ type Explanation struct {
 	Node string `json:"node"`
 	// Published are the values on the node now, for the resources the explanation covers.
 	Published corev1.ResourceList `json:"published,omitempty"`
-	// Explanation is the node's noderesource.gleaner.sh/explanation annotation, decoded.
-	Explanation slov1alpha1.NodeResourceExplanation `json:"explanation"`
+	// Explanation is the status of the node's NodeResourceExplanation.
+	Explanation slov1alpha1.NodeResourceExplanationStatus `json:"explanation"`
+	// Disagreements name the resources whose value on the node is not the one explained, one line each; none when
+	// the node carries exactly what the explanation explains.
+	Disagreements []string `json:"disagreements,omitempty"`
 }
 
 func newExplainCommand(f *Factory) *cobra.Command {
@@ -38,8 +41,10 @@ mid-memory) it published on a node: the formula, the policy, every input and int
 used and its age, warnings (a NodeMetric quantity outside [0, capacity] that was clamped), or why a resource was
 removed (colocation disabled, NodeMetric missing, stale or stamped ahead of the manager's clock).
 
-The derivation is the one that produced the values now on the node: gleaner-manager writes both in one request.
-It reads the node's noderesource.gleaner.sh/explanation annotation; it needs get on nodes.`,
+It reads the node and its NodeResourceExplanation (same name), which gleaner-manager writes after the node's
+values; it needs get on nodes and noderesourceexplanations. When the values on the node are not the ones the
+explanation explains, it says so: the explanation lags behind a newer write, or writing it failed, or something
+other than gleaner-manager changed the node.`,
 		Example: `  kubectl glean explain node-1
   kubectl glean explain node-1 node-2 -o yaml`,
 		Args: cobra.MinimumNArgs(1),
@@ -68,33 +73,34 @@ func runExplain(ctx context.Context, f *Factory, output string, names []string) 
 			}
 			return fmt.Errorf("getting node %s: %w", name, err)
 		}
-		e, err := explanationOf(node)
-		if err != nil {
-			return err
+		exp := &slov1alpha1.NodeResourceExplanation{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, exp); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("node %s has no NodeResourceExplanation: gleaner-manager's noderesource controller has not published reclaimed resources on it yet, or not yet written their explanation, which follows the node's write (is gleaner-manager running, and has the slo-controller-config ConfigMap been loaded?)", name)
+			}
+			return fmt.Errorf("getting the NodeResourceExplanation of node %s: %w", name, err)
 		}
-		all = append(all, e)
+		all = append(all, explanationOf(node, &exp.Status))
 	}
 	return printExplanations(f.Out, all, output, f.Clock)
 }
 
-// explanationOf decodes a node's explanation annotation and collects the values the node carries now.
-func explanationOf(node *corev1.Node) (Explanation, error) {
-	raw, ok := node.Annotations[slov1alpha1.AnnotationResourceExplanation]
-	if !ok {
-		return Explanation{}, fmt.Errorf("node %s has no %s annotation: gleaner-manager's noderesource controller has not published reclaimed resources on it yet (is gleaner-manager running, and has the slo-controller-config ConfigMap been loaded?)",
-			node.Name, slov1alpha1.AnnotationResourceExplanation)
-	}
-	exp, err := slov1alpha1.ParseResourceExplanation(raw)
-	if err != nil {
-		return Explanation{}, fmt.Errorf("node %s: decoding its %s annotation: %w", node.Name, slov1alpha1.AnnotationResourceExplanation, err)
-	}
-	e := Explanation{Node: node.Name, Published: corev1.ResourceList{}, Explanation: exp}
+// explanationOf pairs a node's explanation with the values the node carries now, and says where they differ.
+func explanationOf(node *corev1.Node, exp *slov1alpha1.NodeResourceExplanationStatus) Explanation {
+	e := Explanation{Node: node.Name, Published: corev1.ResourceList{}, Explanation: *exp}
 	for _, d := range e.Explanation.Resources {
-		if q, ok := node.Status.Allocatable[d.Resource]; ok {
+		q, ok := node.Status.Allocatable[d.Resource]
+		if ok {
 			e.Published[d.Resource] = q
 		}
+		switch {
+		case d.Value == nil && ok:
+			e.Disagreements = append(e.Disagreements, fmt.Sprintf("%s: the node carries %s, explained as not offered", d.Resource, q.String()))
+		case d.Value != nil && (!ok || q.Cmp(*d.Value) != 0):
+			e.Disagreements = append(e.Disagreements, fmt.Sprintf("%s: the node carries %s, explained as %s", d.Resource, publishedOrNone(q, ok), d.Value.String()))
+		}
 	}
-	return e, nil
+	return e
 }
 
 func printExplanations(w io.Writer, all []Explanation, format string, clk clock.PassiveClock) error {
@@ -117,12 +123,18 @@ func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
 	exp := e.Explanation
 	fmt.Fprintf(w, "Node %s: published %s (%s ago), colocation strategy: %s\n", e.Node,
 		exp.UpdateTime.UTC().Format("2006-01-02 15:04:05 MST"), age(clk, exp.UpdateTime.Time), orDash(exp.Strategy))
+	if len(e.Disagreements) > 0 {
+		fmt.Fprintf(w, "warning: the node does not carry the values explained here (%s). gleaner-manager writes the explanation after the node: "+
+			"it lags behind a newer write, or writing it failed (gleaner-manager logs the error and retries; "+
+			"controller_runtime_reconcile_errors_total{controller=%q} counts the failures). If it stays so, something other than gleaner-manager changed the node.\n",
+			strings.Join(e.Disagreements, "; "), "noderesource-explanation")
+	}
 	for _, d := range exp.Resources {
 		fmt.Fprintln(w)
 		if d.Value == nil {
 			fmt.Fprintf(w, "%s: not offered (plugin %s)\n  %s\n", d.Resource, d.Plugin, d.Reason)
 			if q, ok := e.Published[d.Resource]; ok {
-				fmt.Fprintf(w, "  warning: the node carries %s = %s anyway; something other than gleaner-manager set it\n", d.Resource, q.String())
+				fmt.Fprintf(w, "  warning: the node carries %s = %s, not nothing (see above)\n", d.Resource, q.String())
 			}
 			continue
 		}
@@ -133,7 +145,7 @@ func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
 		}
 		fmt.Fprintln(w, ")")
 		if q, ok := e.Published[d.Resource]; !ok || q.Cmp(*d.Value) != 0 {
-			fmt.Fprintf(w, "  warning: the node carries %s, not this value; something other than gleaner-manager changed it\n", publishedOrNone(q, ok))
+			fmt.Fprintf(w, "  warning: the node carries %s, not this value (see above)\n", publishedOrNone(q, ok))
 		}
 		for _, warning := range d.Warnings {
 			fmt.Fprintf(w, "  warning: %s\n", warning)

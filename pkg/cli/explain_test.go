@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,14 +13,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// explained returns a node carrying batch-cpu 1200 and the explanation the noderesource controller would write.
-func explained(name string, published string) *corev1.Node {
+// explained returns a node carrying batch-cpu published and the NodeResourceExplanation the noderesource
+// controller would write for batch-cpu 1200.
+func explained(name string, published string) (*corev1.Node, *slov1alpha1.NodeResourceExplanation) {
 	v, mem := resource.MustParse("1200"), resource.MustParse("5905580032")
 	metricTime := metav1.NewTime(time.Date(2026, 11, 22, 11, 59, 30, 0, time.UTC))
-	exp := slov1alpha1.NodeResourceExplanation{
+	exp := slov1alpha1.NodeResourceExplanationStatus{
 		UpdateTime: metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)),
 		Strategy:   "nodeConfigs gray",
 		Resources: []slov1alpha1.ResourceDerivation{
@@ -42,15 +45,37 @@ func explained(name string, published string) *corev1.Node {
 			{Resource: slov1alpha1.MidCPU, Plugin: "mid", Reason: "NodeMetric n reports no prod reclaimable resources"},
 		},
 	}
-	raw, _ := json.Marshal(exp)
 	n := testutil.Node(name).Allocatable("cpu", "4", string(slov1alpha1.BatchCPU), published, string(slov1alpha1.BatchMemory), "5905580032").Obj()
-	n.Annotations = map[string]string{slov1alpha1.AnnotationResourceExplanation: string(raw)}
-	return n
+	return n, &slov1alpha1.NodeResourceExplanation{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: exp}
+}
+
+// createExplained creates the node and its NodeResourceExplanation of explained.
+func createExplained(t *testing.T, e *testenv.Env, name, published string) {
+	t.Helper()
+	node, exp := explained(name, published)
+	e.CreateNode(t, node)
+	createExplanation(t, e, exp)
+}
+
+// createExplanation creates exp with its status, as gleaner-manager does (the status subresource ignores the status
+// of a create).
+func createExplanation(t *testing.T, e *testenv.Env, exp *slov1alpha1.NodeResourceExplanation) {
+	t.Helper()
+	ctx := context.Background()
+	status := exp.Status
+	if err := e.Client.Create(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), exp) })
+	exp.Status = status
+	if err := e.Client.Status().Update(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestExplainPrintsTheDerivation(t *testing.T) {
 	e := env.Start(t)
-	e.CreateNode(t, explained("explain-a", "1200"))
+	createExplained(t, e, "explain-a", "1200")
 	out, _, err := glean(t, "--kubeconfig", e.Kubeconfig, "explain", "explain-a")
 	if err != nil {
 		t.Fatal(err)
@@ -79,19 +104,36 @@ func TestExplainPrintsTheDerivation(t *testing.T) {
 
 func TestExplainWarnsWhenTheNodeDisagrees(t *testing.T) {
 	e := env.Start(t)
-	e.CreateNode(t, explained("explain-edited", "9999"))
+	createExplained(t, e, "explain-edited", "9999")
 	out, _, err := glean(t, "--kubeconfig", e.Kubeconfig, "explain", "explain-edited")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "warning: the node carries 9999, not this value") {
-		t.Errorf("no warning for a hand-edited value:\n%s", out)
+	for _, want := range []string{
+		"warning: the node does not carry the values explained here (kubernetes.io/batch-cpu: the node carries 9999, explained as 1200). " +
+			"gleaner-manager writes the explanation after the node: it lags behind a newer write, or writing it failed",
+		"warning: the node carries 9999, not this value (see above)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = glean(t, "--kubeconfig", e.Kubeconfig, "explain", "explain-edited", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Explanation
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kubernetes.io/batch-cpu: the node carries 9999, explained as 1200"}; len(got) != 1 || !cmp.Equal(got[0].Disagreements, want) {
+		t.Errorf("-o json disagreements = %+v, want %q", got, want)
 	}
 }
 
 func TestExplainJSON(t *testing.T) {
 	e := env.Start(t)
-	e.CreateNode(t, explained("explain-json", "1200"))
+	createExplained(t, e, "explain-json", "1200")
 	out, _, err := glean(t, "--kubeconfig", e.Kubeconfig, "explain", "explain-json", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +142,7 @@ func TestExplainJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("-o json is not JSON: %v\n%s", err, out)
 	}
-	if len(got) != 1 || got[0].Node != "explain-json" || len(got[0].Explanation.Resources) != 3 {
+	if len(got) != 1 || got[0].Node != "explain-json" || len(got[0].Explanation.Resources) != 3 || got[0].Disagreements != nil {
 		t.Fatalf("unexpected JSON: %+v", got)
 	}
 	want := resource.MustParse("1200")
@@ -115,16 +157,12 @@ func TestExplainJSON(t *testing.T) {
 func TestExplainErrors(t *testing.T) {
 	e := env.Start(t)
 	e.CreateNode(t, testutil.Node("explain-none").Allocatable("cpu", "1").Obj())
-	bad := explained("explain-bad", "1")
-	bad.Annotations[slov1alpha1.AnnotationResourceExplanation] = "{not json"
-	e.CreateNode(t, bad)
 	tests := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"explain", "explain-none"}, "node explain-none has no noderesource.gleaner.sh/explanation annotation"},
+		{[]string{"explain", "explain-none"}, "node explain-none has no NodeResourceExplanation: gleaner-manager's noderesource controller has not published"},
 		{[]string{"explain", "explain-nosuch"}, `node "explain-nosuch" not found`},
-		{[]string{"explain", "explain-bad"}, "node explain-bad: decoding its noderesource.gleaner.sh/explanation annotation"},
 		{[]string{"explain", "explain-none", "-o", "wide"}, `-o "wide": want json or yaml`},
 		{[]string{"explain"}, "requires at least 1 arg"},
 	}

@@ -37,7 +37,7 @@ func TestGleanRunsWithTheReaderRole(t *testing.T) {
 	alice := e.UserKubeconfig(t, "alice", "system:authenticated")
 	mallory := e.UserKubeconfig(t, "mallory", "system:authenticated")
 
-	e.CreateNode(t, explained("rbac-a", "1200"))
+	createExplained(t, e, "rbac-a", "1200")
 	e.CreatePod(t, testutil.Pod("rbac-1").Namespace("default").Node("rbac-a").Requests("cpu", "500m").Obj())
 	na := &slov1alpha1.NodeAllocation{ObjectMeta: metav1.ObjectMeta{Name: "rbac-a"}}
 	if err := e.Client.Create(ctx, na); err != nil {

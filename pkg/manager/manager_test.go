@@ -80,6 +80,7 @@ func TestOptionsValidate(t *testing.T) {
 		},
 		{name: "unknown node-resource plugin", mutate: func(o *Options) { o.NodeResource.Plugins = []string{"*", "-gpu"} }, wantErr: []string{`--noderesource-plugins: unknown name "gpu"`}},
 		{name: "no noderesource workers", mutate: func(o *Options) { o.NodeResource.Workers = 0 }, wantErr: []string{"--noderesource-workers"}},
+		{name: "no explanation rate", mutate: func(o *Options) { o.NodeResource.ExplanationQPS = 0 }, wantErr: []string{"--noderesource-explanation-qps"}},
 		{name: "client rate", mutate: func(o *Options) { o.KubeAPIQPS = 0 }, wantErr: []string{"--kube-api-qps"}},
 		{name: "no SLO ConfigMap name", mutate: func(o *Options) { o.SLOConfigName = "" }, wantErr: []string{"--slo-config-name"}},
 		{name: "webhook port out of range", mutate: func(o *Options) { o.Webhook.Port = 70000 }, wantErr: []string{"--webhook-port"}},

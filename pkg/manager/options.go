@@ -142,6 +142,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.NodeResource.Plugins, "noderesource-plugins", o.NodeResource.Plugins, "node-resource plugins to run: '*' for all, 'name' to add one, '-name' to leave one out")
 	fs.IntVar(&o.NodeResource.Workers, "noderesource-workers", o.NodeResource.Workers, "nodes the noderesource controller reconciles at once")
 	fs.BoolVar(&o.NodeResource.TermMetrics, "noderesource-term-metrics", o.NodeResource.TermMetrics, "export every derivation term as gleaner_noderesource_term (about 50 series per node; costs scrape CPU on large clusters)")
+	fs.Float32Var(&o.NodeResource.ExplanationQPS, "noderesource-explanation-qps", o.NodeResource.ExplanationQPS, "requests per second that write the NodeResourceExplanations (kubectl glean explain), a rate limit of their own beside --kube-api-qps")
 	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")
 	fs.StringVar(&o.Webhook.Host, "webhook-host", o.Webhook.Host, "address the webhook server binds; empty means all")
@@ -204,6 +205,9 @@ func (o *Options) validateControllers() error {
 	}
 	if o.NodeResource.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("--noderesource-workers must be positive, got %d", o.NodeResource.Workers))
+	}
+	if o.NodeResource.ExplanationQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--noderesource-explanation-qps must be positive, got %v", o.NodeResource.ExplanationQPS))
 	}
 	return errors.Join(errs...)
 }

@@ -66,8 +66,10 @@ func TestAgentMeasuresTheRealNode(t *testing.T) {
 		}
 		c, okC := node.Status.Allocatable[slov1alpha1.BatchCPU]
 		m, okM := node.Status.Allocatable[slov1alpha1.BatchMemory]
-		return okC && okM && m.Value() > 0 && node.Annotations[slov1alpha1.AnnotationResourceExplanation] != "",
-			fmt.Sprintf("allocatable batch-cpu %s, batch-memory %s", c.String(), m.String())
+		var exp slov1alpha1.NodeResourceExplanation
+		explained := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, &exp) == nil && len(exp.Status.Resources) > 0
+		return okC && okM && m.Value() > 0 && explained && node.Annotations[slov1alpha1.LegacyAnnotationResourceExplanation] == "",
+			fmt.Sprintf("allocatable batch-cpu %s, batch-memory %s, NodeResourceExplanation written: %t (the node carries no explanation annotation)", c.String(), m.String(), explained)
 	})
 
 	// A batch pod that asks for a share of them is admitted by the scheduler and the kubelet, and runs. The burner

@@ -37,7 +37,7 @@ func (e *Env) MakeRoomForBatch(milli int64) int64 {
 		q := node.Status.Allocatable[slov1alpha1.BatchCPU]
 		published = q.Value()
 		return published >= milli, fmt.Sprintf("batch-cpu %s, want at least %d with no safety margin: %s",
-			q.String(), milli, batchCPUDerivation(node))
+			q.String(), milli, e.derivation(ctx, node, slov1alpha1.BatchCPU))
 	})
 	return published
 }
@@ -79,16 +79,14 @@ func (e *Env) setColocation(fields map[string]any) {
 	}
 }
 
-// batchCPUDerivation is the terms gleaner-manager gives for the node's batch-cpu, as `kubectl glean explain` shows
-// them.
-func batchCPUDerivation(node *corev1.Node) string { return derivation(node, slov1alpha1.BatchCPU) }
-
-// derivation is the terms gleaner-manager gives for the node's resource r, as `kubectl glean explain` shows them.
-func derivation(node *corev1.Node, r corev1.ResourceName) string {
-	var x slov1alpha1.NodeResourceExplanation
-	if err := json.Unmarshal([]byte(node.Annotations[slov1alpha1.AnnotationResourceExplanation]), &x); err != nil {
-		return "no explanation on the node yet"
+// derivation is the terms gleaner-manager gives for the node's resource r, as `kubectl glean explain` shows them,
+// from the node's NodeResourceExplanation; it says so when the explanation is of other values than the node's.
+func (e *Env) derivation(ctx context.Context, node *corev1.Node, r corev1.ResourceName) string {
+	var exp slov1alpha1.NodeResourceExplanation
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: node.Name}, &exp); err != nil {
+		return "no explanation of the node yet: " + err.Error()
 	}
+	x := exp.Status
 	for _, d := range x.Resources {
 		if d.Resource != r {
 			continue
@@ -100,7 +98,11 @@ func derivation(node *corev1.Node, r corev1.ResourceName) string {
 		for _, t := range d.Terms {
 			terms = append(terms, fmt.Sprintf("%s %s (%s)", t.Name, t.Value.String(), t.Detail))
 		}
-		return fmt.Sprintf("strategy %s; %s", x.Strategy, strings.Join(terms, ", "))
+		lag := ""
+		if q, ok := node.Status.Allocatable[r]; d.Value != nil && (!ok || q.Cmp(*d.Value) != 0) {
+			lag = fmt.Sprintf(" (explains %s, not the node's value: the explanation lags)", d.Value.String())
+		}
+		return fmt.Sprintf("strategy %s; %s%s", x.Strategy, strings.Join(terms, ", "), lag)
 	}
 	return "the explanation has no " + string(r)
 }

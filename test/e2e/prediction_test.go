@@ -43,7 +43,7 @@ func TestMidTierFromPrediction(t *testing.T) {
 			return false, err.Error()
 		}
 		q := node.Status.Allocatable[slov1alpha1.MidCPU]
-		explained = derivation(node, slov1alpha1.MidCPU)
+		explained = e.derivation(ctx, node, slov1alpha1.MidCPU)
 		return q.Value() >= ask, fmt.Sprintf("mid-cpu %s, want at least %d: %s", q.String(), ask, explained)
 	})
 	for _, term := range []string{"prodReclaimable", "prodPeak", "systemPeak", "predictedProdRequest"} {

@@ -12,7 +12,7 @@ import (
 )
 
 // CreateNode creates n and then writes its status, which a create ignores. When the test ends it deletes the node
-// and the NodeAllocation named after it: envtest runs no garbage collector.
+// and the NodeAllocation and NodeResourceExplanation named after it: envtest runs no garbage collector.
 func (e *Env) CreateNode(t testing.TB, n *corev1.Node) *corev1.Node {
 	t.Helper()
 	ctx := context.Background()
@@ -23,6 +23,7 @@ func (e *Env) CreateNode(t testing.TB, n *corev1.Node) *corev1.Node {
 	t.Cleanup(func() {
 		_ = e.Client.Delete(context.Background(), n)
 		_ = e.Client.Delete(context.Background(), &slov1alpha1.NodeAllocation{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+		_ = e.Client.Delete(context.Background(), &slov1alpha1.NodeResourceExplanation{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
 	})
 	n.Status = status
 	if err := e.Client.Status().Update(ctx, n); err != nil {

@@ -127,6 +127,30 @@ func TestCRDRoundTrip(t *testing.T) {
 			status:      func(o client.Object) any { return o.(*slov1alpha1.NodeMetric).Status },
 			spec:        func(o client.Object) any { return o.(*slov1alpha1.NodeMetric).Spec },
 		},
+		{
+			name: "NodeResourceExplanation",
+			obj:  &slov1alpha1.NodeResourceExplanation{ObjectMeta: metav1.ObjectMeta{Name: "rt-explanation"}},
+			setStatus: func(o client.Object) {
+				v := resource.MustParse("3k")
+				o.(*slov1alpha1.NodeResourceExplanation).Status = slov1alpha1.NodeResourceExplanationStatus{
+					UpdateTime: now, Strategy: "nodeConfigs gray",
+					Resources: []slov1alpha1.ResourceDerivation{
+						{
+							Resource: slov1alpha1.BatchCPU, Plugin: "batch", Value: &v, Formula: "capacity - used", MetricTime: &now,
+							Terms:    []slov1alpha1.DerivationTerm{{Name: "capacity", Value: resource.MustParse("4"), Detail: "node status.capacity"}},
+							Zones:    map[string]resource.Quantity{"node-0": resource.MustParse("1500")},
+							Warnings: []string{"clamped"},
+						},
+						{Resource: slov1alpha1.MidCPU, Plugin: "mid", Reason: "NodeMetric n reports no prod reclaimable resources"},
+					},
+				}
+			},
+			clearStatus: func(o client.Object) {
+				o.(*slov1alpha1.NodeResourceExplanation).Status = slov1alpha1.NodeResourceExplanationStatus{}
+			},
+			status: func(o client.Object) any { return o.(*slov1alpha1.NodeResourceExplanation).Status },
+			spec:   func(o client.Object) any { return o.(*slov1alpha1.NodeResourceExplanation).Spec },
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,8 @@
 //     gleaner-agent.
 //   - NodeMetric: how the agent collects (spec, written by gleaner-manager) and what it measured (status, written by
 //     gleaner-agent); the input of the batch and mid resource calculation.
+//   - NodeResourceExplanation: how gleaner-manager derived the batch and mid resources it last published on the
+//     node, every term of it; read by `kubectl glean explain`, watched by nothing.
 //
 // +kubebuilder:object:generate=true
 // +groupName=slo.gleaner.sh

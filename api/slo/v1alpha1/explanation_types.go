@@ -6,15 +6,52 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// AnnotationResourceExplanation is the Node annotation in which gleaner-manager records how it derived the batch
-// and mid resources it published on the node, as JSON-encoded NodeResourceExplanation. It is written in the same
-// request as the resources themselves, so the numbers in it are always those on the node.
-const AnnotationResourceExplanation = "noderesource.gleaner.sh/explanation"
+// LegacyAnnotationResourceExplanation is the Node annotation in which gleaner-manager up to issue 21 recorded the
+// derivation of the batch and mid resources, 2 to 5 KiB on every Node that every node watcher of the cluster
+// received with each Node update. The derivation now lives in the node's NodeResourceExplanation; gleaner-manager
+// removes this annotation from every Node it writes and no longer reads it.
+const LegacyAnnotationResourceExplanation = "noderesource.gleaner.sh/explanation"
 
-// NodeResourceExplanation is the derivation of every reclaimed resource gleaner-manager publishes on a node.
+// NodeResourceExplanation is how gleaner-manager derived the batch and mid resources it last published on one node:
+// every term of every calculation, the policy, and the values themselves. It is named after the node and owned by
+// it. Only `kubectl glean explain` reads it: nothing watches it, so it costs the manager no memory, and the Node
+// itself stays as small as the scheduler needs.
 //
-// +kubebuilder:object:generate=true
+// gleaner-manager writes it after the node's resources, and only when it writes them, through a queue of its own
+// that never holds up a Node write: it can lag behind the node or miss a write (a failure is logged, counted in
+// controller_runtime_reconcile_errors_total{controller="noderesource-explanation"} and retried). Status.Resources
+// carries the values it explains, so a reader compares them with the node's status.allocatable to tell.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nrexp
+// +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.status.strategy`,description="colocation-config strategy that applied"
+// +kubebuilder:printcolumn:name="Published",type=date,JSONPath=`.status.updateTime`,description="when the explained values were published on the node"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeResourceExplanation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is empty: everything in a NodeResourceExplanation is observed.
+	Spec NodeResourceExplanationSpec `json:"spec,omitempty"`
+	// Status is the derivation.
+	Status NodeResourceExplanationStatus `json:"status,omitempty"`
+}
+
+// NodeResourceExplanationSpec is empty; it exists so the kind has the usual shape.
+type NodeResourceExplanationSpec struct{}
+
+// NodeResourceExplanationList is a list of NodeResourceExplanation.
+//
+// +kubebuilder:object:root=true
+type NodeResourceExplanationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeResourceExplanation `json:"items"`
+}
+
+// NodeResourceExplanationStatus is the derivation of every reclaimed resource gleaner-manager publishes on a node.
+type NodeResourceExplanationStatus struct {
 	// UpdateTime is when these values were published on the node.
 	UpdateTime metav1.Time `json:"updateTime"`
 	// Strategy says which colocation-config strategy applied to the node: "cluster", or "nodeConfigs NAME" for the
@@ -22,6 +59,7 @@ type NodeResourceExplanation struct {
 	// +optional
 	Strategy string `json:"strategy,omitempty"`
 	// Resources has one derivation per published (or removed) resource, in plugin order.
+	// +optional
 	Resources []ResourceDerivation `json:"resources,omitempty"`
 }
 

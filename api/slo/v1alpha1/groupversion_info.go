@@ -19,6 +19,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&NodeAllocation{}, &NodeAllocationList{},
 		&NodeSLO{}, &NodeSLOList{},
 		&NodeMetric{}, &NodeMetricList{},
+		&NodeResourceExplanation{}, &NodeResourceExplanationList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -2,7 +2,6 @@ package noderesource
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -33,7 +32,7 @@ import (
 // Name is the controller's name.
 const Name = "noderesource"
 
-// Why each permission: nodes are read and their status patched with the resources and the explanation; pods and
+// Why each permission: nodes are read and their status patched with the resources; pods and
 // NodeMetrics are read (cache) as inputs; NodeResourceTopologies are read and their zones updated when the CRD
 // exists; events are recorded on nodes (whose events live in the default namespace) when a plugin fails or a node's
 // reservation annotation does not parse.
@@ -54,11 +53,14 @@ type Options struct {
 	// off (the default), only the values are exported. On, a scrape at 2,000 nodes costs the manager 0.66 s of CPU
 	// (100,000 series), more than a minute of NodeMetric updates; kubectl glean explain shows the same terms.
 	TermMetrics bool
+	// ExplanationQPS is the rate of the requests that write the NodeResourceExplanations, a rate limit of their own
+	// beside the manager's: they never hold up a Node write.
+	ExplanationQPS float32
 }
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
-	return Options{Plugins: []string{"*"}, Workers: 8, TermMetrics: false}
+	return Options{Plugins: []string{"*"}, Workers: 8, TermMetrics: false, ExplanationQPS: 10}
 }
 
 // Controller publishes reclaimed resources on nodes.
@@ -83,6 +85,8 @@ type Controller struct {
 	nodeStore, metricStore toolscache.Store
 	metrics                *metrics
 	times                  *nodeTimes
+	// explanations writes each node's NodeResourceExplanation after the node.
+	explanations *explanations
 }
 
 // New returns the controller, reading each node's colocation strategy from config. Its plugins are chosen by
@@ -92,7 +96,8 @@ func New(config *sloconfig.Store, clk clock.WithTicker, reg prometheus.Registere
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	return &Controller{config: config, clock: clk, metricsReg: reg, opts: opts, times: newNodeTimes()}
+	exps := newExplanations()
+	return &Controller{config: config, clock: clk, metricsReg: reg, opts: opts, times: newNodeTimes(exps.lastPublished), explanations: exps}
 }
 
 // Name implements manager.Controller.
@@ -119,6 +124,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	c.metrics = m
+	if err := c.explanations.setup(mgr, c.opts.ExplanationQPS); err != nil {
+		return err
+	}
 
 	_, err = mgr.GetRESTMapper().RESTMapping(framework.TopologyGVK.GroupKind(), framework.TopologyGVK.Version)
 	switch {
@@ -159,6 +167,7 @@ func (c *Controller) newQueue(name string, rl workqueue.TypedRateLimiter[reconci
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	start := c.clock.Now()
 	defer func() { c.metrics.reconcileDuration.Observe(c.clock.Since(start).Seconds()) }()
+	c.explanations.seed(ctx)
 
 	node, err := cached[*corev1.Node](c.nodeStore, req.Name)
 	if err != nil {
@@ -167,6 +176,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node == nil {
 		c.metrics.forget(req.Name)
 		c.times.forget(req.Name)
+		c.explanations.forget(req.Name)
 		return reconcile.Result{}, nil
 	}
 	// One snapshot for the whole reconcile. Before the config's first load there is nothing to do: that load
@@ -201,15 +211,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.registry.Prepare(in, updated, nr); err != nil {
 		return reconcile.Result{}, err
 	}
+	legacy := dropLegacyExplanation(updated)
 	last, written := c.times.lastWrite(node)
 	why := c.needWrite(strategy, node, updated, in.Now, last, written)
+	if why == "" && legacy {
+		why = "removing the " + slov1alpha1.LegacyAnnotationResourceExplanation + " annotation of an earlier gleaner-manager"
+	}
 	if why == "" {
 		return requeueAt(in.Now, nextDue(in, last, written)), nil
-	}
-	// The explanation is encoded only for a write: most reconciles (a NodeMetric report that moves nothing much)
-	// end above, and this is their most expensive step.
-	if err := setExplanation(updated, in.Now, strategyName(snap, node), nr); err != nil {
-		return reconcile.Result{}, err
 	}
 	patch := client.MergeFrom(node)
 	data, err := patch.Data(updated)
@@ -222,6 +231,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.metrics.writes.Inc()
 	stamp := in.Now.Truncate(time.Second)
 	c.times.wrote(node.Name, stamp)
+	// The explanation only for a write, and after it: most reconciles (a NodeMetric report that moves nothing
+	// much) end above. It is written by a queue of its own (explanation.go) and cannot hold this write up.
+	c.explanations.set(node, stamp, strategyName(snap, node), nr)
 	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
 	return requeueAt(in.Now, nextDue(in, stamp, true)), nil
 }
@@ -348,34 +360,6 @@ func strategyName(snap *sloconfig.Snapshot, node *corev1.Node) string {
 	return "cluster"
 }
 
-// setExplanation records the derivations of this calculation on the node, stamped with now.
-func setExplanation(node *corev1.Node, now time.Time, strategy string, nr *framework.NodeResource) error {
-	exp := slov1alpha1.NodeResourceExplanation{Strategy: strategy, Resources: nr.Derivations}
-	exp.UpdateTime.Time = now.Truncate(time.Second)
-	data, err := json.Marshal(exp)
-	if err != nil {
-		return fmt.Errorf("encoding the resource explanation of node %s: %w", node.Name, err)
-	}
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	node.Annotations[slov1alpha1.AnnotationResourceExplanation] = string(data)
-	return nil
-}
-
-// lastUpdate is when the controller last wrote the node, from its explanation annotation.
-func lastUpdate(node *corev1.Node) (time.Time, bool) {
-	raw, ok := node.Annotations[slov1alpha1.AnnotationResourceExplanation]
-	if !ok {
-		return time.Time{}, false
-	}
-	exp, err := slov1alpha1.ParseResourceExplanation(raw)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return exp.UpdateTime.Time, true
-}
-
 // nextDue is when the node must be looked at again even if nothing happens: when its NodeMetric goes stale, when a
 // NodeMetric stamped too far ahead of the clock stops being ahead, or when its forced update comes due, whichever is
 // first and still ahead. A time already past is no reason to look again:
@@ -411,11 +395,12 @@ func sameName(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // nodeTimes remembers, per node, when the controller last wrote it and what it last said about the node's
-// reservation annotations. The last write is read from the node's explanation annotation once (after a restart),
-// then kept here, so that a reconcile that writes nothing decodes nothing.
+// reservation annotations. The last write comes from the node's NodeResourceExplanation as listed at start-up
+// (published), then is kept here.
 type nodeTimes struct {
-	mu    sync.Mutex
-	nodes map[string]*times
+	mu        sync.Mutex
+	nodes     map[string]*times
+	published func(node string) (time.Time, bool)
 }
 
 type times struct {
@@ -425,14 +410,16 @@ type times struct {
 	reservationProblem string
 }
 
-func newNodeTimes() *nodeTimes { return &nodeTimes{nodes: map[string]*times{}} }
+func newNodeTimes(published func(node string) (time.Time, bool)) *nodeTimes {
+	return &nodeTimes{nodes: map[string]*times{}, published: published}
+}
 
-// get returns the node's record, creating it from the annotation on first use. The caller holds mu.
+// get returns the node's record, creating it from the published time on first use. The caller holds mu.
 func (d *nodeTimes) get(node *corev1.Node) *times {
 	t, ok := d.nodes[node.Name]
 	if !ok {
 		t = &times{}
-		t.lastWrite, t.written = lastUpdate(node)
+		t.lastWrite, t.written = d.published(node.Name)
 		d.nodes[node.Name] = t
 	}
 	return t

@@ -3,7 +3,6 @@ package noderesource_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -91,8 +90,11 @@ func start(t *testing.T) *harness {
 		for _, pc := range tu.PriorityClasses() {
 			must(t, e.Client.Create(ctx, pc))
 		}
+		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), metrics: prometheus.NewRegistry(),
+			topologyGets: &atomic.Int64{}}
+		h.publishedBefore(t, "restarted")
 		// Count the manager's GETs of one NodeResourceTopology (a list or watch has no name in its path).
-		topologyGets := &atomic.Int64{}
+		topologyGets := h.topologyGets
 		cfg := rest.CopyConfig(e.Config)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -116,8 +118,6 @@ func start(t *testing.T) *harness {
 		if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 			t.Fatal(err)
 		}
-		h := &harness{c: e.Client, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), metrics: prometheus.NewRegistry(),
-			topologyGets: topologyGets}
 		store := sloconfig.NewStore()
 		opts := noderesource.DefaultOptions()
 		must(t, sloconfigmap.New(store, configMap, nil).SetupWithManager(mgr))
@@ -197,21 +197,100 @@ func (h *harness) waitBatchCPU(t *testing.T, name, want string) *corev1.Node {
 	return n
 }
 
-func explanation(t *testing.T, n *corev1.Node) slov1alpha1.NodeResourceExplanation {
-	var exp slov1alpha1.NodeResourceExplanation
-	if err := json.Unmarshal([]byte(n.Annotations[slov1alpha1.AnnotationResourceExplanation]), &exp); err != nil {
-		t.Fatalf("explanation annotation: %v", err)
-	}
+// explanation waits until the node's NodeResourceExplanation explains the values n carries (it is written after
+// the node) and returns its status.
+func explanation(t *testing.T, n *corev1.Node) slov1alpha1.NodeResourceExplanationStatus {
+	t.Helper()
+	return explanationObject(t, n).Status
+}
+
+// explanationObject waits until the node's NodeResourceExplanation explains the values n carries, and returns it.
+func explanationObject(t *testing.T, n *corev1.Node) *slov1alpha1.NodeResourceExplanation {
+	t.Helper()
+	exp := &slov1alpha1.NodeResourceExplanation{}
+	testenv.Eventually(t, "the NodeResourceExplanation of node "+n.Name+" explains its values", func() error {
+		if err := shared.c.Get(context.Background(), client.ObjectKey{Name: n.Name}, exp); err != nil {
+			return err
+		}
+		return disagreement(n, exp.Status)
+	})
 	return exp
 }
 
-func derivation(exp slov1alpha1.NodeResourceExplanation, r corev1.ResourceName) *slov1alpha1.ResourceDerivation {
+// disagreement says how the explanation's values differ from the node's, nil when they do not.
+func disagreement(n *corev1.Node, exp slov1alpha1.NodeResourceExplanationStatus) error {
+	if len(exp.Resources) == 0 {
+		return fmt.Errorf("no derivations")
+	}
+	for _, d := range exp.Resources {
+		q, ok := n.Status.Allocatable[d.Resource]
+		switch {
+		case d.Value == nil && ok:
+			return fmt.Errorf("%s explained as removed, the node carries %s", d.Resource, q.String())
+		case d.Value != nil && (!ok || q.Cmp(*d.Value) != 0):
+			return fmt.Errorf("%s explained as %s, the node carries %s", d.Resource, d.Value.String(), q.String())
+		}
+	}
+	return nil
+}
+
+func derivation(exp slov1alpha1.NodeResourceExplanationStatus, r corev1.ResourceName) *slov1alpha1.ResourceDerivation {
 	for i := range exp.Resources {
 		if exp.Resources[i].Resource == r {
 			return &exp.Resources[i]
 		}
 	}
 	return nil
+}
+
+// TestRestartKeepsTheForcedUpdateClock: the manager learns when a node was last published from its
+// NodeResourceExplanation (listed once at start-up), so the forced update (updateTimeThresholdSeconds, 5 minutes)
+// comes due 5 minutes after that write, not never. publishedBefore set the node up before the manager started.
+// It is the first test of the package (declared before any test that steps the clock): the NodeMetric must stay
+// fresh until it steps the clock itself.
+func TestRestartKeepsTheForcedUpdateClock(t *testing.T) {
+	h := start(t)
+	// The first reconcile calculates 3000 and does not write: within 10% of 2900, and the last write a minute ago.
+	testenv.Eventually(t, "the controller calculates 3000 for node restarted", func() error {
+		if v := h.gauge(t, "gleaner_noderesource_value", map[string]string{"node": "restarted", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
+			return fmt.Errorf("gauge = %v", v)
+		}
+		return nil
+	})
+	waitIdle(t)
+	testenv.Consistently(t, time.Second, func() error {
+		if q := h.node(t, "restarted").Status.Allocatable[slov1alpha1.BatchCPU]; q.Value() != 2900 {
+			return fmt.Errorf("node written at start-up (batch-cpu %s) although its last write, a minute ago, was recent", q.String())
+		}
+		return nil
+	})
+	// Four minutes on, five after the last write: the forced update writes what moved.
+	h.clock.Step(4*time.Minute + time.Second)
+	n := h.waitBatchCPU(t, "restarted", "3000")
+	// The explanation named the deleted node as its owner: it was made again, owned by this one.
+	obj := explanationObject(t, n)
+	if refs := obj.OwnerReferences; len(refs) != 1 || refs[0].UID != n.UID {
+		t.Errorf("owner references = %+v, want node %s alone", refs, n.UID)
+	}
+	if want := h.clock.Now().Truncate(time.Second); !obj.Status.UpdateTime.Time.Equal(want) {
+		t.Errorf("explanation of %v, want the write of %v", obj.Status.UpdateTime, want)
+	}
+}
+
+// expectExplanationBesideNode checks that the node carries no annotation of Gleaner's and that its explanation is
+// an object of its own, owned by the node; it returns the explanation once it explains the node's values.
+func expectExplanationBesideNode(t *testing.T, n *corev1.Node) *slov1alpha1.NodeResourceExplanation {
+	t.Helper()
+	for k := range n.Annotations {
+		if strings.Contains(k, "gleaner") {
+			t.Errorf("the node carries the annotation %s", k)
+		}
+	}
+	obj := explanationObject(t, n)
+	if refs := obj.OwnerReferences; len(refs) != 1 || refs[0].UID != n.UID || refs[0].Kind != "Node" || !ptr.Deref(refs[0].Controller, false) {
+		t.Errorf("owner references of the explanation = %+v, want the node %s", refs, n.UID)
+	}
+	return obj
 }
 
 func TestPublishesBatchResources(t *testing.T) {
@@ -235,7 +314,7 @@ func TestPublishesBatchResources(t *testing.T) {
 		t.Errorf("mid-cpu = %s, want 500", got.String())
 	}
 
-	exp := explanation(t, n)
+	exp := expectExplanationBesideNode(t, n).Status
 	d := derivation(exp, slov1alpha1.BatchCPU)
 	if d == nil || d.Value == nil || d.Value.Cmp(n.Status.Allocatable[slov1alpha1.BatchCPU]) != 0 {
 		t.Fatalf("explanation does not match the published batch-cpu: %+v", d)
@@ -374,7 +453,8 @@ func TestNodeReservationAnnotation(t *testing.T) {
 func TestDiffThreshold(t *testing.T) {
 	h := start(t)
 	prod := h.makeNode(t, "diff", nil)
-	rv := h.waitBatchCPU(t, "diff", "3000").ResourceVersion
+	n := h.waitBatchCPU(t, "diff", "3000")
+	rv, expRV := n.ResourceVersion, explanationObject(t, n).ResourceVersion
 	labels := map[string]string{"node": "diff", "resource": string(slov1alpha1.BatchCPU)}
 
 	// 900m of system usage: 2900 is 3.3% below 3000, under the 10% threshold. The controller calculates it (the
@@ -389,6 +469,10 @@ func TestDiffThreshold(t *testing.T) {
 	testenv.Consistently(t, time.Second, func() error {
 		if n := h.node(t, "diff"); n.ResourceVersion != rv {
 			return fmt.Errorf("node written for a change below the threshold: %s", n.Status.Allocatable.Name(slov1alpha1.BatchCPU, resource.DecimalSI))
+		}
+		exp := &slov1alpha1.NodeResourceExplanation{}
+		if err := h.c.Get(context.Background(), client.ObjectKey{Name: "diff"}, exp); err != nil || exp.ResourceVersion != expRV {
+			return fmt.Errorf("explanation written although the node was not (%w)", err)
 		}
 		return nil
 	})

@@ -4,9 +4,12 @@
 //
 // Per node, a reconcile reads the Node, its pods (cache index), its NodeMetric, its NodeResourceTopology when the
 // cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
-// status (resources) and the explanation annotation in one request, only when a plugin's NeedSync
-// asks for it or the last write is older than updateTimeThresholdSeconds and the values moved. The write is a merge
-// patch of the node status subresource carrying only what changed, so it never conflicts with the kubelet.
+// status (resources), only when a plugin's NeedSync asks for it, or the last write is older than
+// updateTimeThresholdSeconds and the values moved, or the node still carries the explanation annotation of an
+// earlier manager (which the write removes). The write is a merge patch of the node status subresource carrying only
+// what changed, so it never conflicts with the kubelet. After a write, the derivation goes to the node's
+// NodeResourceExplanation through a queue and client of their own (explanation.go), so that the Node carries only
+// what the scheduler needs and the explanation never holds up a Node write.
 //
 // It reconciles on node changes that matter (labels, reservation annotations, capacity, allocatable of other resources), NodeMetric status
 // updates, NodeResourceTopology changes, pod creations, deletions and changes of node, phase, priority or requests,
