@@ -271,7 +271,10 @@ func fill(ctx context.Context, cs kubernetes.Interface, wc client.Client, c conf
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gleaner-system", Name: "slo-controller-config"},
-		Data:       map[string]string{"colocation-config": `{"enable": true}`},
+		// A forced update every hour rather than every 5 minutes: the steady state measures a report that changes
+		// nothing worth writing, and it starts once the explanations are written, which at the default rate takes
+		// longer than 5 minutes after a first pass (every node would be written again in it).
+		Data: map[string]string{"colocation-config": `{"enable": true, "updateTimeThresholdSeconds": 3600}`},
 	}
 	if _, err := cs.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating the SLO ConfigMap: %w", err)
