@@ -34,7 +34,10 @@ func TestSlimPodKeepsRequestsAndLimits(t *testing.T) {
 		Resources:          &corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("2")}},
 	}}
 	resized.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	pods = append(pods, resized)
+	pods = append(pods, resized,
+		testutil.Pod("batch-label").Label(slov1alpha1.LabelPriorityClass, "batch").Label(slov1alpha1.LabelQoSClass, "BE").Obj(),
+		testutil.Pod("koord-labels").Label(slov1alpha1.LabelPriorityClassAlias, "koord-mid").Label(slov1alpha1.LabelQoSClassAlias, "LSR").Obj(),
+		testutil.Pod("unknown-class").Label(slov1alpha1.LabelPriorityClass, "gold").Obj())
 
 	opts := []resourcehelper.PodResourcesOptions{{}, {UseStatusResources: true}, {ExcludeOverhead: true}, {SkipPodLevelResources: true}}
 	for _, full := range pods {
@@ -57,13 +60,13 @@ func TestSlimPodKeepsRequestsAndLimits(t *testing.T) {
 		}
 		for _, keep := range []bool{
 			slim.Name == full.Name, slim.Namespace == full.Namespace, slim.UID == full.UID,
-			cmp.Equal(slim.Labels, full.Labels), slim.Spec.NodeName == full.Spec.NodeName,
+			slim.Labels["app"] == "", slim.Spec.NodeName == full.Spec.NodeName,
 			cmp.Equal(slim.Spec.Priority, full.Spec.Priority), slim.Status.Phase == full.Status.Phase,
 			slim.DeletionTimestamp.Equal(full.DeletionTimestamp),
 			cmp.Equal(slov1alpha1.ClassOf(slim), slov1alpha1.ClassOf(full)),
 		} {
 			if !keep {
-				t.Errorf("%s: slim pod lost identity, labels, node, priority, phase, deletion or class", full.Name)
+				t.Errorf("%s: slim pod lost identity, node, priority, phase, deletion or class, or kept a label nobody reads", full.Name)
 			}
 		}
 		fullSize, slimSize := jsonSize(t, full), jsonSize(t, slim)
@@ -77,7 +80,10 @@ func TestSlimPodKeepsRequestsAndLimits(t *testing.T) {
 func decorate(p *corev1.Pod) {
 	p.Spec.NodeName = "n1"
 	p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: string(make([]byte, 2048))}
-	p.Labels = map[string]string{"app": p.Name}
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels["app"] = p.Name
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u"}}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:containers":{}}}`)}}
 	p.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}

@@ -127,7 +127,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(opts.Namespace),
+		Cache:                         CacheOptions(opts.Namespace),
 		WebhookServer:                 webhookServer,
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -53,9 +54,10 @@ type Cluster struct {
 	stop func()
 }
 
-// StartCluster starts kube-apiserver and etcd from assets with Gleaner's CRDs, or attaches to the cluster whose
-// kubeconfig is attach (then Stop leaves it running).
-func StartCluster(assets, attach string) (*Cluster, error) {
+// StartCluster starts kube-apiserver and etcd from assets with Gleaner's CRDs and those in the files extraCRDs,
+// or attaches to the cluster whose kubeconfig is attach (then Stop leaves it running, and extraCRDs are not
+// installed).
+func StartCluster(assets, attach string, extraCRDs ...string) (*Cluster, error) {
 	if attach != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", attach)
 		if err != nil {
@@ -70,7 +72,7 @@ func StartCluster(assets, attach string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, CRDInstallOptions: envtest.CRDInstallOptions{Paths: extraCRDs, ErrorIfPathMissing: true}}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
@@ -388,4 +390,82 @@ func TimeCmd(n int, name string, args ...string) ([]time.Duration, error) {
 		Logf("%s %s: %s", filepath.Base(name), strings.Join(args, " "), ds[len(ds)-1].Round(time.Millisecond))
 	}
 	return ds, nil
+}
+
+// Profile saves a profile from the Go pprof endpoint at addr (net/http/pprof's /debug/pprof/<kind>, with query
+// such as "seconds=30" for a CPU profile over the next 30 s) to dir/name.pprof, and the top of it (`go tool pprof
+// -top`, by flat and by cumulative) to dir/name.txt.
+func Profile(ctx context.Context, addr, kind, query, dir, name string) error {
+	url := "http://" + addr + "/debug/pprof/" + kind
+	if query != "" {
+		url += "?" + query
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reading the %s profile: %w", kind, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("reading the %s profile: %s", kind, resp.Status)
+	}
+	path := filepath.Join(dir, name+".pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("saving the %s profile: %w", kind, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	var top []byte
+	for _, order := range []string{"-flat", "-cum"} {
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", order, "-nodecount=40", path).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go tool pprof -top %s: %w\n%s", path, err, out)
+		}
+		top = append(top, out...)
+		top = append(top, '\n')
+	}
+	Logf("profile %s written (top in %s.txt)", path, name)
+	return os.WriteFile(filepath.Join(dir, name+".txt"), top, 0o644)
+}
+
+// WaitServing waits until addr accepts connections, for at most timeout.
+func WaitServing(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing serves %s after %s: %w", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ChildMemory reads VmRSS and VmHWM (peak), in bytes, of this process's child named comm (such as
+// kube-apiserver or etcd, which envtest starts), or zeros when there is none.
+func ChildMemory(comm string) (rss, peak int64) {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return 0, 0
+	}
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil || st.PPID != os.Getpid() || st.Comm != comm {
+			continue
+		}
+		c := &Process{Cmd: &exec.Cmd{Process: &os.Process{Pid: p.PID}}}
+		return c.Memory("VmRSS"), c.Memory("VmHWM")
+	}
+	return 0, 0
 }

@@ -18,8 +18,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,10 @@ type config struct {
 	loaderQPS                   float32
 	managerQPS, managerBurst    int
 	pprof                       bool
+	profileDir                  string
+	controllers                 string
+	topologyCRD                 string
+	runs                        string
 	gogc                        string
 	reportInterval              time.Duration
 }
@@ -62,6 +68,12 @@ func main() {
 	fs.DurationVar(&c.reportInterval, "report-interval", time.Minute, "steady state: every NodeMetric is rewritten once, spread evenly over this (agents report every 60s)")
 	fs.StringVar(&c.gogc, "gogc", "50", "GOGC of gleaner-manager (config/manager sets 50; Go's default is 100)")
 	fs.BoolVar(&c.pprof, "pprof", false, "print the top of the manager's heap profile at the end (costs the manager some CPU)")
+	fs.StringVar(&c.profileDir, "profile-dir", "", "write CPU and heap profiles of the first pass and of the steady state here (pprof files, and the top of each as text)")
+	fs.StringVar(&c.runs, "runs", "", "several manager runs on one filled cluster, separated by ';', each overriding flags: "+
+		"qps=1000,burst=2000,gogc=100,controllers=nodeallocation+noderesource (the published resources are removed between runs)")
+	fs.StringVar(&c.controllers, "controllers", "noderesource", "gleaner-manager --controllers (nodeallocation,noderesource for both node controllers)")
+	fs.StringVar(&c.topologyCRD, "topology-crd", "pkg/controllers/noderesource/testdata/noderesourcetopology-crd.yaml",
+		"NodeResourceTopology CRD installed in the cluster (with none of its objects), as in clusters with topology-aware scheduling; empty for none")
 	_ = fs.Parse(os.Args[1:])
 	c.loaderQPS = float32(*loaderQPS)
 	if err := run(c); err != nil {
@@ -79,11 +91,13 @@ type podRef struct {
 
 type results struct {
 	config
+	run                           int
 	fill                          time.Duration
 	loadStart, loadEnd            string
 	untilAll                      time.Duration
 	cpuUntilAll                   time.Duration
 	rssAtAll, peakRSS             int64
+	peakRSSFirstPass              int64
 	requests                      map[string]float64 // by HTTP method (lists and watches are GETs), during the initial sync
 	writes                        float64
 	updates                       int
@@ -93,12 +107,18 @@ type results struct {
 	scrapeCPU                     time.Duration
 	idleCPUPerSecond              float64
 	steadyRawCPU, steadyElapsed   time.Duration
+	steadyScrapes                 int
+	drained                       time.Duration
 	steadyRSS                     int64
 	reconcile                     [2]time.Duration
 }
 
 func run(c config) error {
-	cl, err := benchkit.StartCluster(c.assets, "")
+	var extraCRDs []string
+	if c.topologyCRD != "" {
+		extraCRDs = append(extraCRDs, c.topologyCRD)
+	}
+	cl, err := benchkit.StartCluster(c.assets, "", extraCRDs...)
 	if err != nil {
 		return err
 	}
@@ -108,28 +128,59 @@ func run(c config) error {
 		return err
 	}
 	ctx := context.Background()
-	r := &results{config: c, loadStart: benchkit.Loadavg()}
-
 	start := time.Now()
 	pods, err := fill(ctx, cs, wc, c)
 	if err != nil {
 		return err
 	}
-	r.fill = time.Since(start)
-	benchkit.Logf("cluster filled in %s", r.fill.Round(time.Second))
+	filled := time.Since(start)
+	benchkit.Logf("cluster filled in %s", filled.Round(time.Second))
+	runs, err := parseRuns(c)
+	if err != nil {
+		return err
+	}
+	// With no manager running yet, the benchmark alone on its side of the machine.
+	perDecode, allocPerDecode, eventSize, err := decodeFloor(pods[0], 5000)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("floor: decoding one NodeMetric watch event (%d bytes of JSON, %d pods) costs %.3f ms of CPU and allocates %d KiB (in the benchmark's process, 5,000 decodes)\n",
+		eventSize, len(pods[0]), float64(perDecode)/float64(time.Millisecond), allocPerDecode>>10)
+	for i, rc := range runs {
+		if i > 0 {
+			if err := unpublish(ctx, cs, rc); err != nil {
+				return err
+			}
+		}
+		if rc.profileDir != "" && len(runs) > 1 {
+			rc.profileDir = filepath.Join(rc.profileDir, fmt.Sprintf("run-%d", i+1))
+			if err := os.MkdirAll(rc.profileDir, 0o755); err != nil {
+				return err
+			}
+		}
+		r := &results{config: rc, fill: filled, loadStart: benchkit.Loadavg(), run: i + 1}
+		if err := measure(ctx, cl, wc, rc, pods, r); err != nil {
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
 
+// measure starts gleaner-manager as rc says on the filled cluster, measures its first pass and steady state, prints
+// the results and stops it.
+func measure(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch, c config, pods [][]podRef, r *results) error {
 	metricsAddr, err := benchkit.FreeAddr()
 	if err != nil {
 		return err
 	}
 	pprofAddr := "0"
-	if c.pprof {
+	if c.pprof || c.profileDir != "" {
 		if pprofAddr, err = benchkit.FreeAddr(); err != nil {
 			return err
 		}
 	}
 	mgr, err := benchkit.Start([]string{"GOGC=" + c.gogc}, c.manager, "--kubeconfig", cl.Kubeconfig, "--leader-elect=false",
-		"--controllers=noderesource", "--webhook-port=0",
+		"--controllers="+c.controllers, "--webhook-port=0",
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", // plain HTTP on loopback, which benchkit.Scrape reads
 		"--health-probe-bind-address", "0", "--pprof-bind-address", pprofAddr,
 		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
@@ -137,11 +188,32 @@ func run(c config) error {
 		return err
 	}
 	defer mgr.Stop()
+	firstPassProfile := make(chan error, 1)
+	if c.profileDir != "" {
+		// A CPU profile can only be asked for a fixed time: the floor of the pass plus the start and the first
+		// lists, which a fast pass ends before, so its tail is idle.
+		seconds := int(max(float64(c.nodes-c.managerBurst)/float64(c.managerQPS), 0)) + 15 + c.nodes/1000
+		go func() {
+			if err := benchkit.WaitServing(pprofAddr, time.Minute); err != nil {
+				firstPassProfile <- err
+				return
+			}
+			firstPassProfile <- benchkit.Profile(ctx, pprofAddr, "profile", fmt.Sprintf("seconds=%d", seconds), c.profileDir, "first-pass.cpu")
+		}()
+	} else {
+		firstPassProfile <- nil
+	}
 	if err := waitAllPublished(ctx, wc, c.nodes, mgr); err != nil {
 		return err
 	}
 	r.untilAll, r.cpuUntilAll, r.rssAtAll = time.Since(mgr.Started), mgr.CPU(), mgr.Memory("VmRSS")
+	r.peakRSSFirstPass = mgr.Memory("VmHWM")
 	benchkit.Logf("every node carries batch-cpu %s after the manager started", r.untilAll.Round(time.Millisecond))
+	if c.profileDir != "" {
+		if err := benchkit.Profile(ctx, pprofAddr, "heap", "", c.profileDir, "first-pass.heap"); err != nil {
+			return err
+		}
+	}
 	m, err := benchkit.Scrape(ctx, metricsAddr)
 	if err != nil {
 		return err
@@ -151,13 +223,21 @@ func run(c config) error {
 		r.requests[method] = m.Sum("rest_client_requests_total", map[string]string{"method": method})
 	}
 	r.writes = m.Sum("gleaner_noderesource_node_writes_total", nil)
+	if err := <-firstPassProfile; err != nil {
+		return err
+	}
 
-	if err := steadyState(ctx, wc, c, pods, mgr, metricsAddr, r); err != nil {
+	if err := steadyState(ctx, wc, c, pods, mgr, metricsAddr, pprofAddr, r); err != nil {
 		return err
 	}
 	r.peakRSS = mgr.Memory("VmHWM")
 	r.loadEnd = benchkit.Loadavg()
 	r.print()
+	if c.profileDir != "" {
+		if err := benchkit.Profile(ctx, pprofAddr, "heap", "", c.profileDir, "steady.heap"); err != nil {
+			return err
+		}
+	}
 	if c.pprof {
 		top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-inuse_space", "-nodecount=25", "http://"+pprofAddr+"/debug/pprof/heap").CombinedOutput()
 		fmt.Printf("\nheap in use at the end (go tool pprof -top):\n%s\n", top)
@@ -191,7 +271,10 @@ func fill(ctx context.Context, cs kubernetes.Interface, wc client.Client, c conf
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gleaner-system", Name: "slo-controller-config"},
-		Data:       map[string]string{"colocation-config": `{"enable": true}`},
+		// A forced update every hour rather than every 5 minutes: the steady state measures a report that changes
+		// nothing worth writing, and it starts once the explanations are written, which at the default rate takes
+		// longer than 5 minutes after a first pass (every node would be written again in it).
+		Data: map[string]string{"colocation-config": `{"enable": true, "updateTimeThresholdSeconds": 3600}`},
 	}
 	if _, err := cs.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating the SLO ConfigMap: %w", err)
@@ -355,13 +438,29 @@ func waitAllPublished(ctx context.Context, wc client.WithWatch, nodes int, mgr *
 
 // steadyState rewrites every NodeMetric status once, spread evenly over the report interval as agents would, with a
 // change below the diff threshold, and measures the manager's CPU per update and the writes it made.
-func steadyState(ctx context.Context, wc client.Client, c config, pods [][]podRef, mgr *benchkit.Process, addr string, r *results) error {
-	time.Sleep(5 * time.Second) // let the initial sync's tail settle
+func steadyState(ctx context.Context, wc client.Client, c config, pods [][]podRef, mgr *benchkit.Process, addr, pprofAddr string, r *results) error {
+	// Let the initial sync's tail settle: every work queue empty (the explanation writer drains at a rate of its
+	// own, --noderesource-explanation-qps, after the nodes are published), polled outside the measurement.
+	drainStart := time.Now()
+	for deadline := drainStart.Add(30 * time.Minute); ; time.Sleep(5 * time.Second) {
+		m, err := benchkit.Scrape(ctx, addr)
+		if err != nil {
+			return err
+		}
+		if m.Sum("workqueue_depth", nil) == 0 && m.Sum("controller_runtime_active_workers", nil) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the manager's work queues did not drain in 30 minutes")
+		}
+	}
+	r.drained = time.Since(drainStart)
+	time.Sleep(5 * time.Second)
 	// What the manager burns doing nothing (GC, tickers), and what serving /metrics costs it (tens of thousands of
 	// series at this scale): both are taken out of the CPU per update.
 	idle0, idleStart := mgr.CPU(), time.Now()
 	time.Sleep(10 * time.Second)
-	r.idleCPUPerSecond = float64(mgr.CPU()-idle0) / time.Since(idleStart).Seconds()
+	r.idleCPUPerSecond = (mgr.CPU() - idle0).Seconds() / time.Since(idleStart).Seconds() // CPU seconds per second
 	scrape0 := mgr.CPU()
 	for range 3 {
 		if _, err := benchkit.Scrape(ctx, addr); err != nil {
@@ -375,6 +474,15 @@ func steadyState(ctx context.Context, wc client.Client, c config, pods [][]podRe
 	}
 	cpu0, start := mgr.CPU(), time.Now()
 	scrapes := 0
+	steadyProfile := make(chan error, 1)
+	if c.profileDir != "" {
+		seconds := int(c.reportInterval.Seconds())
+		go func() {
+			steadyProfile <- benchkit.Profile(ctx, pprofAddr, "profile", fmt.Sprintf("seconds=%d", seconds), c.profileDir, "steady.cpu")
+		}()
+	} else {
+		steadyProfile <- nil
+	}
 	pace := c.reportInterval / time.Duration(c.nodes)
 	if err := benchkit.Parallel(c.workers, c.nodes, func(i int) error {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * pace)))
@@ -382,37 +490,40 @@ func steadyState(ctx context.Context, wc client.Client, c config, pods [][]podRe
 		if err := wc.Get(ctx, client.ObjectKey{Name: nodeName(i)}, nm); err != nil {
 			return err
 		}
-		nm.Status = metricStatus(pods[i], time.Now(), 10)
+		nm.Status = metricStatus(pods[i], time.Now(), int64(10*r.run)) // a new value every run, or nothing changes
 		return wc.Status().Update(ctx, nm)
 	}); err != nil {
 		return fmt.Errorf("updating NodeMetrics: %w", err)
 	}
 	r.updates = c.nodes
-	// Wait until the manager has reconciled every update.
+	// The window ends 5 s after the last update, with no scrape in it: a /metrics scrape costs the manager as much
+	// CPU as hundreds of updates (the derivation series of every node), so polling for the end would measure the
+	// benchmark. A manager that has not reconciled every update by then is polled; that is reported.
+	time.Sleep(5 * time.Second)
 	reconciles := func(m benchkit.Metrics) float64 { return m.Sum("gleaner_noderesource_reconcile_duration_seconds", nil) }
 	var after benchkit.Metrics
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(2 * time.Second) {
+		cpu, now := mgr.CPU(), time.Now()
 		if after, err = benchkit.Scrape(ctx, addr); err != nil {
 			return err
 		}
-		scrapes++
 		if reconciles(after)-reconciles(before) >= float64(c.nodes) {
+			r.steadyRawCPU, r.steadyElapsed = cpu-cpu0, now.Sub(start)
 			break
 		}
+		scrapes++
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the manager reconciled %v of %d NodeMetric updates in 5 minutes", reconciles(after)-reconciles(before), c.nodes)
 		}
 	}
-	elapsed := time.Since(start)
-	r.steadyRawCPU = mgr.CPU() - cpu0
-	r.steadyCPU = r.steadyRawCPU - time.Duration(scrapes)*r.scrapeCPU - time.Duration(r.idleCPUPerSecond*elapsed.Seconds()*float64(time.Second))
-	r.steadyElapsed = elapsed
+	r.steadyScrapes = scrapes
+	r.steadyCPU = r.steadyRawCPU - time.Duration(scrapes)*r.scrapeCPU - time.Duration(r.idleCPUPerSecond*r.steadyElapsed.Seconds()*float64(time.Second))
 	r.steadyRSS = mgr.Memory("VmRSS")
 	r.steadyReconciles = reconciles(after) - reconciles(before)
 	r.steadyWrite = after.Sum("gleaner_noderesource_node_writes_total", nil) - before.Sum("gleaner_noderesource_node_writes_total", nil)
 	r.steadyPatches = after.Sum("rest_client_requests_total", map[string]string{"method": "PATCH"}) - before.Sum("rest_client_requests_total", map[string]string{"method": "PATCH"})
 	r.reconcile = benchkit.HistogramQuantiles(before, after, "gleaner_noderesource_reconcile_duration_seconds", nil)
-	return nil
+	return <-steadyProfile
 }
 
 func (r *results) print() {
@@ -421,26 +532,94 @@ func (r *results) print() {
 	for _, v := range r.requests {
 		total += v
 	}
+	fmt.Printf("\nrun %d\n", r.run)
 	fmt.Printf("cluster: %d nodes, %d pods, %d NodeMetrics (envtest: kube-apiserver v1.36.3, etcd v3.6.8), filled in %s\n",
 		r.nodes, r.nodes*r.podsPerNode, r.nodes, r.fill.Round(time.Second))
 	fmt.Printf("machine: %d CPUs; 1-minute load average %s at the start, %s at the end\n", goruntime.NumCPU(), r.loadStart, r.loadEnd)
-	fmt.Printf("gleaner-manager: GOGC=%s --controllers=noderesource --kube-api-qps %d --kube-api-burst %d\n\n", r.gogc, r.managerQPS, r.managerBurst)
+	fmt.Printf("%s: GOGC=%s --controllers=%s --kube-api-qps %d --kube-api-burst %d; NodeResourceTopology CRD: %s\n\n",
+		r.manager, r.gogc, r.controllers, r.managerQPS, r.managerBurst, orNone(r.topologyCRD))
 	fmt.Printf("| measurement | value |\n| --- | --- |\n")
 	fmt.Printf("| manager start until every node carries batch-cpu | %.1f s |\n", r.untilAll.Seconds())
 	bound := float64(r.nodes-r.managerBurst) / float64(r.managerQPS)
 	fmt.Printf("| lower bound of that at one write per node (client rate limiter: (nodes - burst) / qps) | %.1f s |\n", max(bound, 0))
 	fmt.Printf("| manager CPU until then | %.1f s |\n", r.cpuUntilAll.Seconds())
-	fmt.Printf("| manager RSS then / peak (VmHWM) | %d MiB / %d MiB |\n", r.rssAtAll>>20, r.peakRSS>>20)
+	fmt.Printf("| manager RSS then / peak until then (VmHWM) / peak at the end | %d MiB / %d MiB / %d MiB |\n", r.rssAtAll>>20, r.peakRSSFirstPass>>20, r.peakRSS>>20)
 	fmt.Printf("| API requests per node until then (all methods) | %s |\n", perNode(total))
 	fmt.Printf("| node writes per node (PATCH requests; controller's count) | %s (%s) |\n", perNode(r.requests["PATCH"]), perNode(r.writes))
 	fmt.Printf("| requests by HTTP method (lists, watches and discovery are GETs) | GET %.0f, PATCH %.0f, PUT %.0f, POST %.0f, DELETE %.0f |\n",
 		r.requests["GET"], r.requests["PATCH"], r.requests["PUT"], r.requests["POST"], r.requests["DELETE"])
+	fmt.Printf("| after the pass, until every work queue was empty (explanations written) | %s |\n", r.drained.Round(time.Second))
 	fmt.Printf("| steady state: NodeMetric updates (spread over %s) / reconciles they caused | %d / %.0f |\n", r.reportInterval, r.updates, r.steadyReconciles)
-	fmt.Printf("| steady state: manager CPU per NodeMetric update | %.3f ms |\n", float64(r.steadyCPU)/float64(time.Millisecond)/float64(r.updates))
-	fmt.Printf("| ... measured: %.2f s over %s, less %.0f ms per /metrics scrape of the benchmark and %.0f ms/s idle | |\n",
-		r.steadyRawCPU.Seconds(), r.steadyElapsed.Round(time.Second), float64(r.scrapeCPU)/float64(time.Millisecond), 1000*r.idleCPUPerSecond)
+	fmt.Printf("| steady state: manager CPU per NodeMetric update, raw (nothing subtracted) | %.3f ms |\n", float64(r.steadyRawCPU)/float64(time.Millisecond)/float64(r.updates))
+	fmt.Printf("| steady state: manager CPU per NodeMetric update, net of idle and scrapes | %.3f ms |\n", float64(r.steadyCPU)/float64(time.Millisecond)/float64(r.updates))
+	fmt.Printf("| ... measured: %.2f s over %s with %d /metrics scrapes in it (%.0f ms each); idle %.1f ms/s | |\n",
+		r.steadyRawCPU.Seconds(), r.steadyElapsed.Round(time.Second), r.steadyScrapes, float64(r.scrapeCPU)/float64(time.Millisecond), 1000*r.idleCPUPerSecond)
 	fmt.Printf("| steady state: manager RSS at the end | %d MiB |\n", r.steadyRSS>>20)
+	for _, comm := range []string{"kube-apiserver", "etcd"} {
+		rss, peak := benchkit.ChildMemory(comm)
+		fmt.Printf("| %s RSS at the end / peak (VmHWM) | %d MiB / %d MiB |\n", comm, rss>>20, peak>>20)
+	}
 	fmt.Printf("| steady state: node writes (changes below the diff threshold) | %.0f (PATCH requests %.0f) |\n", r.steadyWrite, r.steadyPatches)
 	fmt.Printf("| steady state: reconcile p50 / p99 (histogram) | %.2f ms / %.2f ms |\n",
 		float64(r.reconcile[0])/float64(time.Millisecond), float64(r.reconcile[1])/float64(time.Millisecond))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// parseRuns turns --runs into one config per run: each run is a comma-separated list of qps=, burst=, gogc=,
+// controllers= and manager= (a binary, to compare builds on one cluster) overriding the flags; runs are separated by semicolons. No --runs is one run as the flags say.
+func parseRuns(c config) ([]config, error) {
+	if c.runs == "" {
+		return []config{c}, nil
+	}
+	var out []config
+	for _, spec := range strings.Split(c.runs, ";") {
+		rc := c
+		for _, kv := range strings.Split(spec, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			var err error
+			switch {
+			case !ok:
+				err = fmt.Errorf("want key=value, got %q", kv)
+			case k == "qps":
+				rc.managerQPS, err = strconv.Atoi(v)
+			case k == "burst":
+				rc.managerBurst, err = strconv.Atoi(v)
+			case k == "gogc":
+				rc.gogc = v
+			case k == "manager":
+				rc.manager = v
+			case k == "controllers":
+				rc.controllers = strings.ReplaceAll(v, "+", ",")
+			default:
+				err = fmt.Errorf("unknown key %q (qps, burst, gogc, controllers, manager)", k)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("parsing --runs %q: %w", spec, err)
+			}
+		}
+		out = append(out, rc)
+	}
+	return out, nil
+}
+
+// unpublish removes what the last run's manager published from every node, so that the next manager's first pass
+// has every node to write.
+func unpublish(ctx context.Context, cs kubernetes.Interface, c config) error {
+	patch := []byte(`{"status":{"allocatable":{"kubernetes.io/batch-cpu":null,"kubernetes.io/batch-memory":null,"kubernetes.io/mid-cpu":null,"kubernetes.io/mid-memory":null},` +
+		`"capacity":{"kubernetes.io/batch-cpu":null,"kubernetes.io/batch-memory":null,"kubernetes.io/mid-cpu":null,"kubernetes.io/mid-memory":null}}}`)
+	if err := benchkit.Parallel(c.workers, c.nodes, func(i int) error {
+		_, err := cs.CoreV1().Nodes().Patch(ctx, nodeName(i), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	}); err != nil {
+		return fmt.Errorf("removing the published resources: %w", err)
+	}
+	benchkit.Logf("published resources removed from %d nodes", c.nodes)
+	time.Sleep(5 * time.Second)
+	return nil
 }

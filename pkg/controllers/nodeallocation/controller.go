@@ -120,7 +120,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, fmt.Errorf("getting node %q: %w", req.Name, err)
 	}
 	pods := &corev1.PodList{}
-	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name)); err != nil {
+	// The cached pods themselves, not copies: Totals.Add only reads them.
+	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods on node %q: %w", node.Name, err)
 	}
 	var totals allocation.Totals

@@ -34,6 +34,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
+	"github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -104,7 +105,9 @@ func start(t *testing.T) *harness {
 			})
 		})
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 e.Scheme,
+			Scheme: e.Scheme,
+			// The manager's own cache transforms: what the tests below see is what gleaner-manager's cache keeps.
+			Cache:                  manager.CacheOptions(configMap.Namespace),
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
 			Controller:             config.Controller{SkipNameValidation: ptr.To(true)},

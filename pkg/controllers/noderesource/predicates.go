@@ -96,5 +96,9 @@ func (metricChanged) Update(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
+	// An agent stamps every report: a new stamp is a change without comparing every pod's usage.
+	if !o.Status.UpdateTime.Equal(n.Status.UpdateTime) {
+		return true
+	}
 	return !equality.Semantic.DeepEqual(o.Status, n.Status)
 }

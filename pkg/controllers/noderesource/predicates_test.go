@@ -2,6 +2,7 @@ package noderesource
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -58,6 +59,32 @@ func TestPodChangedSeesClasses(t *testing.T) {
 	for _, tt := range tests {
 		if got := (podChanged{}).Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tt.new}); got != tt.want {
 			t.Errorf("%s: Update = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMetricChangedSeesStampsAndUsages(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := testutil.Pod("p").Obj()
+	report := func(stamp time.Time, usage string) *slov1alpha1.NodeMetric {
+		return testutil.NodeMetric("n").Updated(stamp).NodeUsage("cpu", "2").Pod(pod, "cpu", usage).Obj()
+	}
+	unstamped := report(at, "1")
+	unstamped.Status.UpdateTime = nil
+	tests := []struct {
+		name     string
+		old, new *slov1alpha1.NodeMetric
+		want     bool
+	}{
+		{"same report", report(at, "1"), report(at, "1"), false},
+		{"new stamp, same usages", report(at, "1"), report(at.Add(time.Minute), "1"), true},
+		{"same stamp, a pod's usage moved", report(at, "1"), report(at, "2"), true},
+		{"stamp removed", report(at, "1"), unstamped, true},
+		{"both unstamped", unstamped, unstamped.DeepCopy(), false},
+	}
+	for _, tt := range tests {
+		if got := (metricChanged{}).Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
+			t.Errorf("%s: metricChanged = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

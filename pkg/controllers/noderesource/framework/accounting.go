@@ -51,9 +51,26 @@ func (in *Input) PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	if reqs, ok := in.podRequests[pod.UID]; ok {
 		return reqs
 	}
-	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true})
+	reqs := podRequests(pod)
 	in.podRequests[pod.UID] = reqs
 	return reqs
+}
+
+// podRequests is resourcehelper.PodRequests with status resources. Most pods have one container and nothing else
+// that counts (no init containers, overhead, pod-level requests or resized resources in their status): their
+// requests are that container's, returned as they are instead of copied into a new list, which is most of what a
+// reconcile allocates. The result is read-only.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	if len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && pod.Spec.Overhead == nil && pod.Spec.Resources == nil {
+		resized := false
+		for i := range pod.Status.ContainerStatuses {
+			resized = resized || pod.Status.ContainerStatuses[i].Resources != nil
+		}
+		if !resized {
+			return pod.Spec.Containers[0].Resources.Requests
+		}
+	}
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true})
 }
 
 // PodRequest is a pod's request of r (see PodRequests), plus its request of the mid-tier resource of the same

@@ -28,21 +28,25 @@ func (in *Input) podRecord(pod *corev1.Pod) (int, bool) {
 		return 0, false
 	}
 	if in.podRecords == nil {
-		in.podRecords = make(map[string]int, len(in.Metric.Status.PodsMetric))
+		in.podRecords = make(map[podRecordKey]int, len(in.Metric.Status.PodsMetric))
 		for i, pm := range in.Metric.Status.PodsMetric {
 			if pm.UID != "" {
-				in.podRecords["uid/"+pm.UID] = i
+				in.podRecords[podRecordKey{uid: pm.UID}] = i
 			} else {
-				in.podRecords["name/"+pm.Namespace+"/"+pm.Name] = i
+				in.podRecords[podRecordKey{namespace: pm.Namespace, name: pm.Name}] = i
 			}
 		}
 	}
-	if i, ok := in.podRecords["uid/"+string(pod.UID)]; ok {
+	if i, ok := in.podRecords[podRecordKey{uid: string(pod.UID)}]; ok {
 		return i, true
 	}
-	i, ok := in.podRecords["name/"+pod.Namespace+"/"+pod.Name]
+	i, ok := in.podRecords[podRecordKey{namespace: pod.Namespace, name: pod.Name}]
 	return i, ok
 }
+
+// podRecordKey finds a pod's record in a NodeMetric: by UID, or for a record without one, by namespace and name
+// (uid empty). A struct rather than joined strings: no string is built per lookup.
+type podRecordKey struct{ uid, namespace, name string }
 
 // UnattributedPods returns the NodeMetric's pod records that no active pod of Pods claims (see PodUsage): pods the
 // manager's cache does not hold yet (created a moment ago), no longer holds (deleted while their processes still

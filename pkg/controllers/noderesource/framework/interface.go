@@ -119,7 +119,7 @@ type Input struct {
 	// Now is the time of the reconcile, from the controller's clock.
 	Now time.Time
 
-	podRecords  map[string]int
+	podRecords  map[podRecordKey]int
 	podRequests map[types.UID]corev1.ResourceList
 	podClasses  map[types.UID]slov1alpha1.PodClass
 	reservation *reservation
