@@ -577,7 +577,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{[]string{"manager.sizing=huge"}, `manager.sizing "huge" is not a row of sizing.manager (large, medium, small, xlarge)`},
+		{[]string{"manager.sizing=huge"}, `manager.sizing "huge" is not a row of sizing.manager (large, medium, small, xlarge, xxlarge)`},
 		{[]string{"agent.sizing=custom"}, `agent.sizing "custom" is not a row of sizing.agent (dense, standard); set agent.resources`},
 		// values.schema.json (internal/chart): the values' types, and the flags' names from the binaries
 		{[]string{"agent.runtimeHook=cri"}, `at '/agent/runtimeHook': value must be one of 'nri', 'reconciler', 'off'`},
