@@ -2,28 +2,20 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
-	"github.com/gleaner-sh/gleaner/test/ci"
 	"github.com/gleaner-sh/gleaner/test/monitoring"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
 // Where config/local serves the manager's and the agent's metrics on the node: plain HTTP on loopback (see
-// config/local/manager.yaml), so the Prometheus here scrapes them without the token real clusters use.
+// config/local/manager.yaml), so the Prometheus here scrapes them without the token real clusters use
+// (test/monitoring's TestPrometheusScrapesTheSecureEndpoints scrapes HTTPS with a token as docs/operations.md says).
 const (
 	managerMetricsTarget = "127.0.0.1:10280"
 	agentMetricsTarget   = "127.0.0.1:10282"
@@ -35,7 +27,7 @@ const (
 // health ok, and no alert may be pending or firing on this healthy cluster.
 func TestDashboardAndAlertQueries(t *testing.T) {
 	e := suite.Env(t)
-	promBin := buildPrometheus(t, e.Suite.RepoRoot)
+	promBin := monitoring.BuildPrometheus(t, e.Suite.RepoRoot)
 
 	// What the queries look at: batch capacity and a batch pod requesting and using it (batch requested, BE usage,
 	// cgroup writes of the executor).
@@ -61,7 +53,7 @@ func TestDashboardAndAlertQueries(t *testing.T) {
 			continue
 		}
 		// An alert: its condition holds nowhere on a healthy cluster; what it compares has data there.
-		if n, err := api.query(e.Ctx, q.Expr); err != nil || n != 0 {
+		if n, err := api.Query(e.Ctx, q.Expr); err != nil || n != 0 {
 			t.Errorf("%s: %d series (error %v) on a healthy cluster: %s", q.ID, n, err, q.Expr)
 		}
 		checkHasData(e, api, q.ID, q.Base)
@@ -70,10 +62,10 @@ func TestDashboardAndAlertQueries(t *testing.T) {
 
 // checkHasData fails the test when expr (the query id, or what the alert id compares) does not evaluate or returns
 // no data, unless monitoring.EmptyOnHealthyCluster lists id.
-func checkHasData(e *Env, api *promAPI, id, expr string) {
+func checkHasData(e *Env, api *monitoring.Prometheus, id, expr string) {
 	e.t.Helper()
 	why, listed := monitoring.EmptyOnHealthyCluster[id]
-	n, err := api.query(e.Ctx, expr)
+	n, err := api.Query(e.Ctx, expr)
 	switch {
 	case err != nil:
 		e.t.Errorf("%s: %v", id, err)
@@ -87,31 +79,25 @@ func checkHasData(e *Env, api *promAPI, id, expr string) {
 }
 
 // waitTargetsUp waits until Prometheus scrapes both the manager and the agent.
-func waitTargetsUp(e *Env, api *promAPI) {
+func waitTargetsUp(e *Env, api *monitoring.Prometheus) {
 	e.t.Helper()
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
-		var targets struct {
-			ActiveTargets []struct {
-				Labels    map[string]string `json:"labels"`
-				Health    string            `json:"health"`
-				LastError string            `json:"lastError"`
-			} `json:"activeTargets"`
-		}
-		if err := api.get(ctx, "/api/v1/targets", nil, &targets); err != nil {
+		targets, err := api.Targets(ctx)
+		if err != nil {
 			return false, err.Error()
 		}
 		up := 0
-		for _, tg := range targets.ActiveTargets {
+		for _, tg := range targets {
 			if tg.Health == "up" {
 				up++
 			}
 		}
-		return up == 2 && len(targets.ActiveTargets) == 2, fmt.Sprintf("targets: %+v", targets.ActiveTargets)
+		return up == 2 && len(targets) == 2, fmt.Sprintf("targets: %+v", targets)
 	})
 }
 
 // waitRulesEvaluated waits until every rule was evaluated with health ok, and no alert is pending or firing.
-func waitRulesEvaluated(e *Env, api *promAPI) {
+func waitRulesEvaluated(e *Env, api *monitoring.Prometheus) {
 	e.t.Helper()
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
 		var rules struct {
@@ -124,7 +110,7 @@ func waitRulesEvaluated(e *Env, api *promAPI) {
 				} `json:"rules"`
 			} `json:"groups"`
 		}
-		if err := api.get(ctx, "/api/v1/rules", nil, &rules); err != nil {
+		if err := api.Get(ctx, "/api/v1/rules", nil, &rules); err != nil {
 			return false, err.Error()
 		}
 		var notOK []string
@@ -141,33 +127,10 @@ func waitRulesEvaluated(e *Env, api *promAPI) {
 	})
 }
 
-// buildPrometheus builds Prometheus with hack/tool.sh (once; minutes); where it cannot, the test skips, and fails
-// under CI.
-func buildPrometheus(t *testing.T, root string) string {
+// startPrometheus runs Prometheus scraping the manager and the agent every second with the rules loaded, until the
+// test ends.
+func startPrometheus(t *testing.T, bin, root string) *monitoring.Prometheus {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(root, "hack", "tool.sh"), "prometheus")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		ci.Skipf(t, "building Prometheus with hack/tool.sh prometheus: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// promAPI is a Prometheus's HTTP API.
-type promAPI struct{ base string }
-
-// startPrometheus runs Prometheus on a free loopback port, scraping the manager and the agent every second with the
-// rules loaded, until the test ends; its log goes to the test's log when the test fails.
-func startPrometheus(t *testing.T, bin, root string) *promAPI {
-	t.Helper()
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	config := fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -179,118 +142,5 @@ scrape_configs:
     static_configs: [{targets: [%q], labels: {node: %q}}]
 `, filepath.Join(root, monitoring.RulesPath), monitoring.ManagerJob, managerMetricsTarget,
 		monitoring.AgentJob, agentMetricsTarget, localcluster.NodeName)
-	configPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "prometheus.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config.file="+configPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		ci.Skipf(t, "starting Prometheus %s: %v", bin, err)
-	}
-	exited := make(chan struct{})
-	var waitErr error // Wait's error, read once exited is closed
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		_ = logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("Prometheus's log:\n%s", tail(string(b), 4000))
-		}
-	})
-	api := &promAPI{base: "http://" + addr}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logPath)
-			ci.Skipf(t, "Prometheus exited at start (%v):\n%s", waitErr, tail(string(b), 4000))
-		default:
-		}
-		if _, err := api.raw(context.Background(), "/-/ready", nil); err == nil {
-			return api
-		} else if time.Now().After(deadline) {
-			t.Fatalf("Prometheus not ready after a minute: %v", err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
-}
-
-// raw GETs path with query parameters and returns the body of a 200 answer.
-func (p *promAPI) raw(ctx context.Context, path string, params url.Values) ([]byte, error) {
-	u := p.base + path
-	if params != nil {
-		u += "?" + params.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return b, fmt.Errorf("GET %s: %s: %s", path, resp.Status, b)
-	}
-	return b, nil
-}
-
-// get decodes the data of a successful API answer into data.
-func (p *promAPI) get(ctx context.Context, path string, params url.Values, data any) error {
-	b, err := p.raw(ctx, path, params)
-	if err != nil {
-		return err
-	}
-	var answer struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(b, &answer); err != nil {
-		return fmt.Errorf("decoding the answer of %s: %w", path, err)
-	}
-	if answer.Status != "success" {
-		return fmt.Errorf("%s: %s", path, answer.Error)
-	}
-	return json.Unmarshal(answer.Data, data)
-}
-
-// query evaluates expr now and returns how many series (or 1 for a scalar) it gives.
-func (p *promAPI) query(ctx context.Context, expr string) (int, error) {
-	var data struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
-	}
-	if err := p.get(ctx, "/api/v1/query", url.Values{"query": {expr}}, &data); err != nil {
-		return 0, err
-	}
-	if data.ResultType == "scalar" || data.ResultType == "string" {
-		return 1, nil
-	}
-	var series []json.RawMessage
-	if err := json.Unmarshal(data.Result, &series); err != nil {
-		return 0, fmt.Errorf("decoding the result of %q: %w", expr, err)
-	}
-	return len(series), nil
+	return monitoring.StartPrometheus(t, bin, config)
 }

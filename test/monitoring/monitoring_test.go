@@ -372,10 +372,9 @@ func tool(t *testing.T, name string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestDocumentedScrapeConfig: the scrape configuration docs/operations.md#monitoring gives is one Prometheus
-// accepts (promtool check config), with the job names the queries select.
-func TestDocumentedScrapeConfig(t *testing.T) {
-	promtool := tool(t, "promtool")
+// documentedScrapeConfig returns the scrape configuration docs/operations.md#monitoring gives, as written there.
+func documentedScrapeConfig(t *testing.T) string {
+	t.Helper()
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -389,6 +388,14 @@ func TestDocumentedScrapeConfig(t *testing.T) {
 	if !ok || !closed || !strings.Contains(block, "scrape_configs:") {
 		t.Fatalf("the Monitoring section has no yaml block with scrape_configs:\n%s", block)
 	}
+	return block
+}
+
+// TestDocumentedScrapeConfig: the scrape configuration docs/operations.md#monitoring gives is one Prometheus
+// accepts (promtool check config), with the job names the queries select.
+func TestDocumentedScrapeConfig(t *testing.T) {
+	promtool := tool(t, "promtool")
+	block := documentedScrapeConfig(t)
 	for _, job := range []string{ManagerJob, AgentJob} {
 		if !strings.Contains(block, "job_name: "+job+"\n") {
 			t.Errorf("the documented scrape configuration has no job %s", job)
@@ -400,7 +407,7 @@ func TestDocumentedScrapeConfig(t *testing.T) {
 	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	block = strings.ReplaceAll(block, "/var/run/secrets/kubernetes.io/serviceaccount/token", token)
+	block = strings.ReplaceAll(block, inClusterTokenFile, token)
 	path := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
 		t.Fatal(err)
@@ -409,3 +416,6 @@ func TestDocumentedScrapeConfig(t *testing.T) {
 		t.Errorf("promtool check config of the documented scrape configuration: %v\n%s", err, out)
 	}
 }
+
+// inClusterTokenFile is where a pod's service-account token is, the file the documented configuration reads.
+const inClusterTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
