@@ -70,8 +70,10 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their
 	@hack/kube-build.sh envtest
 
 .PHONY: unit
-unit: ## Run the Go tests against a real kube-apiserver and etcd (and the Helm chart's with helm).
-	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache, the chart's tests with helm from hack/tool.sh's (its first build: about 2.5 minutes on 2 cores, once)"
+unit: ## Run the Go tests against a real kube-apiserver and etcd (and the Helm chart's with helm, the monitoring's with Prometheus).
+	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache, the chart's tests with helm and test/monitoring's with prometheus and promtool from hack/tool.sh's (their first builds: about 2.5, 12 and 1 minutes on 2 cores, once)"
+	@# The tools are built here, before go test, so that a first build does not count against a test binary's timeout.
+	hack/tool.sh prometheus >/dev/null && hack/tool.sh promtool >/dev/null
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) GLEANER_HELM=$$(hack/tool.sh helm) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
