@@ -683,17 +683,25 @@ func metricCell(f *Factory, m MetricState) string {
 	return age(f.Clock, at)
 }
 
-func printTopNodes(f *Factory, r TopNodesReport, format string) error {
+// topTable prints r encoded when format asks for it, or, with no rows, kubectl's "No KIND found." on stderr and no
+// header; either way done is true. Otherwise it returns the writer for the table.
+func topTable(f *Factory, r any, format string, rows int, kind string) (tw *tabwriter.Writer, done bool, err error) {
 	if done, err := printEncoded(f.Out, r, format); done {
-		return err
+		return nil, true, err
 	}
-	if len(r.Nodes) == 0 {
-		// As kubectl: no header, and the statement on stderr.
-		_, err := fmt.Fprintln(f.ErrOut, "No nodes found.")
+	if rows == 0 {
+		_, err := fmt.Fprintf(f.ErrOut, "No %s found.\n", kind)
+		return nil, true, err
+	}
+	return tabwriter.NewWriter(f.Out, 0, 8, 3, ' ', 0), false, nil
+}
+
+func printTopNodes(f *Factory, r TopNodesReport, format string) error {
+	tw, done, err := topTable(f, r, format, len(r.Nodes), "nodes")
+	if done {
 		return err
 	}
 	wide := format == outputWide
-	tw := tabwriter.NewWriter(f.Out, 0, 8, 3, ' ', 0)
 	header := "NODE\tCPU(cores)\tCPU%\tCPU REQUESTS\tMEMORY(bytes)\tMEMORY%\tMEMORY REQUESTS\tBATCH CPU USED/REQ/CAP\tBATCH MEMORY USED/REQ/CAP"
 	if wide {
 		header += "\tCPU ALLOCATABLE\tMEMORY ALLOCATABLE\tMID CPU USED/REQ/CAP\tMID MEMORY USED/REQ/CAP"
@@ -714,16 +722,11 @@ func printTopNodes(f *Factory, r TopNodesReport, format string) error {
 }
 
 func printTopPods(f *Factory, r TopPodsReport, format string, allNamespaces bool) error {
-	if done, err := printEncoded(f.Out, r, format); done {
-		return err
-	}
-	if len(r.Pods) == 0 {
-		// As kubectl: no header, and the statement on stderr.
-		_, err := fmt.Fprintln(f.ErrOut, "No pods found.")
+	tw, done, err := topTable(f, r, format, len(r.Pods), "pods")
+	if done {
 		return err
 	}
 	wide := format == outputWide
-	tw := tabwriter.NewWriter(f.Out, 0, 8, 3, ' ', 0)
 	header := "NAME\tCPU(cores)\tCPU REQUESTS\tMEMORY(bytes)\tMEMORY REQUESTS\tQOS\tPRIORITY"
 	if allNamespaces {
 		header = "NAMESPACE\t" + header
