@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -685,6 +686,24 @@ func (h *harness) gauge(t *testing.T, name string, labels map[string]string) flo
 // gauge returns the value of the first series of the gauge name in g whose labels include labels, or -1.
 func gauge(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
+	if m := firstSeries(t, g, name, labels); m != nil {
+		return m.GetGauge().GetValue()
+	}
+	return -1
+}
+
+// counter returns the value of the first series of the counter name in g whose labels include labels, or -1.
+func counter(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	if m := firstSeries(t, g, name, labels); m != nil {
+		return m.GetCounter().GetValue()
+	}
+	return -1
+}
+
+// firstSeries returns the first series of the metric name in g whose labels include labels, nil when none does.
+func firstSeries(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
 	families, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -700,10 +719,10 @@ func gauge(t *testing.T, g prometheus.Gatherer, name string, labels map[string]s
 					continue series
 				}
 			}
-			return m.GetGauge().GetValue()
+			return m
 		}
 	}
-	return -1
+	return nil
 }
 
 func must(t *testing.T, err error) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -147,30 +146,6 @@ func TestExplanationWriteFailureHoldsUpNothing(t *testing.T) {
 	}
 	lift()
 	explanationObject(t, n)
-}
-
-// counter returns the value of the first series of the counter name in g whose labels include labels, or -1.
-func counter(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return -1
 }
 
 // TestNodeStaysSmall: a node like the benchmark's (hack/bench/noderesource: 32 cores, 128Gi, 30 pods: 18 prod,
