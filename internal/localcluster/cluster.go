@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gleaner-sh/gleaner/internal/hostpkg"
 	"github.com/gleaner-sh/gleaner/internal/images"
 )
 
@@ -97,7 +98,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 		return err
 	}
 	start := c.cfg.Clock.Now()
-	if err := ensurePackages(ctx, c.cfg.Out, hostPackages(), exists, runCommand); err != nil {
+	if err := hostpkg.ThisHost().Ensure(ctx, c.cfg.Out, hostpkg.For(hostpkg.Run)); err != nil {
 		return err
 	}
 	bins, err := buildBinaries(ctx, c.cfg.RepoRoot, c.cfg.Out)

@@ -49,12 +49,14 @@ func (c *Cluster) InstallChart(ctx context.Context, helm, chartDir, valuesFile, 
 }
 
 // HelmCommand returns the command running the helm binary with args against the cluster, with helm's
-// configuration, cache and release data under the state directory.
+// configuration, cache and release data, and the discovery cache of its Kubernetes client (KUBECACHEDIR, else
+// ~/.kube/cache), under the state directory: nothing in $HOME.
 func (c *Cluster) HelmCommand(ctx context.Context, helm string, args ...string) *exec.Cmd {
 	home := c.layout.Path("helm")
 	cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", c.Kubeconfig())...)
 	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"KUBECACHEDIR="+filepath.Join(home, "kube-cache"))
 	return cmd
 }
 

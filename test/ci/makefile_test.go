@@ -82,7 +82,7 @@ func TestMakeE2E(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "log")
-			cmd := exec.Command("make", "-C", root, "--no-print-directory", "-o", "gleaner-local", "e2e",
+			cmd := exec.Command("make", "-C", root, "--no-print-directory", "-o", "gleaner-local", "-o", "host-packages", "e2e",
 				"LOCAL="+local, "E2E_STATE="+state, "GO_TEST_FLAGS=-exec="+suite)
 			cmd.Env = append(environWithout("CI", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"),
 				"CI="+tt.ci, "CHECK="+tt.check, "SUITE_RC="+tt.suiteRC, "LOG="+log)

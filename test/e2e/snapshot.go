@@ -33,20 +33,57 @@ type MachineSnapshot struct {
 	Firewall []string
 	// StateDir lists the entries left in the state directory.
 	StateDir []string
+	// Home lists every file and directory under the user's home but for the build caches (homeCaches): no client the
+	// suite starts (kubectl, helm, client-go) may keep anything there.
+	Home []string
 }
 
-// hostPaths are the default paths of the kubelet, containerd, CNI, NRI, the agent's state and kubectl's cache.
+// hostPaths are the default paths of the kubelet, containerd, CNI, NRI and the agent's state (the home directory,
+// where kubectl and helm would keep caches, is compared as a whole: Home).
 func hostPaths() []string {
-	home, _ := os.UserHomeDir()
 	return []string{"/var/lib/kubelet", "/var/log/containers", "/var/log/pods", "/var/run/nri", "/run/nri",
 		"/var/run/netns", "/run/netns", "/var/lib/cni", "/etc/cni", "/opt/cni", "/run/containerd", "/var/lib/containerd",
-		"/opt/containerd", "/etc/containerd", "/usr/libexec/kubernetes", "/var/run/kubernetes", "/etc/kubernetes", "/var/lib/gleaner-agent",
-		filepath.Join(home, ".kube", "cache", "discovery", "127.0.0.1_6443")}
+		"/opt/containerd", "/etc/containerd", "/usr/libexec/kubernetes", "/var/run/kubernetes", "/etc/kubernetes", "/var/lib/gleaner-agent"}
+}
+
+// homeCaches are the directories under the home directory that builds fill while the suite runs (it builds
+// kubectl-glean and images): Go's build and module caches, its telemetry, and the project's tool cache.
+func homeCaches(home string) []string {
+	dirs := []string{filepath.Join(home, ".cache", "go-build"), filepath.Join(home, "go"),
+		filepath.Join(home, ".config", "go"), filepath.Join(home, ".cache", "gleaner"), filepath.Join(home, ".cache", "golangci-lint")}
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GLEANER_CACHE"} {
+		if d := os.Getenv(v); d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// homeEntries lists the paths under the home directory, relative to it, without the build caches.
+func homeEntries() []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	skip := homeCaches(home)
+	var out []string
+	_ = filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+		if err != nil || path == home {
+			return nil
+		}
+		if d.IsDir() && slices.Contains(skip, path) {
+			return filepath.SkipDir
+		}
+		rel, _ := filepath.Rel(home, path)
+		out = append(out, "~/"+rel)
+		return nil
+	})
+	return out
 }
 
 // TakeSnapshot reads the machine.
 func TakeSnapshot(stateDir string) MachineSnapshot {
-	s := MachineSnapshot{IPForward: readTrimmed("/proc/sys/net/ipv4/ip_forward"), Firewall: readFirewall()}
+	s := MachineSnapshot{IPForward: readTrimmed("/proc/sys/net/ipv4/ip_forward"), Firewall: readFirewall(), Home: homeEntries()}
 	s.Cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	s.Processes = clusterProcesses(stateDir, s.Cgroups)
 	roots := []string{stateDir}
@@ -160,6 +197,6 @@ func readTrimmed(path string) string {
 
 // String lists the snapshot for failure messages.
 func (s MachineSnapshot) String() string {
-	return fmt.Sprintf("processes %q\nmounts %q\ncgroups %q\ninterfaces %q\nhost paths %q\nip_forward %s\nfirewall %q\nstate dir %q",
-		s.Processes, s.Mounts, s.Cgroups, s.Interfaces, s.HostPaths, s.IPForward, s.Firewall, s.StateDir)
+	return fmt.Sprintf("processes %q\nmounts %q\ncgroups %q\ninterfaces %q\nhost paths %q\nip_forward %s\nfirewall %q\nstate dir %q\nhome %q",
+		s.Processes, s.Mounts, s.Cgroups, s.Interfaces, s.HostPaths, s.IPForward, s.Firewall, s.StateDir, s.Home)
 }

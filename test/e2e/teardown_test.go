@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -56,6 +57,12 @@ func runPodAndSnapshot(t *testing.T, e *Env) {
 	during := TakeSnapshot(e.Suite.StateDir)
 	if len(during.Processes) == 0 || len(during.Mounts) == 0 || len(during.Cgroups) == 0 || len(during.Interfaces) == 0 {
 		t.Fatalf("the snapshot does not see the running cluster:\n%s", during)
+	}
+	// A machine without iptables-save and nft would compare two empty rulesets (make host-packages installs iptables).
+	if !slices.ContainsFunc(during.Firewall, func(l string) bool {
+		return strings.HasPrefix(l, "iptables-save: ") || strings.HasPrefix(l, "nft: ")
+	}) {
+		t.Fatalf("the snapshot cannot read the firewall: %q", during.Firewall)
 	}
 	// Not only removed by down: no component adds a rule while the cluster runs (the kubelet's
 	// makeIPTablesUtilChains is off, the bridge does not masquerade, there is no kube-proxy).

@@ -38,49 +38,71 @@ import (
 // chartDir is the Helm chart, from this package's directory.
 var chartDir = filepath.Join(root, "charts", "gleaner")
 
-// helmVar names a helm binary to use instead of the one hack/tool.sh builds.
-const helmVar = "GLEANER_HELM"
+// helmVar and helm3Var name the helm binaries to use instead of the ones hack/tool.sh builds: Helm 4, which every
+// chart test runs, and Helm 3, which TestChartWithHelm3 holds to the same renders.
+const (
+	helmVar  = "GLEANER_HELM"
+	helm3Var = "GLEANER_HELM3"
+)
 
-var helmBinary struct {
-	once sync.Once
-	path string
-	err  error
+// helmBinary is one helm, found or built once per test binary.
+type helmBinary struct {
+	tool, envVar string
+	once         sync.Once
+	path         string
+	err          error
 }
 
-// helm returns the helm binary: $GLEANER_HELM, else hack/tool.sh's (built from the Go module proxy on first use,
-// about 2.5 minutes on 2 cores). When it cannot be had the test skips, and fails under CI=true.
-func helm(t *testing.T) string {
+var (
+	helm4Binary = &helmBinary{tool: "helm", envVar: helmVar}
+	helm3Binary = &helmBinary{tool: "helm3", envVar: helm3Var}
+)
+
+// get returns the binary: $envVar, else hack/tool.sh's (built from the Go module proxy on first use, about 2.5
+// minutes on 2 cores). When it cannot be had the test skips, and fails under CI=true.
+func (h *helmBinary) get(t *testing.T) string {
 	t.Helper()
-	helmBinary.once.Do(func() {
-		if p := os.Getenv(helmVar); p != "" {
-			helmBinary.path = p
+	h.once.Do(func() {
+		if p := os.Getenv(h.envVar); p != "" {
+			h.path = p
 			return
 		}
 		var stderr bytes.Buffer
-		cmd := exec.Command(filepath.Join(root, "hack", "tool.sh"), "helm")
+		cmd := exec.Command(filepath.Join(root, "hack", "tool.sh"), h.tool)
 		cmd.Stderr = io.MultiWriter(os.Stderr, &stderr) // says that it builds, and how long that takes
 		out, err := cmd.Output()
 		if err != nil {
-			helmBinary.err = fmt.Errorf("hack/tool.sh helm: %w\n%s", err, stderr.Bytes())
+			h.err = fmt.Errorf("hack/tool.sh %s: %w\n%s", h.tool, err, stderr.Bytes())
 			return
 		}
-		helmBinary.path = strings.TrimSpace(string(out))
+		h.path = strings.TrimSpace(string(out))
 	})
-	if helmBinary.err != nil {
-		ci.Skipf(t, "helm cannot be built: %v", helmBinary.err)
+	if h.err != nil {
+		ci.Skipf(t, "%s cannot be built: %v", h.tool, h.err)
 	}
-	return helmBinary.path
+	return h.path
 }
 
-// runHelm runs helm with args and returns its standard output; a failure's error carries its standard error.
+// runHelm runs Helm 4 with args and returns its standard output; a failure's error carries its standard error.
 func runHelm(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
+	return runHelmBinary(t, helm4Binary.get(t), args...)
+}
+
+// runHelmBinary runs the helm binary with args, with its configuration, caches and its Kubernetes client's
+// discovery cache in the test's directory: helm keeps them in $HOME unless told otherwise.
+func runHelmBinary(t *testing.T, helm string, args ...string) ([]byte, error) {
+	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.Command(helm(t), args...)
+	cmd := exec.Command(helm, args...)
 	cmd.Stderr = &stderr
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"KUBECACHEDIR="+filepath.Join(home, "kube-cache"))
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		return out, fmt.Errorf("%s %s: %w\n%s", filepath.Base(helm), strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return out, nil
 }
@@ -569,23 +591,65 @@ func TestChartDefaultsInAnotherNamespace(t *testing.T) {
 	applyToAPIServer(t, b)
 }
 
+// TestChartWithHelm3: most clusters' operators still run Helm 3. With the values every chart test uses, Helm 3
+// lints the chart as strictly as Helm 4, renders the same objects field by field, and refuses the same bad values.
+func TestChartWithHelm3(t *testing.T) {
+	helm3 := helm3Binary.get(t)
+	if out, err := runHelmBinary(t, helm3, "version", "--short"); err != nil || !strings.HasPrefix(string(out), "v3.") {
+		t.Fatalf("%s is not Helm 3: %s %v", helm3, out, err)
+	}
+	for _, args := range [][]string{
+		nil,
+		{"-f", filepath.Join("testdata", "chart-values.yaml")},
+		{"-f", filepath.Join(root, "config", "local", "helm-values.yaml")},
+		{"--set", "priorityClasses.koordinatorNames=true", "--set", "manager.sizing=xlarge", "--set", "agent.sizing=dense"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if out, err := runHelmBinary(t, helm3, append([]string{"lint", "--strict", chartDir, "--namespace", "gleaner-system"}, args...)...); err != nil {
+				t.Errorf("%v\n%s", err, out)
+			}
+			out, err := runHelmBinary(t, helm3, append([]string{"template", "gleaner", chartDir, "--namespace", "gleaner-system", "--include-crds"}, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range compareObjects(t, render(t, "gleaner-system", args...), decode(t, "helm 3 template", out)) {
+				t.Errorf("Helm 4 and Helm 3 render differently: %s", d)
+			}
+		})
+	}
+	for _, c := range badValues {
+		args := []string{"template", "gleaner", chartDir, "--namespace", "gleaner-system"}
+		for _, s := range c.set {
+			args = append(args, "--set", s)
+		}
+		// Helm 3's schema messages are worded like Helm 4's where both use the same validator; the value's path is
+		// what both must name.
+		if _, err := runHelmBinary(t, helm3, args...); err == nil || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("helm 3 --set %v: want an error naming %q, got %v", c.set, c.path, err)
+		}
+	}
+}
+
+// badValues are values the chart refuses: want is Helm 4's message, path what any message must name.
+var badValues = []struct {
+	set        []string
+	want, path string
+}{
+	{[]string{"manager.sizing=huge"}, `manager.sizing "huge" is not a row of sizing.manager (large, medium, small, xlarge, xxlarge)`, "manager.sizing"},
+	{[]string{"agent.sizing=custom"}, `agent.sizing "custom" is not a row of sizing.agent (dense, standard); set agent.resources`, "agent.sizing"},
+	// values.schema.json (internal/chart): the values' types, and the flags' names from the binaries
+	{[]string{"agent.runtimeHook=cri"}, `at '/agent/runtimeHook': value must be one of 'nri', 'reconciler', 'off'`, "runtimeHook"},
+	{[]string{"manager.flags.kube-api-qsp=50"}, `at '/manager/flags': additional properties 'kube-api-qsp' not allowed`, "kube-api-qsp"},
+	{[]string{"agent.flags.eviction-burst=many"}, `at '/agent/flags/eviction-burst': got string, want null or integer`, "eviction-burst"},
+	{[]string{"agent.flags.prediction-cold-start=1day"}, `at '/agent/flags/prediction-cold-start': '1day' does not match pattern`, "prediction-cold-start"},
+	{[]string{"manager.nodeselector.zone=a"}, `at '/manager': additional properties 'nodeselector' not allowed`, "nodeselector"},
+}
+
 // TestChartRefusesBadValues: values the chart cannot render say what is wrong and what is allowed: a sizing row
 // that is not in the table (the templates), and through values.schema.json a misspelt value or flag, a value of
 // the wrong type, and a duration that is none.
 func TestChartRefusesBadValues(t *testing.T) {
-	for _, c := range []struct {
-		set  []string
-		want string
-	}{
-		{[]string{"manager.sizing=huge"}, `manager.sizing "huge" is not a row of sizing.manager (large, medium, small, xlarge, xxlarge)`},
-		{[]string{"agent.sizing=custom"}, `agent.sizing "custom" is not a row of sizing.agent (dense, standard); set agent.resources`},
-		// values.schema.json (internal/chart): the values' types, and the flags' names from the binaries
-		{[]string{"agent.runtimeHook=cri"}, `at '/agent/runtimeHook': value must be one of 'nri', 'reconciler', 'off'`},
-		{[]string{"manager.flags.kube-api-qsp=50"}, `at '/manager/flags': additional properties 'kube-api-qsp' not allowed`},
-		{[]string{"agent.flags.eviction-burst=many"}, `at '/agent/flags/eviction-burst': got string, want null or integer`},
-		{[]string{"agent.flags.prediction-cold-start=1day"}, `at '/agent/flags/prediction-cold-start': '1day' does not match pattern`},
-		{[]string{"manager.nodeselector.zone=a"}, `at '/manager': additional properties 'nodeselector' not allowed`},
-	} {
+	for _, c := range badValues {
 		args := []string{"template", "gleaner", chartDir, "--namespace", "gleaner-system"}
 		for _, s := range c.set {
 			args = append(args, "--set", s)

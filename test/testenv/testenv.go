@@ -244,7 +244,11 @@ func (e *Env) StartAPIServer() error {
 // reference for allocation numbers) against this API server.
 func (e *Env) Kubectl(args ...string) *exec.Cmd {
 	bin := filepath.Join(os.Getenv(AssetsVar), "kubectl")
-	return exec.Command(bin, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	// kubectl keeps its discovery cache in KUBECACHEDIR, else ~/.kube/cache: the environment's own directory keeps
+	// the user's home as it was.
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(e.dir, "kubectl-cache"))
+	return cmd
 }
 
 // UserConfig returns a client configuration that authenticates as the user name in groups (by client
