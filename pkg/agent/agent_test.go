@@ -59,6 +59,21 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "kubelet without url", mutate: func(o *Options) { o.PodSource, o.Kubelet.URL = PodSourceKubelet, "" }, wantErr: []string{"--kubelet-url"}},
 		{name: "plain HTTP metrics only on loopback", mutate: func(o *Options) { o.Serving.SecureMetrics = false }, wantErr: []string{"--metrics-secure=false"}},
 		{name: "plain HTTP metrics on 127.0.0.1", mutate: func(o *Options) { o.Serving.SecureMetrics, o.MetricsAddr = false, "127.0.0.1:10282" }},
+		// Training must read samples, not the coarse ring's averages: an interval the fine rings cannot hold is refused.
+		{
+			name: "training interval longer than the pod ring", mutate: func(o *Options) { o.Prediction.TrainingInterval = 10 * time.Minute },
+			wantErr: []string{"--prediction-training-interval 10m0s is longer than the 5m0s", "--metric-cache-pod-slots to at least 600"},
+		},
+		{
+			name: "pod ring shorter than a training round", mutate: func(o *Options) { o.Cache.PodSlots = 59 },
+			wantErr: []string{"--metric-cache-pod-slots 59 x --metric-cache-step 1s", "at least 60"},
+		},
+		{
+			name: "node ring shorter than a training round", mutate: func(o *Options) { o.Cache.Step, o.Cache.NodeSlots = 2*time.Second, 20 },
+			wantErr: []string{"--metric-cache-node-slots 20 x --metric-cache-step 2s", "at least 30"},
+		},
+		{name: "a ring that holds exactly one round", mutate: func(o *Options) { o.Cache.PodSlots = 60 }},
+		{name: "prediction off trains nothing", mutate: func(o *Options) { o.PredictionOff, o.Cache.PodSlots = true, 10 }},
 		{
 			name: "every bad option at once",
 			mutate: func(o *Options) {
