@@ -56,6 +56,8 @@ func (l *StopReport) record(line string) {
 		l.running[e.Controller] = true
 	case e.Msg == "All workers finished" && e.Controller != "":
 		delete(l.running, e.Controller)
+	case e.Msg == "Stopping and waiting for warmup runnables":
+		// Stopped beside the others, in a goroutine of its own: not a step of the sequence.
 	case strings.HasPrefix(e.Msg, "Stopping and waiting for ") || strings.HasPrefix(e.Msg, "Wait completed"):
 		l.steps = append(l.steps, step{msg: e.Msg, at: time.Now()})
 	}
@@ -91,7 +93,8 @@ func (l *StopReport) String() string {
 	buf = buf[:runtime.Stack(buf, true)]
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "sigs.k8s.io/controller-runtime/") || strings.Contains(g, "github.com/gleaner-sh/gleaner/pkg/") {
-			if strings.Contains(g, "testenv.(*StopReport).String") {
+			// Not this report's own goroutine, nor envtest's waits on the control plane's processes.
+			if strings.Contains(g, "testenv.(*StopReport).String") || strings.Contains(g, "controller-runtime/pkg/internal/testing/") {
 				continue
 			}
 			b.WriteString(g)
