@@ -287,7 +287,8 @@ func (a *Agent) metricsServer(cfg *rest.Config, clk clock.PassiveClock, exec *ex
 	return &httpServer{name: "metrics-server", addr: opts.MetricsAddr, shutdown: opts.ShutdownTimeout, handler: handler, listen: listen}, nil
 }
 
-// modules lists the agent's Runnables in the order they start.
+// modules lists the agent's Runnables in the order they start, the order docs/agent.md describes (Start-up order;
+// TestStartOrderIsDocumented).
 func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, states *statesinformer.Informer, exec *executor.Executor,
 	hook *runtimehook.Hook, runner *collector.Runner, ev *evictor.Evictor, qos *qosmanager.Manager) []Runnable {
 	var rs []Runnable

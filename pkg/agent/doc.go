@@ -1,18 +1,13 @@
 // Package agent assembles gleaner-agent, the per-node half of Gleaner: its Options (filled from flags once in
 // cmd/gleaner-agent), the modules, and the order they run in.
 //
-// Modules, each a Runnable started in this order (a module that syncs is waited for before the next starts):
-//
-//  1. the HTTP servers: Prometheus /metrics (with /debug/executor and /debug/runtimehook), and /healthz and
-//     /readyz (ready once every module has started and synced);
-//  2. the metric cache (pkg/agent/metriccache), whose garbage collection runs in the background;
-//  3. the states informer (pkg/agent/statesinformer): Node, pods, NodeSLO and NodeMetric; waited for until synced;
-//  4. the resource executor (pkg/agent/executor), the one writer of cgroup values;
-//  5. the runtime hook (pkg/agent/runtimehook): the NRI plugin, then its reconciler, which give batch and mid pods
-//     their cgroup limits;
-//  6. the collectors (pkg/agent/collector); waited for until each has run once;
-//  7. the evictor (pkg/agent/evictor), the QoS manager and its plugins (pkg/agent/qosmanager);
-//  8. the NodeMetric reporter (pkg/agent/reporter).
+// The modules, each in a package of its own below this one: collector (the metric collectors, in rounds), evictor,
+// executor (the resource executor, the one writer of cgroup values), metriccache, prediction (peak prediction),
+// qosmanager (the QoS manager and its plugins), reporter (the NodeMetric reporter), runtimehook (the NRI plugin and
+// its reconciler) and statesinformer; the HTTP servers are here (server.go). Each is a Runnable (runnable.go); they
+// start one after another, a module that syncs (Syncer) waited for before the next starts, in the order modules
+// (agent.go) builds. That order is described in one place, docs/agent.md's "Start-up order", by the names the
+// modules log under; TestStartOrderIsDocumented fails when the agent's modules and that list differ.
 //
 // On shutdown every module's context ends at once and the agent waits for all of them, at most ShutdownTimeout.
 package agent

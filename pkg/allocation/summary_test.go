@@ -19,10 +19,10 @@ func TestPercent(t *testing.T) {
 		want              int64
 		wantOK            bool
 	}{
-		{"seed 000 cpu requests", "cpu", "2632m", "4", 65, true},
-		{"seed 000 cpu limits over 100%", "cpu", "5110m", "4", 127, true},
-		{"seed 000 memory", "memory", "2237Mi", "7599548Ki", 30, true},
-		{"seed 000 memory limits", "memory", "7223Mi", "7599548Ki", 97, true},
+		{"describe node example cpu requests", "cpu", "2632m", "4", 65, true},
+		{"describe node example cpu limits over 100%", "cpu", "5110m", "4", 127, true},
+		{"describe node example memory", "memory", "2237Mi", "7599548Ki", 30, true},
+		{"describe node example memory limits", "memory", "7223Mi", "7599548Ki", 97, true},
 		// 29/100 is 0.29, times 100 is 28.999999999999996 in float64: kubectl prints 28, not 29.
 		{"float truncation as kubectl does it", "memory", "29", "100", 28, true},
 		{"cpu counts millicores", "cpu", "1m", "3", 0, true},

@@ -128,6 +128,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         CacheOptions(opts.Namespace),
+		Controller:                    ControllerConfig(),
 		WebhookServer:                 webhookServer,
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,

@@ -60,7 +60,7 @@ type NodeColocationCfg struct {
 	ColocationStrategy `json:",inline"`
 }
 
-// ColocationStrategy is how batch and mid resources are reclaimed on a node. Field names are those of seed 002's
+// ColocationStrategy is how batch and mid resources are reclaimed on a node. Field names are those of Koordinator's
 // colocation-config; nil means "inherit" until the strategy is merged, and never appears in a merged strategy.
 //
 // +kubebuilder:object:generate=true

@@ -1,11 +1,11 @@
-// Package sloconfig parses the slo-controller-config ConfigMap (the keys and JSON fields of seed 002) into typed,
+// Package sloconfig parses the slo-controller-config ConfigMap (Koordinator's keys and JSON fields) into typed,
 // defaulted, validated strategies, merges the cluster strategy with the first node override whose selector matches a
 // node, and keeps the result as one shared, versioned Snapshot for every controller of gleaner-manager.
 //
 // The pieces, in the order data flows through them:
 //
 //   - parse.go: ParseConfigMap and ParseKey (one io.Reader per key); fields.go: how field names are matched (as
-//     encoding/json does, so configs written for the system the seeds describe work unchanged) and the Findings about
+//     encoding/json does, so configs written for Koordinator work unchanged) and the Findings about
 //     unknown, case-mismatched and repeated fields (a walker of its own: sigs.k8s.io/json's strict decoding is
 //     case-sensitive only; fields.go says why that is not enough).
 //   - validate.go: ranges and enums from the NodeSLO CRD's own schema, plus the checks a schema cannot express.

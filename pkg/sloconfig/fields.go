@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Field names are matched the way encoding/json matches them, which is how the system the seeds describe reads the
+// Field names are matched the way encoding/json matches them, which is how Koordinator reads the
 // same ConfigMap: exactly, or else ignoring case ("cpuQoS" sets cpuQOS, "CPUEvictTimeWindowSeconds" sets
 // cpuEvictTimeWindowSeconds). Unknown fields are ignored and a field given twice keeps its last value. A config
 // written for that system therefore works unchanged; lintFields reports each of these cases as a Finding, so that a

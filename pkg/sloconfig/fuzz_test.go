@@ -12,7 +12,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
-// The fuzzers feed each key's parser arbitrary text, starting from the seed 002 examples (testdata/seed002) and a
+// The fuzzers feed each key's parser arbitrary text, starting from Koordinator's examples (testdata/seed002) and a
 // few hand-written values. `make fuzz` (part of `make test`) runs each for a few seconds; `go test` alone runs only
 // the seed corpus. Besides "never panics", each checks what an accepted value must guarantee: every node gets a
 // NodeSLO the API server accepts (the CRD schema), with consistent bounds, and a fully set colocation strategy.

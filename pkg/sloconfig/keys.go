@@ -4,7 +4,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
-// The ConfigMap keys other than ColocationConfigKey, with the names of seed 002.
+// The ConfigMap keys other than ColocationConfigKey, with Koordinator's names.
 const (
 	// ResourceThresholdConfigKey holds the thresholds of best-effort suppression and eviction (NodeSLO
 	// spec.resourceUsedThresholdWithBE).

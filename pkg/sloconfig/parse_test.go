@@ -19,7 +19,7 @@ import (
 
 var anolis = map[string]string{"kubernetes.io/kernel": "anolis"}
 
-// seedValue reads one key's value of a seed 002 example from testdata/seed002.
+// seedValue reads one key's value of one of Koordinator's examples from testdata/seed002.
 func seedValue(t testing.TB, example, key string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "seed002", example, key+".json"))
@@ -51,7 +51,7 @@ func findingStrings(fs []Finding) []string {
 	return out
 }
 
-// TestSeed002Examples parses every ConfigMap example of seed 002 exactly as printed (testdata/seed002/README.md
+// TestSeed002Examples parses every ConfigMap example of Koordinator's documentation exactly as printed (testdata/seed002/README.md
 // says how they were copied) and checks what Gleaner makes of each.
 func TestSeed002Examples(t *testing.T) {
 	tests := []struct {
@@ -288,7 +288,7 @@ func checkDocumentedDefaults(t *testing.T, eff *slov1alpha1.NodeSLOSpec) {
 			*b.CFSQuotaBurstPercent == 300 && *b.CFSQuotaBurstPeriodSeconds == -1 && *b.SharePoolThresholdPercent == 50, b},
 		{"system defaults are off, 100/150/0", !*sys.Enable && *sys.MinFreeKbytesFactor == 100 && *sys.WatermarkScaleFactor == 150 &&
 			*sys.MemcgReapBackGround == 0, sys},
-		{"qos defaults are seed 002's template", *qos.BEClass.CPUQOS.GroupIdentity == -1 && *qos.LSClass.CPUQOS.GroupIdentity == 2 &&
+		{"qos defaults are Koordinator's template", *qos.BEClass.CPUQOS.GroupIdentity == -1 && *qos.LSClass.CPUQOS.GroupIdentity == 2 &&
 			*qos.BEClass.ResctrlQOS.CATRangeEndPercent == 30 && *qos.BEClass.MemoryQOS.WmarkMinAdj == 50 &&
 			*qos.LSRClass.MemoryQOS.WmarkRatio == 95 && !*qos.BEClass.MemoryQOS.Enable, qos},
 		{"CPU idle is on for BE alone", *qos.BEClass.CPUQOS.Enable && !*qos.LSClass.CPUQOS.Enable && !*qos.LSRClass.CPUQOS.Enable &&

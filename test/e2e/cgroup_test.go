@@ -13,7 +13,7 @@ import (
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// Seed 003's rules, as the kubelet applies them on cgroup v1 (written out here; the product never imports the
+// The kubelet's rules, as it applies them on cgroup v1 (written out here; the product never imports the
 // kubelet): cpu.shares = request millicores * 1024 / 1000, at least 2; cfs_quota_us = limit millicores * period /
 // 1000 with a period of 100000us, at least 1000, or -1 without a limit; memory.limit_in_bytes = the memory limit,
 // or unlimited.
@@ -39,7 +39,7 @@ type cgroupValues struct {
 }
 
 // A real pod lands in the cgroup v1 directory of its QoS class, and its pod and container cgroups hold the values
-// seed 003 predicts from its requests and limits.
+// the kubelet's rules give for its requests and limits.
 func TestPodCgroupsFollowRequestsAndLimits(t *testing.T) {
 	e := suite.Env(t)
 	tests := []struct {

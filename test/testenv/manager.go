@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -9,10 +10,18 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+)
+
+// Test managers get managerShutdown to stop their runnables (ctrl.Options.GracefulShutdownTimeout) and the test
+// waits managerStopWait for Start to return. The wait is the longer, so that a runnable that does not stop shows as
+// the manager's own error after the shutdown period, with what did not stop (StopReport), rather than as the
+// wait running out first: with both at controller-runtime's default of 30s the wait always lost that race.
+const (
+	managerShutdown = 15 * time.Second
+	managerStopWait = 45 * time.Second
 )
 
 // StartManager starts a controller-runtime manager against the API server, with metrics, probes and leader
@@ -26,15 +35,17 @@ func (e *Env) StartManager(t testing.TB, setup func(ctrl.Manager) error, customi
 
 // StartManagerAs is StartManager with the manager talking to the API server through cfg: UserConfig's, say, to run
 // controllers as a service account with only the permissions its RBAC manifests grant.
+//
+// When the test ends the manager is stopped and must stop within its shutdown period; if it does not, the test
+// fails with a StopReport.
 func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, setup func(ctrl.Manager) error, customize ...func(*ctrl.Options)) ctrl.Manager {
 	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		// Controller names are global to the process; each test starts its own manager with the same ones.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}
+	report := PrepareManager(&opts)
 	for _, c := range customize {
 		c(&opts)
 	}
@@ -48,21 +59,54 @@ func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, setup func(ctrl.Man
 	if err := setup(mgr); err != nil {
 		t.Fatalf("setting up the manager: %v", err)
 	}
+	stop := start(mgr, report)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return mgr
+}
+
+// PrepareManager sets on opts what every test manager has: controller names that may repeat (each test starts
+// its own manager with the same controllers), gleaner-manager's workqueue (manager.ControllerConfig, which this
+// package cannot import: controller-runtime's priority queue can deadlock on shutdown), a shutdown period
+// (managerShutdown) shorter than the wait for it, and a logger that records what the returned report needs. A test
+// that builds its own manager calls it before ctrl.NewManager, and starts the manager with StartShared.
+func PrepareManager(opts *ctrl.Options) *StopReport {
+	r := &StopReport{}
+	opts.Controller.SkipNameValidation = ptr.To(true)
+	opts.Controller.UsePriorityQueue = ptr.To(false)
+	opts.GracefulShutdownTimeout = ptr.To(managerShutdown)
+	opts.Logger = r.logger()
+	return r
+}
+
+// StartShared starts mgr, prepared with PrepareManager, for the rest of the package's tests. Run stops it after
+// them, before the control plane, and fails the package with report when it does not stop within its shutdown
+// period.
+func (e *Env) StartShared(mgr ctrl.Manager, report *StopReport) {
+	e.StopWith(start(mgr, report))
+}
+
+// start runs mgr until the returned stop is called; stop returns an error, with report, when the manager stops
+// with one (a runnable outlived the shutdown period) or has not stopped after managerStopWait.
+func start(mgr ctrl.Manager, report *StopReport) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
+	return func() error {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("manager stopped with an error: %v", err)
+				return fmt.Errorf("manager stopped with an error: %w\n%s", err, report)
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("manager did not stop within 30s")
+			return nil
+		case <-time.After(managerStopWait):
+			return fmt.Errorf("manager did not stop within %s, its shutdown period %s notwithstanding\n%s", managerStopWait, managerShutdown, report)
 		}
-	})
-	return mgr
+	}
 }
 
 // Eventually polls f every 50ms until it returns nil, and fails the test with f's last error after 30s.

@@ -18,6 +18,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -55,7 +56,7 @@ type Env struct {
 	Kubeconfig string
 
 	once     sync.Once
-	onStop   []func()
+	onStop   []func() error
 	startErr error
 	skip     string
 	env      *envtest.Environment
@@ -108,7 +109,7 @@ func Run(m *testing.M, envs ...*Env) int {
 	code := m.Run()
 	for _, e := range envs {
 		if err := e.stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "testenv: stopping the control plane: %v\n", err)
+			fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
 			if code == 0 {
 				code = 1
 			}
@@ -194,19 +195,23 @@ func (e *Env) start() {
 
 // OnStop registers f to run before the control plane stops, after the package's tests: the place to stop managers
 // a test started, so the API server is not left waiting on their watches.
-func (e *Env) OnStop(f func()) { e.onStop = append(e.onStop, f) }
+func (e *Env) OnStop(f func()) { e.StopWith(func() error { f(); return nil }) }
+
+// StopWith is OnStop for a stop that can fail: an error stop returns fails the package's run (Run says what it was).
+func (e *Env) StopWith(stop func() error) { e.onStop = append(e.onStop, stop) }
 
 func (e *Env) stop() error {
+	var errs []error
 	for i := len(e.onStop) - 1; i >= 0; i-- {
-		e.onStop[i]()
+		errs = append(errs, e.onStop[i]())
 	}
 	if e.dir != "" {
 		defer func() { _ = os.RemoveAll(e.dir) }()
 	}
-	if e.env == nil || e.Config == nil {
-		return nil
+	if e.env != nil && e.Config != nil {
+		errs = append(errs, e.env.Stop())
 	}
-	return e.env.Stop()
+	return errors.Join(errs...)
 }
 
 // StopAPIServer stops kube-apiserver and leaves etcd, and everything stored in it, running: an API-server outage.

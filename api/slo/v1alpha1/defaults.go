@@ -49,8 +49,8 @@ func DefaultResourceThresholdStrategy() *ResourceThresholdStrategy {
 // memoryEvictLowerPercent is unset.
 const MemoryEvictLowerGap = 2
 
-// DefaultResourceQOSStrategy returns the documented defaults of resource-qos-config, with the parameters the seed
-// lists per class: every feature off except class BE's cpuQOS, whose groupIdentity -1 runs the besteffort QoS
+// DefaultResourceQOSStrategy returns the documented defaults of resource-qos-config, with the parameters Koordinator's
+// template lists per class: every feature off except class BE's cpuQOS, whose groupIdentity -1 runs the besteffort QoS
 // cgroup as SCHED_IDLE (cpu.idle = 1) wherever the kernel has cpu.idle (Linux 5.15+), so that batch yields to
 // services inside the scheduler.
 func DefaultResourceQOSStrategy() *ResourceQOSStrategy {

@@ -20,7 +20,7 @@ import (
 const (
 	// AnnotationNodeReservation reserves resources of a node.
 	AnnotationNodeReservation = "gleaner.sh/node-reservation"
-	// AnnotationNodeReservationAlias is the node-reservation annotation of the system the seeds describe, with the
+	// AnnotationNodeReservationAlias is Koordinator's node-reservation annotation, with the
 	// same format; honoured when AnnotationNodeReservation is absent or ignored.
 	AnnotationNodeReservationAlias = "node.koordinator.sh/reservation"
 )
@@ -34,7 +34,7 @@ type NodeReservation struct {
 	// cores and takes the place of Resources' cpu.
 	// +optional
 	ReservedCPUs string `json:"reservedCPUs,omitempty"`
-	// ApplyPolicy says how the scheduler of the system the seeds describe applies the reservation ("Default" or
+	// ApplyPolicy says how Koordinator's scheduler applies the reservation ("Default" or
 	// "ReservedCPUsOnly"). It is accepted for compatibility; the batch calculation honours the reservation either
 	// way, as that system's does.
 	// +optional

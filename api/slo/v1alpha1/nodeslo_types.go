@@ -26,7 +26,8 @@ type NodeSLO struct {
 	Status NodeSLOStatus `json:"status,omitempty"`
 }
 
-// NodeSLOSpec is a node's merged QoS strategy. Field names are those of seed 002's ConfigMap keys.
+// NodeSLOSpec is a node's merged QoS strategy. Field names are those of Koordinator's NodeSLO, so a strategy written
+// for it reads the same here.
 type NodeSLOSpec struct {
 	// ResourceUsedThresholdWithBE holds the thresholds at which best-effort pods are suppressed and evicted
 	// (from the ConfigMap key resource-threshold-config).

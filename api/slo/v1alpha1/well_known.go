@@ -3,7 +3,7 @@ package v1alpha1
 import corev1 "k8s.io/api/core/v1"
 
 // Extended resources that gleaner-manager publishes in node.status.allocatable and that batch and mid pods request.
-// The names are those of the system the seeds describe, so workloads written for it schedule unchanged.
+// The names are Koordinator's, so workloads written for it schedule unchanged.
 const (
 	// BatchCPU is reclaimed CPU for batch pods, in millicores (an integer: "1200" means 1.2 cores).
 	BatchCPU corev1.ResourceName = "kubernetes.io/batch-cpu"
@@ -16,16 +16,16 @@ const (
 )
 
 // Pod labels Gleaner reads (ClassOf says how). Of each pair, the gleaner.sh label wins when both are set; the other
-// is the label of the system the seeds describe, so pods written for it keep their meaning.
+// is Koordinator's label, so pods written for it keep their meaning.
 const (
 	// LabelPriorityClass sets a pod's priority class over its spec.priority: prod, mid, batch or free.
 	LabelPriorityClass = "gleaner.sh/priority-class"
-	// LabelPriorityClassAlias is the priority-class label of the system the seeds describe, with that system's
+	// LabelPriorityClassAlias is Koordinator's priority-class label, with its
 	// values koord-prod, koord-mid, koord-batch and koord-free; honoured when LabelPriorityClass is absent.
 	LabelPriorityClassAlias = "koordinator.sh/priority-class"
 	// LabelQoSClass sets a pod's Gleaner QoS class (LSE, LSR, LS, BE, SYSTEM).
 	LabelQoSClass = "gleaner.sh/qos-class"
-	// LabelQoSClassAlias is the QoS label of the system the seeds describe, honoured when LabelQoSClass is absent.
+	// LabelQoSClassAlias is Koordinator's QoS label, honoured when LabelQoSClass is absent.
 	LabelQoSClassAlias = "koordinator.sh/qosClass"
 )
 

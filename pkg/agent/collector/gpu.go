@@ -58,6 +58,21 @@ type gpuUse struct {
 	sm     float64
 }
 
+// podGPU is what one pod's processes use of all its GPUs together.
+type podGPU struct{ memory, sm float64 }
+
+// deviceWalk is what one round's walk over the GPUs found.
+type deviceWalk struct {
+	devices []gpu.Device
+	// samples are the GPUs' own samples; the pods' come from pods once pruning has added the silent ones.
+	samples []metriccache.Sample
+	// pods is what the pods' processes use, by pod UID.
+	pods map[string]*podGPU
+	// seen are the UUIDs of the GPUs read this round.
+	seen map[string]bool
+	errs []error
+}
+
 func (c *gpuCollector) Collect(ctx context.Context, round *Round) error {
 	if !c.ready {
 		if err := c.lib.Init(); err != nil {
@@ -66,71 +81,96 @@ func (c *gpuCollector) Collect(ctx context.Context, round *Round) error {
 		c.ready = true
 		c.said.reset()
 	}
+	w, err := c.walkDevices(round.Pods())
+	if err != nil {
+		return err
+	}
+	c.prune(w, round.Pods())
+	samples := w.samples
+	for uid, p := range w.pods {
+		c.used[uid] = true
+		samples = append(samples,
+			metriccache.Sample{Key: metriccache.PodKey(metriccache.PodGPUMemory, uid), Value: p.memory},
+			metriccache.Sample{Key: metriccache.PodKey(metriccache.PodGPUUtilization, uid), Value: p.sm})
+	}
+	c.d.Cache.SetInfo(metriccache.InfoGPUs, w.devices)
+	round.Append(samples...)
+	c.dirs.retain()
+	return errors.Join(w.errs...)
+}
+
+// walkDevices reads the first GPUMaxDevices GPUs, sets their gauges and their containers' (after resetting all of
+// them, so a GPU or container gone since the last round leaves no series), and sums each pod's use. It fails only
+// when the GPUs cannot be counted; a GPU that cannot be read is an error in the walk's errs, and the others are
+// still read.
+func (c *gpuCollector) walkDevices(pods []*statesinformer.PodMeta) (*deviceWalk, error) {
 	n, err := c.lib.DeviceCount()
 	if err != nil {
-		return fmt.Errorf("counting GPUs: %w", err)
+		return nil, fmt.Errorf("counting GPUs: %w", err)
 	}
-	var errs []error
+	w := &deviceWalk{pods: map[string]*podGPU{}, seen: map[string]bool{}}
 	if n > c.d.Devices.GPUMaxDevices {
-		errs = append(errs, fmt.Errorf("%d GPUs, reporting the first %d (--gpu-max-devices)", n, c.d.Devices.GPUMaxDevices))
+		w.errs = append(w.errs, fmt.Errorf("%d GPUs, reporting the first %d (--gpu-max-devices)", n, c.d.Devices.GPUMaxDevices))
 		n = c.d.Devices.GPUMaxDevices
 	}
-	owners := c.owners(round.Pods())
+	owners := c.owners(pods)
 	m := c.d.Metrics.Devices
 	for _, g := range []interface{ Reset() }{m.GPUInfo, m.GPUMemoryTotal, m.GPUMemoryUsed, m.GPUUtilization, m.ContainerGPUMemory, m.ContainerGPUUtilization} {
 		g.Reset()
 	}
-	var devices []gpu.Device
-	var samples []metriccache.Sample
-	type podGPU struct{ memory, sm float64 }
-	pods := map[string]*podGPU{}
-	seenUUID := map[string]bool{}
 	for i := range n {
 		dev, err := c.lib.Device(i)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("GPU %d: %w", i, err))
+			w.errs = append(w.errs, fmt.Errorf("GPU %d: %w", i, err))
 			continue
 		}
-		devices = append(devices, dev)
-		seenUUID[dev.UUID] = true
+		w.devices = append(w.devices, dev)
+		w.seen[dev.UUID] = true
 		idx := strconv.Itoa(dev.Index)
 		m.GPUInfo.WithLabelValues(idx, dev.UUID, dev.Model).Set(1)
 		m.GPUMemoryTotal.WithLabelValues(idx).Set(float64(dev.MemoryTotal))
 		m.GPUMemoryUsed.WithLabelValues(idx).Set(float64(dev.MemoryUsed))
 		m.GPUUtilization.WithLabelValues(idx).Set(dev.Utilization)
-		samples = append(samples,
+		w.samples = append(w.samples,
 			metriccache.Sample{Key: metriccache.NamedKey(metriccache.GPUMemoryUsed, dev.UUID), Value: float64(dev.MemoryUsed)},
 			metriccache.Sample{Key: metriccache.NamedKey(metriccache.GPUUtilization, dev.UUID), Value: dev.Utilization})
 
 		uses, err := c.processes(dev, owners)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("GPU %d (%s): %w", dev.Index, dev.UUID, err))
+			w.errs = append(w.errs, fmt.Errorf("GPU %d (%s): %w", dev.Index, dev.UUID, err))
 		}
 		for o, u := range uses {
 			if o.container != "" {
 				m.ContainerGPUMemory.WithLabelValues(o.meta.Namespace, o.meta.Name, o.container, idx).Set(float64(u.memory))
 				m.ContainerGPUUtilization.WithLabelValues(o.meta.Namespace, o.meta.Name, o.container, idx).Set(u.sm)
 			}
-			p := pods[string(o.meta.UID)]
+			p := w.pods[string(o.meta.UID)]
 			if p == nil {
 				p = &podGPU{}
-				pods[string(o.meta.UID)] = p
+				w.pods[string(o.meta.UID)] = p
 			}
 			p.memory += float64(u.memory)
 			p.sm += u.sm
 		}
 	}
+	return w, nil
+}
+
+// prune forgets what the collector keeps between rounds for GPUs and pods that are gone: the sample cursor of a
+// GPU the walk did not read, and the mark of a pod no longer on the node. A pod that is still there and used a GPU
+// before but had no process on one this round gets zeros in w.pods, so its averages fall.
+func (c *gpuCollector) prune(w *deviceWalk, pods []*statesinformer.PodMeta) {
 	for uuid := range c.since {
-		if !seenUUID[uuid] {
+		if !w.seen[uuid] {
 			delete(c.since, uuid)
 		}
 	}
 	alive := map[string]bool{}
-	for _, meta := range round.Pods() {
+	for _, meta := range pods {
 		uid := string(meta.Pod.UID)
 		alive[uid] = true
-		if c.used[uid] && pods[uid] == nil {
-			pods[uid] = &podGPU{}
+		if c.used[uid] && w.pods[uid] == nil {
+			w.pods[uid] = &podGPU{}
 		}
 	}
 	for uid := range c.used {
@@ -138,16 +178,6 @@ func (c *gpuCollector) Collect(ctx context.Context, round *Round) error {
 			delete(c.used, uid)
 		}
 	}
-	for uid, p := range pods {
-		c.used[uid] = true
-		samples = append(samples,
-			metriccache.Sample{Key: metriccache.PodKey(metriccache.PodGPUMemory, uid), Value: p.memory},
-			metriccache.Sample{Key: metriccache.PodKey(metriccache.PodGPUUtilization, uid), Value: p.sm})
-	}
-	c.d.Cache.SetInfo(metriccache.InfoGPUs, devices)
-	round.Append(samples...)
-	c.dirs.retain()
-	return errors.Join(errs...)
 }
 
 // owners indexes the pods' and their running containers' cgroup directories by their last element, which holds

@@ -1,4 +1,4 @@
-// Package prediction is gleaner-agent's peak prediction (seed 002's prediction module): it learns each production
+// Package prediction is gleaner-agent's peak prediction (the counterpart of Koordinator's koordlet prediction module): it learns each production
 // workload's peak CPU and memory and reports how much of the prod pods' requests will not be used, as the NodeMetric's
 // prodReclaimableMetric, which the manager's mid plugin turns into kubernetes.io/mid-cpu and mid-memory.
 //

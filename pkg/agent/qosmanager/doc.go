@@ -1,4 +1,4 @@
-// Package qosmanager is the agent's QoS manager (seed 002): plugins that protect the node's services from its
+// Package qosmanager is the agent's QoS manager (the counterpart of Koordinator's koordlet QoS manager): plugins that protect the node's services from its
 // best-effort pods, each in its own package under plugins/, registered by name and run on its own interval.
 //
 // The Manager resolves what each plugin enforces from the node's NodeSLO: the spec with the API's defaults filled in

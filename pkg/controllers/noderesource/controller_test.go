@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -105,14 +104,15 @@ func start(t *testing.T) *harness {
 				return rt.RoundTrip(req)
 			})
 		})
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		opts := ctrl.Options{
 			Scheme: e.Scheme,
 			// The manager's own cache transforms: what the tests below see is what gleaner-manager's cache keeps.
 			Cache:                  manager.CacheOptions(configMap.Namespace),
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
-			Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		})
+		}
+		report := testenv.PrepareManager(&opts)
+		mgr, err := ctrl.NewManager(cfg, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,13 +120,9 @@ func start(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 		store := sloconfig.NewStore()
-		opts := noderesource.DefaultOptions()
 		must(t, sloconfigmap.New(store, configMap, nil).SetupWithManager(mgr))
-		must(t, noderesource.New(store, h.clock, h.metrics, opts).SetupWithManager(mgr))
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = mgr.Start(runCtx) }()
-		env.OnStop(func() { cancel(); <-done })
+		must(t, noderesource.New(store, h.clock, h.metrics, noderesource.DefaultOptions()).SetupWithManager(mgr))
+		env.StartShared(mgr, report)
 		shared = h
 	})
 	if shared == nil {

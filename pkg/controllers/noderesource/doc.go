@@ -20,7 +20,7 @@
 // client-go's rate-limited queue built on the same clock (controller.Options.NewQueue), so a test with a fake clock
 // re-reconciles a node whose NodeMetric goes stale by stepping the clock. This replaces an own resync loop (a
 // Runnable with a ticker feeding a channel source, and a flag for its period) with what controller-runtime has for
-// it; the price is controller-runtime's priority queue (on by default, and its clock cannot be injected), whose gain
-// (live events before the initial list at start-up) matters little to a controller that must visit every node
-// anyway.
+// it. It does without controller-runtime's priority queue (its clock cannot be injected), as every controller of
+// gleaner-manager now does (manager.ControllerConfig: it can deadlock on shutdown); its gain (live events before the
+// initial list at start-up) matters little to a controller that must visit every node anyway.
 package noderesource

@@ -201,7 +201,7 @@ func seedValue(t *testing.T, example, key string) string {
 	return string(b)
 }
 
-// specOfSeedYAML returns the spec of a NodeSLO printed in seed 002.
+// specOfSeedYAML returns the spec of a NodeSLO as Koordinator's documentation prints it.
 func specOfSeedYAML(t *testing.T, doc string) map[string]any {
 	t.Helper()
 	var obj struct {
@@ -213,13 +213,13 @@ func specOfSeedYAML(t *testing.T, doc string) map[string]any {
 	return obj.Spec
 }
 
-// TestSeed002NodeSLO applies the ConfigMaps of seed 002 as they are and compares the NodeSLO with the one the seed
-// shows, as kubectl prints it.
+// TestSeed002NodeSLO applies Koordinator's example ConfigMaps (testdata/seed002) as they are and compares the
+// NodeSLO with the one its documentation shows, as kubectl prints it.
 func TestSeed002NodeSLO(t *testing.T) {
 	c := start(t)
 	c.node("test-node")
 
-	// The seed's first NodeSLO, "parsed from the resource-threshold-config data" (the seed does not print that
+	// Koordinator's first example NodeSLO, "parsed from the resource-threshold-config data" (it does not print that
 	// data; this is the value that says exactly what the NodeSLO shows).
 	c.apply(map[string]string{sloconfig.ResourceThresholdConfigKey: `{"clusterStrategy": {"enable": true,
 		"cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cpuset", "memoryEvictThresholdPercent": 70}}`})
@@ -247,7 +247,7 @@ spec:
 		return nil
 	})
 	if d := cmp.Diff(want, c.kubectlSpec("test-node")); d != "" {
-		t.Errorf("NodeSLO differs from seed 002's (-seed +gleaner):\n%s", d)
+		t.Errorf("NodeSLO differs from Koordinator's example (-example +gleaner):\n%s", d)
 	}
 
 	// The quick start: the ConfigMap as `kubectl get` shows it, then the edit, then the NodeSLO it shows.
@@ -279,7 +279,7 @@ spec:
     enable: true
     memoryEvictThresholdPercent: 60
 `)
-	// "# ..." stands for the strategies the seed leaves out; nothing configures them, so they are empty.
+	// "# ..." stands for the strategies the example leaves out; nothing configures them, so they are empty.
 	for _, k := range []string{"cpuBurstStrategy", "resourceQOSStrategy", "systemStrategy"} {
 		want[k] = map[string]any{}
 	}
@@ -290,7 +290,7 @@ spec:
 		return nil
 	})
 	if d := cmp.Diff(want, c.kubectlSpec("test-node")); d != "" {
-		t.Errorf("NodeSLO differs from seed 002's quick start (-seed +gleaner):\n%s", d)
+		t.Errorf("NodeSLO differs from Koordinator's quick start (-example +gleaner):\n%s", d)
 	}
 
 	// The CPU-eviction manual's example, with its "CPUEvictTimeWindowSeconds".
@@ -482,7 +482,7 @@ func TestMalformedKeyKeepsNodeSLO(t *testing.T) {
 		}
 		return nil
 	})
-	// seed 002's system-config with its missing comma, and a good cpu-burst change.
+	// Koordinator's template system-config with its missing comma, and a good cpu-burst change.
 	c.apply(map[string]string{
 		sloconfig.CPUBurstConfigKey: `{"clusterStrategy": {"policy": "cpuBurstOnly"}}`,
 		sloconfig.SystemConfigKey:   seedValue(t, "template", sloconfig.SystemConfigKey),

@@ -144,7 +144,7 @@ func TestMalformedKeyKeepsLastGoodValue(t *testing.T) {
 	})
 	waitEvent(t, e.Client, key, corev1.EventTypeNormal, sloconfig.ReasonApplied, "cpu-burst-config (ConfigMap)")
 
-	// Break one key (seed 002's trailing comma) while changing another.
+	// Break one key (the trailing comma of Koordinator's template) while changing another.
 	cm.Data[sloconfig.CPUBurstConfigKey] = `{"clusterStrategy": {"policy": "none",}}`
 	cm.Data[sloconfig.ResourceThresholdConfigKey] = `{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 50}}`
 	if err := e.Client.Update(ctx, cm); err != nil {
@@ -192,7 +192,7 @@ func TestMalformedKeyKeepsLastGoodValue(t *testing.T) {
 	waitEvent(t, e.Client, key, corev1.EventTypeNormal, sloconfig.ReasonApplied, "resource-threshold-config (Default)", "cpu-burst-config (Default)")
 }
 
-// TestFieldWarningsAreEvents applies seed 002's CPU-eviction example: it applies, and the Warning event names the
+// TestFieldWarningsAreEvents applies Koordinator's CPU-eviction example: it applies, and the Warning event names the
 // field matched ignoring case.
 func TestFieldWarningsAreEvents(t *testing.T) {
 	e, store, key := start(t)

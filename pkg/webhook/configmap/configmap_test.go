@@ -126,7 +126,8 @@ func configMapYAML(t *testing.T, name string, data map[string]string) []byte {
 	return b
 }
 
-// seedTemplate is the data of seed 002's ConfigMap template, every key exactly as printed.
+// seedTemplate is the data of Koordinator's reference ConfigMap template, every key exactly as printed
+// (pkg/sloconfig/testdata/seed002).
 func seedTemplate(t *testing.T) map[string]string {
 	t.Helper()
 	data := map[string]string{}
@@ -163,11 +164,11 @@ func TestWebhookRejectsMalformedApply(t *testing.T) {
 		}
 	}
 
-	// Seed 002's template as printed: rejected at once, with the same message the manager's events would give.
+	// Koordinator's template as printed: rejected at once, with the same message the manager's events would give.
 	bad := seedTemplate(t)
 	out, err = kubectl(t, e, configMapYAML(t, "slo-controller-config", bad), "apply", "-f", "-")
 	if err == nil {
-		t.Fatalf("applying seed 002's malformed template succeeded:\n%s", out)
+		t.Fatalf("applying Koordinator's malformed template succeeded:\n%s", out)
 	}
 	wantMsg := sloconfig.ParseConfigMap(bad).Err().Error()
 	for _, line := range strings.Split(wantMsg, "\n") {

@@ -56,9 +56,9 @@ func TestContainerResources(t *testing.T) {
 		want Resources
 	}{
 		{
-			// Seed 003's example: requests.cpu=250m -> 256 shares, limits.cpu=500m -> 50 ms per 100 ms,
+			// The example kubelet explanations use: requests.cpu=250m -> 256 shares, limits.cpu=500m -> 50 ms per 100 ms,
 			// limits.memory=128Mi -> 134217728 bytes.
-			name: "seed 003",
+			name: "250m request, 500m limit, 128Mi",
 			pod:  testutil.Pod("p").Container("c").Requests("cpu", "250m", "memory", "64Mi").Limits("cpu", "500m", "memory", "128Mi").Obj(),
 			want: Resources{CPUShares: 256, CPUQuota: quota(50000), MemoryLimit: 134217728},
 		},
@@ -135,7 +135,7 @@ func TestPodResources(t *testing.T) {
 	}
 }
 
-// TestKubeletValuesThroughWriter: seed 003's container, written through the Writer, gives the files the kubelet and
+// TestKubeletValuesThroughWriter: the 250m/500m/128Mi container, written through the Writer, gives the files the kubelet and
 // runc give it on each cgroup version.
 func TestKubeletValuesThroughWriter(t *testing.T) {
 	pod := testutil.Pod("p").Container("c").Requests("cpu", "250m", "memory", "64Mi").Limits("cpu", "500m", "memory", "128Mi").Obj()

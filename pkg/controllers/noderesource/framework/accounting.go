@@ -130,8 +130,8 @@ func (in *Input) AnnotationReserved(r corev1.ResourceName) (int64, string) {
 // ReservationProblems are the errors of reservation annotations that were ignored because they do not parse.
 func (in *Input) ReservationProblems() []error { return in.nodeReservation().problems }
 
-// NodeReserved is what is reserved for the system: max(KubeletReserved, AnnotationReserved), as the system the
-// seeds describe takes it.
+// NodeReserved is what is reserved for the system: max(KubeletReserved, AnnotationReserved), as
+// Koordinator takes it.
 func (in *Input) NodeReserved(r corev1.ResourceName) int64 {
 	anno, _ := in.AnnotationReserved(r)
 	return max(in.KubeletReserved(r), anno)

@@ -9,7 +9,7 @@
 //	Prepare      every PreparePlugin, on a copy of the Node (may run again on a fresh copy after a conflict)
 //	NeedSync     every NeedSyncPlugin; the node status is written when one says yes
 //
-// Seed 001 also has a NeedSyncMeta stage and plugin-set node labels and annotations; no plugin sets any, so they are
+// Koordinator's framework also has a NeedSyncMeta stage and plugin-set node labels and annotations; no plugin sets any, so they are
 // left out until one does (the controller writes only the status and its explanation annotation).
 //
 // A plugin implements Plugin and any subset of the stage interfaces; the framework finds its stages by type

@@ -1,4 +1,4 @@
-// Package blkio is the QoS manager's block I/O plugin (seed 002's blkIOReconcile): from the NodeSLO's
+// Package blkio is the QoS manager's block I/O plugin (Koordinator's blkIOReconcile): from the NodeSLO's
 // resourceQOSStrategy.beClass.blkioQOS it caps the read and write bytes and operations per second of best-effort
 // pods on each configured disk, and sets their proportional I/O weight, on the besteffort QoS cgroup (the class's
 // total) and on each best-effort pod's cgroup (the same numbers, for one pod). Devices are named in the

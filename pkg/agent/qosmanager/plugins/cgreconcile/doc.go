@@ -1,4 +1,4 @@
-// Package cgreconcile is the QoS manager's memory QoS plugin (resourceQOSStrategy's memoryQOS, seed 002's
+// Package cgreconcile is the QoS manager's memory QoS plugin (resourceQOSStrategy's memoryQOS, Koordinator's
 // cgreconcile). On cgroup v2, for the pods of each class whose memoryQOS is on, it writes from their requests and
 // limits:
 //

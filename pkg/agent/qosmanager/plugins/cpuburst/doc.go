@@ -1,4 +1,4 @@
-// Package cpuburst is the QoS manager's CPU burst plugin (seed 002's cpuBurstStrategy). For service containers
+// Package cpuburst is the QoS manager's CPU burst plugin (the NodeSLO's cpuBurstStrategy). For service containers
 // with a CPU limit (the running containers of pods of priority class prod that are not best-effort, except those
 // pinned to exclusive CPUs) and their pods' cgroups it sets
 //

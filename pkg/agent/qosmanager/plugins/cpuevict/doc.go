@@ -1,4 +1,4 @@
-// Package cpuevict is the QoS plugin that evicts best-effort pods whose CPU satisfaction stays low (seed 002's
+// Package cpuevict is the QoS plugin that evicts best-effort pods whose CPU satisfaction stays low (Koordinator's
 // CPU-satisfaction eviction): when CPU suppression has squeezed them so far that their real CPU limit is a small
 // share of what they requested, while they use most of that limit, some of them go so that the others get enough.
 //

@@ -1,4 +1,4 @@
-// Package cpusuppress is the QoS manager's CPU suppress plugin (seed 002's resourceUsedThresholdWithBE): it keeps
+// Package cpusuppress is the QoS manager's CPU suppress plugin (the NodeSLO's resourceUsedThresholdWithBE): it keeps
 // best-effort pods to the CPU the node's services leave under the NodeSLO's cpuSuppressThresholdPercent,
 //
 //	BE share = capacity x threshold% - non-BE pods - non-BE host applications - max(system, reserved),

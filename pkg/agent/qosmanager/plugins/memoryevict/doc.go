@@ -1,5 +1,5 @@
 // Package memoryevict is the QoS plugin that evicts best-effort pods when the node's memory use passes
-// memoryEvictThresholdPercent of the NodeSLO, until the projected use is under memoryEvictLowerPercent (seed 002's
+// memoryEvictThresholdPercent of the NodeSLO, until the projected use is under memoryEvictLowerPercent (Koordinator's
 // memory eviction).
 //
 // The node's use is MemTotal - MemAvailable of /proc/meminfo, read on every run (the same figure the collector

@@ -1,4 +1,4 @@
-// Package sysreconcile is the QoS manager's system settings plugin (seed 002's system-config, the NodeSLO's
+// Package sysreconcile is the QoS manager's system settings plugin (the ConfigMap key system-config, the NodeSLO's
 // systemStrategy): with the strategy's enable on it keeps
 //
 //	vm.min_free_kbytes       = MemTotal (kB, /proc/meminfo) x minFreeKbytesFactor / 10000
