@@ -11,6 +11,7 @@
 #
 # Environment:
 #   GLEANER_V2_RUN    the -test.run selection (default ^TestRealKernel)
+#   GLEANER_V2_PKGS   the package directories to run, space-separated (default: every one with TestRealKernel*)
 #   GLEANER_UML_MEM   the kernel's memory (default 1G)
 #   CI                under CI=true, what cannot run fails naming what is missing; elsewhere it is skipped, saying why
 set -euo pipefail
@@ -57,7 +58,12 @@ elif [[ ! -w ${TMPDIR:-/tmp} ]]; then
   cannot "no writable /dev/shm or TMPDIR for the user-mode kernel's memory file"
 fi
 
-mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestRealKernel' pkg cmd internal test 2>/dev/null | xargs -n1 dirname | sort -u)
+if [[ -n ${GLEANER_V2_PKGS:-} ]]; then
+  read -ra pkgs <<<"$GLEANER_V2_PKGS"
+  pkgs=("${pkgs[@]#./}")
+else
+  mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestRealKernel' pkg cmd internal test 2>/dev/null | xargs -n1 dirname | sort -u)
+fi
 [[ ${#pkgs[@]} -gt 0 ]] || cannot "no package has func TestRealKernel* tests"
 echo "cgroupv2: compiling the real-kernel tests of ${#pkgs[@]} packages (go test -c)"
 # One go command for all: the packages' base names are distinct (go test -c -o DIR/ requires it).
