@@ -136,24 +136,28 @@ func (s *Sandbox) Path(subsystem, dir string) string {
 	return filepath.Join(Root, dir)
 }
 
-// Require skips t where the sandbox's kernel lacks one of the controllers (v2 names: cpu, cpuset, io, memory, pids;
-// on v1 the subsystems New creates are there or New failed). A missing controller is what the kernel is, not a
-// missing real part of the machine, so it skips under CI=true too; docs/benchmarks.md lists what the test kernel
-// lacks and the tests it skips.
-func (s *Sandbox) Require(controllers ...string) {
+// Has reports whether the sandbox's kernel has the controller (v2 names: cpu, cpuset, io, memory, pids). On v1 the
+// subsystems New creates are there, or New failed.
+func (s *Sandbox) Has(controller string) bool {
 	s.t.Helper()
 	if s.Version == cgroup.V1 {
-		return
+		return true
 	}
 	b, err := os.ReadFile(filepath.Join(Root, s.Parent, "cgroup.controllers"))
 	if err != nil {
 		s.t.Fatalf("cgrouptest: reading the sandbox's controllers: %v", err)
 	}
-	have := strings.Fields(string(b))
+	return slices.Contains(strings.Fields(string(b)), controller)
+}
+
+// Require skips t where the sandbox's kernel lacks one of the controllers (see Has). A missing controller is what
+// the kernel is, not a missing real part of the machine, so it skips under CI=true too; docs/benchmarks.md lists
+// what the v2 test kernel lacks and the tests it skips.
+func (s *Sandbox) Require(controllers ...string) {
+	s.t.Helper()
 	for _, c := range controllers {
-		if !slices.Contains(have, c) {
-			s.t.Skipf("cgrouptest: the kernel %q has no %s controller in its cgroup v2 hierarchy (it offers %v)",
-				os.Getenv(KernelEnv), c, have)
+		if !s.Has(c) {
+			s.t.Skipf("cgrouptest: the kernel %q has no %s controller in its cgroup v2 hierarchy", os.Getenv(KernelEnv), c)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,12 +22,24 @@ func realExecutor(t *testing.T, box *cgrouptest.Sandbox) (*Executor, *cgroup.FS)
 	return e, rw
 }
 
-// applyAndCheck applies each step's batch and checks that every value landed.
+// applyAndCheck applies each step's batch and checks that every value landed, and, where the step says, that the
+// writes went in its order (from the audit trail: for an order the kernel accepts either way but that leaves a
+// cgroup less protected in between).
 func applyAndCheck(t *testing.T, e *Executor, rw *cgroup.FS, steps []realStep) {
 	t.Helper()
 	for _, s := range steps {
+		before := len(e.Audit())
 		if err := e.Apply(context.Background(), "test", s.updates...); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
+		}
+		if s.order != nil {
+			var got []string
+			for _, r := range e.Audit()[before:] {
+				got = append(got, r.Dir)
+			}
+			if !slices.Equal(got, s.order) {
+				t.Errorf("%s: written in the order %v, want %v", s.name, got, s.order)
+			}
 		}
 		for _, u := range s.updates {
 			got, err := u.Value.read(targets{cgroup: rw}, u.Dir)
@@ -43,6 +56,7 @@ func applyAndCheck(t *testing.T, e *Executor, rw *cgroup.FS, steps []realStep) {
 type realStep struct {
 	name    string
 	updates []Update
+	order   []string // the cgroups in the order they must be written; nil: any order
 }
 
 // TestRealKernelOrderAndDrift hands the executor batches in the order the kernel refuses (a parent quota below
@@ -58,9 +72,9 @@ func TestRealKernelOrderAndDrift(t *testing.T) {
 	ctx := context.Background()
 
 	steps := []realStep{
-		{"child limited to 0.8 cores", []Update{{Dir: pod, Value: quota(0.8)}}},
-		{"parent to 0.5 and child to 0.3, parent listed first", []Update{{Dir: qos, Value: quota(0.5)}, {Dir: pod, Value: quota(0.3)}}},
-		{"both unlimited again, child listed first", []Update{{Dir: pod, Value: quota(-1)}, {Dir: qos, Value: quota(-1)}}},
+		{"child limited to 0.8 cores", []Update{{Dir: pod, Value: quota(0.8)}}, nil},
+		{"parent to 0.5 and child to 0.3, parent listed first", []Update{{Dir: qos, Value: quota(0.5)}, {Dir: pod, Value: quota(0.3)}}, []string{pod, qos}},
+		{"both unlimited again, child listed first", []Update{{Dir: pod, Value: quota(-1)}, {Dir: qos, Value: quota(-1)}}, []string{qos, pod}},
 	}
 	if box.Has("cpuset") {
 		online, err := rw.CPUSet(box.Parent)
@@ -72,8 +86,8 @@ func TestRealKernelOrderAndDrift(t *testing.T) {
 		}
 		first, second := online.List()[0], online.List()[1]
 		steps = append(steps,
-			realStep{"both on the first CPU", []Update{{Dir: pod, Value: cpus(first)}, {Dir: qos, Value: cpus(first)}}},
-			realStep{"both moved to the second CPU", []Update{{Dir: qos, Value: cpus(second)}, {Dir: pod, Value: cpus(second)}}})
+			realStep{"both on the first CPU", []Update{{Dir: pod, Value: cpus(first)}, {Dir: qos, Value: cpus(first)}}, nil},
+			realStep{"both moved to the second CPU", []Update{{Dir: qos, Value: cpus(second)}, {Dir: pod, Value: cpus(second)}}, nil})
 		// Leave the sandbox's cpusets wide again so it can be removed whatever the order.
 		defer func() {
 			_ = e.Apply(ctx, "test", Update{Dir: qos, Value: NewCPUSet(online)}, Update{Dir: pod, Value: NewCPUSet(online)})
@@ -119,8 +133,39 @@ func TestRealKernelQuotaWithBurst(t *testing.T) {
 	}
 	burst := func(d time.Duration) CPUBurst { return CPUBurst(d) }
 	applyAndCheck(t, e, rw, []realStep{
-		{"quota 0.8 with a 30 ms burst", []Update{{Dir: pod, Value: quota(0.8)}, {Dir: pod, Value: burst(30 * time.Millisecond)}}},
-		{"quota to 0.2 and burst to 10 ms, quota listed first", []Update{{Dir: pod, Value: quota(0.2)}, {Dir: pod, Value: burst(10 * time.Millisecond)}}},
-		{"burst to 60 ms and quota to 0.8, burst listed first", []Update{{Dir: pod, Value: burst(60 * time.Millisecond)}, {Dir: pod, Value: quota(0.8)}}},
+		{"quota 0.8 with a 30 ms burst", []Update{{Dir: pod, Value: quota(0.8)}, {Dir: pod, Value: burst(30 * time.Millisecond)}}, nil},
+		{"quota to 0.2 and burst to 10 ms, quota listed first", []Update{{Dir: pod, Value: quota(0.2)}, {Dir: pod, Value: burst(10 * time.Millisecond)}}, nil},
+		{"burst to 60 ms and quota to 0.8, burst listed first", []Update{{Dir: pod, Value: burst(60 * time.Millisecond)}, {Dir: pod, Value: quota(0.8)}}, nil},
 	})
+}
+
+// TestRealKernelMemoryProtectionOrder hands the executor memory.min, memory.low and memory.high of a pod and its QoS
+// parent in the order that leaves the pod less protected than asked in between (the kernel accepts a child's
+// protection above its parent's but caps what it gets by the parent's): more protection goes parents first, less
+// children first, and every value lands. memory.min/low/high exist only on cgroup v2.
+func TestRealKernelMemoryProtectionOrder(t *testing.T) {
+	box := cgrouptest.New(t)
+	box.Only(cgroup.V2, "memory QoS's files exist only on v2")
+	box.Require("memory")
+	qos := box.Layout().QoSDir(corev1.PodQOSBurstable)
+	pod := qos + "/podprotected"
+	box.Mkdir(pod)
+	e, rw := realExecutor(t, box)
+	const mb = 1 << 20
+	var steps []realStep
+	for _, v := range []struct {
+		name string
+		of   func(int64) Value
+	}{
+		{"memory.min", func(n int64) Value { return MemoryMin(n) }},
+		{"memory.low", func(n int64) Value { return MemoryLow(n) }},
+	} {
+		steps = append(steps,
+			realStep{v.name + " raised, pod listed first", []Update{{Dir: pod, Value: v.of(64 * mb)}, {Dir: qos, Value: v.of(128 * mb)}}, []string{qos, pod}},
+			realStep{v.name + " lowered, parent listed first", []Update{{Dir: qos, Value: v.of(32 * mb)}, {Dir: pod, Value: v.of(16 * mb)}}, []string{pod, qos}})
+	}
+	steps = append(steps,
+		realStep{"memory.high lowered, parent listed first", []Update{{Dir: qos, Value: MemoryHigh(512 * mb)}, {Dir: pod, Value: MemoryHigh(256 * mb)}}, []string{pod, qos}},
+		realStep{"memory.high removed, pod listed first", []Update{{Dir: pod, Value: MemoryHigh(-1)}, {Dir: qos, Value: MemoryHigh(-1)}}, []string{qos, pod}})
+	applyAndCheck(t, e, rw, steps)
 }
