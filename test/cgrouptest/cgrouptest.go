@@ -45,6 +45,10 @@ const Root = "/sys/fs/cgroup"
 // boots sets it to "user-mode-linux <release>"): only there does New build a sandbox in a cgroup v2 hierarchy.
 const KernelEnv = "GLEANER_TEST_KERNEL"
 
+// BlockDeviceEnv names a whole block device of the test kernel that I/O tests may write over (the user-mode
+// kernel's /dev/ubda, a sparse file on the host), where they cannot attach a loop device of their own.
+const BlockDeviceEnv = "GLEANER_TEST_BLOCK_DEVICE"
+
 // LockFile is the machine-wide lock the sandboxes of all test processes take turns on.
 const LockFile = "/tmp/gleaner-cgrouptest.lock"
 
