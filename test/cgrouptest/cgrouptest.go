@@ -285,9 +285,10 @@ func (s *Sandbox) Start(dir string, argv ...string) *exec.Cmd {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
-	// Wait until the process is in the cgroup.
+	// Wait until the process is in the cgroup: in the user-mode kernel, on a loaded host and under a small quota,
+	// the shell's start alone can take seconds.
 	procs := filepath.Join(s.Path("cpuacct", dir), "cgroup.procs")
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, _ := os.ReadFile(procs)
 		if slices.Contains(strings.Fields(string(b)), fmt.Sprint(cmd.Process.Pid)) {
 			return cmd

@@ -19,6 +19,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
 	"github.com/gleaner-sh/gleaner/test/cgrouptest"
 	"github.com/gleaner-sh/gleaner/test/ci"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -105,6 +106,13 @@ func startRealBurst(t *testing.T) *realBurst {
 	if r.cache, err = metriccache.New(metriccache.DefaultConfig(), clk); err != nil {
 		t.Fatal(err)
 	}
+	// The collector's part: the share pool falls back to the topology where the kubepods cpuset cannot be read (a
+	// v2 kernel without the cpuset controller).
+	top, err := topology.Read("/sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cache.SetInfo(metriccache.InfoNodeTopology, top)
 	exe, err := executor.New(r.fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
