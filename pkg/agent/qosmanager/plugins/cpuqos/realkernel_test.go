@@ -93,9 +93,12 @@ func TestRealKernelIdleYields(t *testing.T) {
 			if n, err := fs.CPUShares(beQoS); err != nil || n != cgroup.MinShares {
 				t.Errorf("cpu.shares of %s after cpu.idle 0 is %d (%v), want the kubelet's %d written back", beQoS, n, err, cgroup.MinShares)
 			}
-			// The comparison is at equal weights: what idle itself does.
-			if err := fs.SetCPUShares(beQoS, 1024); err != nil {
-				t.Fatal(err)
+			// The comparison is at equal weights: what idle itself does. (A new v2 cgroup starts at cpu.weight 100,
+			// not the 1024 shares of v1, so the burstable one is set too.)
+			for _, dir := range []string{beQoS, l.QoSDir(corev1.PodQOSBurstable)} {
+				if err := fs.SetCPUShares(dir, 1024); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		time.Sleep(200 * time.Millisecond) // let the scheduler settle
