@@ -72,10 +72,11 @@ func TestRealKernelMemoryMinUnderPressure(t *testing.T) {
 		return n
 	}
 	// fill reads 150 MiB of the disk (the db pod the first, the neighbour the second 150 MiB) into the pod's page
-	// cache and waits until the kernel has charged it.
+	// cache and waits until the kernel has charged it. The process keeps the device open (fd 3): the kernel drops a
+	// block device's page cache when its last opener closes it.
 	fill := func(name string, skip int) {
 		t.Helper()
-		box.Start(ctr[name], "/bin/sh", "-c", fmt.Sprintf("dd if=%s of=/dev/null bs=1M count=150 skip=%d 2>/dev/null; exec sleep 600", dev, skip))
+		box.Start(ctr[name], "/bin/sh", "-c", fmt.Sprintf("exec 3<%[1]s; dd if=%[1]s of=/dev/null bs=1M count=150 skip=%[2]d; exec sleep 600", dev, skip))
 		for deadline := time.Now().Add(60 * time.Second); current(ctr[name]) < 140*mi; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the %s pod holds %d MiB 60 s after reading 150 MiB", name, current(ctr[name])/mi)
