@@ -13,13 +13,16 @@
 #   GLEANER_V2_RUN    the -test.run selection (default ^TestRealKernel)
 #   GLEANER_V2_PKGS   the package directories to run, space-separated (default: every one with TestRealKernel*)
 #   GLEANER_UML_MEM   the kernel's memory (default 1G)
+#   GLEANER_UML       the user-mode kernel's command (default linux, from the package user-mode-linux)
+#   GLEANER_V2_WORK   the work directory, under the tree so the kernel sees it (default bin/cgroupv2)
 #   CI                under CI=true, what cannot run fails naming what is missing; elsewhere it is skipped, saying why
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 RUN=${GLEANER_V2_RUN:-^TestRealKernel}
 MEM=${GLEANER_UML_MEM:-1G}
-WORK=$REPO/bin/cgroupv2 # under the tree, so the kernel sees it through hostfs; bin/ is ignored by git
+UML=${GLEANER_UML:-linux}
+WORK=${GLEANER_V2_WORK:-$REPO/bin/cgroupv2} # under the tree, so the kernel sees it through hostfs; bin/ is ignored by git
 LOCK=/tmp/gleaner-cgrouptest.lock # test/cgrouptest.LockFile: the host's sandboxes and this kernel take turns
 
 # cannot says why the tests cannot run: a failure under CI=true, a skip elsewhere.
@@ -33,9 +36,9 @@ cannot() {
 }
 
 install_uml() {
-  command -v linux >/dev/null && return 0
+  command -v "$UML" >/dev/null && return 0
   if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
-    cannot "the user-mode kernel (/usr/bin/linux of Debian's package user-mode-linux) is missing, and installing it needs root and apt-get (uid $(id -u))"
+    cannot "the user-mode kernel ($UML, Debian's package user-mode-linux) is missing, and installing it needs root and apt-get (uid $(id -u))"
   fi
   echo "cgroupv2: installing Debian's user-mode-linux (the cgroup v2 test kernel, about 40 MB) with apt-get: once per machine"
   export DEBIAN_FRONTEND=noninteractive
@@ -44,7 +47,7 @@ install_uml() {
     apt-get update >>"$WORK/apt.log" 2>&1 && apt-get install -y --no-install-recommends user-mode-linux >>"$WORK/apt.log" 2>&1 ||
       { tail -20 "$WORK/apt.log" >&2; cannot "apt-get could not install user-mode-linux (log above, in $WORK/apt.log)"; }
   fi
-  command -v linux >/dev/null || cannot "user-mode-linux is installed but /usr/bin/linux is not on PATH"
+  command -v "$UML" >/dev/null || cannot "user-mode-linux is installed but $UML is not on PATH"
 }
 
 rm -rf "$WORK"
@@ -93,7 +96,7 @@ truncate -s 512M "$WORK/ubd.img"
 echo "cgroupv2: booting user-mode-linux ($(dpkg-query -W -f '${Version}' user-mode-linux 2>/dev/null || echo '?'), mem=$MEM) and running the tests inside"
 start=$(date +%s.%N)
 rc=0
-flock "$LOCK" timeout 20m linux mem="$MEM" root=/dev/root rootfstype=hostfs rootflags=/ rw init="$WORK/init.sh" \
+flock "$LOCK" timeout 20m "$UML" mem="$MEM" root=/dev/root rootfstype=hostfs rootflags=/ rw init="$WORK/init.sh" \
   ubd0="$WORK/ubd.img" con=null con0=fd:0,fd:1 </dev/null >"$WORK/console.log" 2>&1 || rc=$?
 end=$(date +%s.%N)
 if [[ ! -f $WORK/out/booted ]]; then
