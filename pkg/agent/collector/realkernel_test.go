@@ -67,15 +67,7 @@ func TestRealKernelPodUsage(t *testing.T) {
 	box.Start(layout.PodDir(busy), "/bin/sh", "-c", hold("busy")+"while :; do :; done")
 	// One sleep, not a loop of them: in the user-mode v2 kernel each fork and exec costs a visible share of a CPU.
 	box.Start(layout.PodDir(idle), "/bin/sh", "-c", hold("idle")+"sleep 600")
-	for _, name := range []string{"busy", "idle"} {
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(held, name)); err == nil {
-				break
-			} else if time.Now().After(deadline) {
-				t.Fatalf("the %s pod's shell does not hold its 4 MB 60 s after its start", name)
-			}
-		}
-	}
+	waitHeld(t, held, "busy", "idle")
 
 	store := statesinformer.NewStore()
 	store.SetPod(busy)
@@ -124,6 +116,20 @@ func TestRealKernelPodUsage(t *testing.T) {
 	for _, pod := range []*corev1.Pod{busy, idle} {
 		if mem := last(metriccache.PodMemoryUsage, pod); mem <= 0 {
 			t.Errorf("memory of %s = %v, want > 0", pod.Name, mem)
+		}
+	}
+}
+
+// waitHeld waits for the pods' shells to say they hold their memory (files named after them in dir).
+func waitHeld(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("the %s pod's shell does not hold its 4 MB 60 s after its start", name)
+			}
 		}
 	}
 }

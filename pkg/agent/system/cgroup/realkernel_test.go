@@ -79,14 +79,7 @@ func readBack(t *testing.T, box *cgrouptest.Sandbox, dir string, burst, cpusets 
 	if err != nil || q.Cores() != 0.4 {
 		t.Errorf("CPUQuota = %+v, %v; want 0.4 cores", q, err)
 	}
-	wantShares := uint64(512)
-	if box.Version == cgroup.V2 {
-		// The kernel holds cpu.weight: the kubelet's conversion of 512 shares, read back through its inverse.
-		if w, err := os.ReadFile(box.Path("cpu", dir) + "/cpu.weight"); err != nil || strings.TrimSpace(string(w)) != fmt.Sprint(cgroup.SharesToWeight(512)) {
-			t.Errorf("cpu.weight = %q, %v; want %d", w, err, cgroup.SharesToWeight(512))
-		}
-		wantShares = cgroup.WeightToShares(cgroup.SharesToWeight(512))
-	}
+	wantShares := sharesReadBack(t, box, dir, 512)
 	if s, err := fs.CPUShares(dir); err != nil || s != wantShares {
 		t.Errorf("CPUShares = %d, %v; want %d", s, err, wantShares)
 	}
@@ -198,4 +191,17 @@ func TestRealKernelKill(t *testing.T) {
 	if err := box.FS().Kill(pod); !errors.Is(err, iofs.ErrNotExist) {
 		t.Errorf("Kill of a removed cgroup: want fs.ErrNotExist, got %v", err)
 	}
+}
+
+// sharesReadBack is what CPUShares reads after shares were written: the same on v1; on v2, where the kernel holds
+// cpu.weight (checked here to be the kubelet's conversion), the conversion read back through its inverse.
+func sharesReadBack(t *testing.T, box *cgrouptest.Sandbox, dir string, shares uint64) uint64 {
+	t.Helper()
+	if box.Version == cgroup.V1 {
+		return shares
+	}
+	if w, err := os.ReadFile(box.Path("cpu", dir) + "/cpu.weight"); err != nil || strings.TrimSpace(string(w)) != fmt.Sprint(cgroup.SharesToWeight(shares)) {
+		t.Errorf("cpu.weight = %q, %v; want %d", w, err, cgroup.SharesToWeight(shares))
+	}
+	return cgroup.WeightToShares(cgroup.SharesToWeight(shares))
 }
