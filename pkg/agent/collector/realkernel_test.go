@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,26 +20,28 @@ import (
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// TestRealKernelPodUsage measures real processes in a private kubepods hierarchy on this machine's cgroup v1: a
+// TestRealKernelPodUsage measures real processes in a private kubepods hierarchy on the real kernel (v1 or v2): a
 // pod burning CPU under a 0.5-CPU quota (set through the agent's cgroup writer) and an idle pod. The pod collector
 // must measure 0.5 and 0.0 within 10% (of 0.5), the throttled ratio of the limited pod must be high, and both
 // pods' memory (charged to them since their processes started inside) must be seen.
 func TestRealKernelPodUsage(t *testing.T) {
-	var parent string
+	var box *cgrouptest.Sandbox
 	t.Cleanup(func() {
 		// Registered before the sandbox, so it runs after the sandbox's removal: nothing of it may remain.
+		if box == nil {
+			return
+		}
 		for _, sub := range cgroup.V1Subsystems() {
-			if _, err := os.Stat(filepath.Join(cgrouptest.Root, sub, parent)); parent != "" && err == nil {
-				t.Errorf("the sandbox %s/%s still exists", sub, parent)
+			if _, err := os.Stat(box.Path(sub, box.Parent)); err == nil {
+				t.Errorf("the sandbox %s still exists", box.Path(sub, box.Parent))
 			}
 		}
 	})
-	box := cgrouptest.New(t)
-	parent = box.Parent
+	box = cgrouptest.New(t)
 	layout := box.Layout()
 	busy := tu.Pod("busy").UID("7b6f1d2e-0000-4000-8000-00000000b5e1").Container("c").Requests("cpu", "100m").Limits("cpu", "500m").Obj()
 	idle := tu.Pod("idle").UID("7b6f1d2e-0000-4000-8000-0000000001d1").Container("c").Requests("cpu", "100m").Obj()
-	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
+	fs := box.FS()
 	for _, p := range []*corev1.Pod{busy, idle} {
 		box.Mkdir(layout.PodDir(p))
 	}
@@ -55,9 +58,16 @@ func TestRealKernelPodUsage(t *testing.T) {
 	}
 	// Each holds 4 MB in a shell variable: the kernel batches small memory-statistics updates per CPU, and a
 	// process with only a few pages of its own can read as 0 for seconds.
-	const hold = `x=$(head -c 4000000 /dev/zero | tr '\0' a); `
-	box.Start(layout.PodDir(busy), "/bin/sh", "-c", hold+"while :; do :; done")
-	box.Start(layout.PodDir(idle), "/bin/sh", "-c", hold+"while :; do sleep 1; done")
+	// Each says when it holds them (a file in held): building them costs CPU, which on a loaded machine and in the
+	// user-mode v2 kernel spilled into the measured interval; the measuring starts once both do.
+	held := t.TempDir()
+	hold := func(name string) string {
+		return fmt.Sprintf(`x=$(head -c 4000000 /dev/zero | tr '\0' a); : > %s/%s; `, held, name)
+	}
+	box.Start(layout.PodDir(busy), "/bin/sh", "-c", hold("busy")+"while :; do :; done")
+	// One sleep, not a loop of them: in the user-mode v2 kernel each fork and exec costs a visible share of a CPU.
+	box.Start(layout.PodDir(idle), "/bin/sh", "-c", hold("idle")+"sleep 600")
+	waitHeld(t, held, "busy", "idle")
 
 	store := statesinformer.NewStore()
 	store.SetPod(busy)
@@ -71,7 +81,7 @@ func TestRealKernelPodUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := NewRunner(Deps{
-		Proc: p, SysRoot: "/sys", Cgroups: fs, CgroupVersion: cgroup.V1, Layout: layout,
+		Proc: p, SysRoot: "/sys", Cgroups: fs, CgroupVersion: box.Version, Layout: layout,
 		States: store, Cache: cache, Metrics: metrics.New(),
 	}, clock.RealClock{}, Registry(), []string{PodResourceName, PodThrottledName}, nil)
 	if err != nil {
@@ -106,6 +116,20 @@ func TestRealKernelPodUsage(t *testing.T) {
 	for _, pod := range []*corev1.Pod{busy, idle} {
 		if mem := last(metriccache.PodMemoryUsage, pod); mem <= 0 {
 			t.Errorf("memory of %s = %v, want > 0", pod.Name, mem)
+		}
+	}
+}
+
+// waitHeld waits for the pods' shells to say they hold their memory (files named after them in dir).
+func waitHeld(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("the %s pod's shell does not hold its 4 MB 60 s after its start", name)
+			}
 		}
 	}
 }

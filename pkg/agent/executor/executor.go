@@ -149,9 +149,10 @@ func (e *Executor) Start(ctx context.Context) error {
 // Apply makes the files hold the updates' values, on behalf of owner (a plugin's or module's name), and keeps them
 // in force until the cgroup goes away or an owner asks for another value. A value the executor already wrote and
 // still holds is not written again. The batch is ordered for the kernel: values that confine a cgroup less are
-// written parents first, values that confine it more children first, after all the loosening ones; a CPU set that
-// neither contains nor is contained in the current one is widened to the union first and narrowed at the end. It
-// returns the errors of the writes that failed, joined; the others are written.
+// written parents first (a cgroup's CPU burst after its quota), values that confine it more children first, after
+// all the loosening ones; a CPU set that neither contains nor is contained in the current one is widened to the
+// union first and narrowed at the end. It returns the errors of the writes that failed, joined; the others are
+// written.
 func (e *Executor) Apply(ctx context.Context, owner string, updates ...Update) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -236,7 +237,9 @@ func (e *Executor) run(ctx context.Context, steps []step) error {
 			return cmp.Compare(a.phase, b.phase)
 		}
 		if a.phase == 0 {
-			return cmp.Compare(a.depth, b.depth) // loosening: parents first
+			// Loosening: parents first; in one cgroup the quota before the burst, which the kernel takes only up
+			// to the quota (a shrinking burst goes first anyway: it never confines the quota).
+			return cmp.Or(cmp.Compare(a.depth, b.depth), cmp.Compare(isBurst(a.value), isBurst(b.value)))
 		}
 		return cmp.Compare(b.depth, a.depth) // tightening: children first
 	})
@@ -281,6 +284,14 @@ func (e *Executor) run(ctx context.Context, steps []step) error {
 		e.log(ctx, r)
 	}
 	return errors.Join(errs...)
+}
+
+// isBurst is 1 for a CPU burst, which run writes after the quotas it depends on, 0 for any other value.
+func isBurst(v Value) int {
+	if _, ok := v.(CPUBurst); ok {
+		return 1
+	}
+	return 0
 }
 
 // log writes r at verbosity 4.

@@ -124,7 +124,8 @@ func (CPUBurst) read(t targets, dir string) (Value, error) {
 	return CPUBurst(b), err
 }
 
-// relax: the kernel requires burst <= quota of the same cgroup, not an order between cgroups.
+// relax: the kernel requires burst <= quota of the same cgroup, not an order between cgroups; run writes a burst
+// after the loosening quotas of its depth, so a quota raised in the same batch is there first.
 func (CPUBurst) relax(Value) int { return 0 }
 
 // CPUSet is a set of CPUs.

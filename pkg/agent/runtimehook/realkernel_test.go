@@ -16,8 +16,9 @@ import (
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// On the real cgroup v1 kernel: a quota larger than the besteffort cgroup's is refused (why the hook fits its
-// values), the reconciler's fitted values are taken, and once suppression lets go the pod gets its own 2 cores.
+// On the real kernel: a quota larger than the besteffort cgroup's is refused on cgroup v1 (why the hook fits its
+// values) and taken but capped on v2, where the reconciler writes the pod's own 2 cores at once; on v1 its fitted
+// values are taken, and once suppression lets go the pod gets its own 2 cores. v2 keeps cpu.weight, so the shares read back through the kubelet's conversion.
 // Only files are written; no process runs.
 func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 	box := cgrouptest.New(t)
@@ -28,14 +29,22 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 	podDir := l.PodDir(pod)
 	ctrDir := podDir + "/c1"
 	box.Mkdir(ctrDir)
-	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
+	fs := box.FS()
 	qos := l.QoSDir(corev1.PodQOSBestEffort)
 	period := 100 * time.Millisecond
 	if err := fs.SetCPUQuota(qos, cgroup.CPUQuota{Quota: period, Period: period}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fs.SetCPUQuota(ctrDir, cgroup.CPUQuota{Quota: 2 * period, Period: period}); err == nil {
-		t.Fatal("the kernel took a 2-core quota below a 1-core one; the premise of fitting is wrong")
+	err := fs.SetCPUQuota(ctrDir, cgroup.CPUQuota{Quota: 2 * period, Period: period})
+	switch {
+	case box.Version == cgroup.V1 && err == nil:
+		t.Fatal("the v1 kernel took a 2-core quota below a 1-core one; the premise of fitting is wrong")
+	case box.Version == cgroup.V2 && err != nil:
+		t.Fatalf("the v2 kernel refused a 2-core quota below a 1-core one (it caps it): %v", err)
+	}
+	wantShares := uint64(2048)
+	if box.Version == cgroup.V2 {
+		wantShares = cgroup.WeightToShares(cgroup.SharesToWeight(2048))
 	}
 
 	store := statesinformer.NewStore()
@@ -44,7 +53,7 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Deps{States: store, Executor: exec, Cgroups: fs, Layout: l, CgroupVersion: cgroup.V1, Clock: clock.RealClock{}}
+	d := Deps{States: store, Executor: exec, Cgroups: fs, Layout: l, CgroupVersion: box.Version, Clock: clock.RealClock{}}
 	st, err := NewStatus("reconciler", "", prometheus.NewRegistry(), d.Clock)
 	if err != nil {
 		t.Fatal(err)
@@ -62,12 +71,16 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 			}
 			shares, _ := fs.CPUShares(dir)
 			mem, _ := fs.MemoryLimit(dir)
-			if q.Cores() != cores || shares != 2048 || mem != 4<<30 {
-				t.Errorf("%s: quota %v cores, shares %d, memory %d; want %v cores, 2048, 4 GiB", dir, q.Cores(), shares, mem, cores)
+			if q.Cores() != cores || shares != wantShares || mem != 4<<30 {
+				t.Errorf("%s: quota %v cores, shares %d, memory %d; want %v cores, %d, 4 GiB", dir, q.Cores(), shares, mem, cores, wantShares)
 			}
 		}
 	}
-	expect(1)
+	if box.Version == cgroup.V1 {
+		expect(1)
+	} else {
+		expect(2) // v2 caps the pod under its parent itself: nothing is fitted
+	}
 	if err := fs.SetCPUQuota(qos, cgroup.CPUQuota{Quota: -1, Period: period}); err != nil {
 		t.Fatal(err)
 	}

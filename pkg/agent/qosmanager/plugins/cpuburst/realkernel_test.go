@@ -19,6 +19,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
 	"github.com/gleaner-sh/gleaner/test/cgrouptest"
 	"github.com/gleaner-sh/gleaner/test/ci"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -59,7 +60,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// realBurst is the plugin on a private kubepods hierarchy (cgroup v1) of this machine's kernel, with one Burstable
+// realBurst is the plugin on a private kubepods hierarchy (cgroup v1 or v2) of the real kernel, with one Burstable
 // pod whose container has a 500m limit and runs the bursting workload.
 type realBurst struct {
 	t           *testing.T
@@ -74,15 +75,10 @@ type realBurst struct {
 }
 
 func startRealBurst(t *testing.T) *realBurst {
-	if os.Getenv("CI") == "true" {
-		if v, err := cgroup.DetectVersion(cgrouptest.Root); os.Geteuid() != 0 || err != nil || v != cgroup.V1 {
-			t.Fatalf("CI: this test needs root and cgroup v1 at %s (euid %d, %v, %v)", cgrouptest.Root, os.Geteuid(), v, err)
-		}
-	}
 	box := cgrouptest.New(t)
-	r := &realBurst{t: t, fs: cgroup.NewFS(cgrouptest.Root, cgroup.V1), limit: cgroup.CPUQuota{Quota: 50 * time.Millisecond, Period: cgroup.CFSPeriod}}
+	r := &realBurst{t: t, fs: box.FS(), limit: cgroup.CPUQuota{Quota: 50 * time.Millisecond, Period: cgroup.CFSPeriod}}
 	if _, err := r.fs.CPUBurst(box.Parent); err != nil {
-		ci.Skipf(t, "this kernel has no cpu.cfs_burst_us: %v", err)
+		ci.Skipf(t, "this kernel has no CFS burst (cpu.cfs_burst_us, v2 cpu.max.burst): %v", err)
 	}
 	l := box.Layout()
 	pod := tu.Pod("web").UID("c0b0b0b0-0000-4000-8000-000000000001").
@@ -110,6 +106,13 @@ func startRealBurst(t *testing.T) *realBurst {
 	if r.cache, err = metriccache.New(metriccache.DefaultConfig(), clk); err != nil {
 		t.Fatal(err)
 	}
+	// The collector's part: the share pool falls back to the topology where the kubepods cpuset cannot be read (a
+	// v2 kernel without the cpuset controller).
+	top, err := topology.Read("/sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cache.SetInfo(metriccache.InfoNodeTopology, top)
 	exe, err := executor.New(r.fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +163,14 @@ func (r *realBurst) quotas() (container, pod time.Duration) {
 // TestRealKernelBurst runs the plugin on this machine's kernel (cgroup v1) with a container of limit 500m whose
 // process works 80 ms at a time: with cpuBurstOnly the kernel takes cpu.cfs_burst_us (clamped to the 50 ms quota)
 // on the container and its pod, and the process is throttled in far fewer periods than with burst 0, measured in
-// one run.
+// one run. Not in the user-mode v2 test kernel: it charges CPU time by whole ticks to whatever runs when the host
+// lets it run, so on a loaded host a workload that sleeps most of the time read as throttled in nearly every period
+// with and without burst (two of three runs); there TestRealKernelQuotaBurst, TestRealKernelResizeDown and the
+// executor's TestRealKernelQuotaWithBurst prove cpu.max.burst's writes.
 func TestRealKernelBurst(t *testing.T) {
+	if k := os.Getenv(cgrouptest.KernelEnv); k != "" {
+		t.Skipf("the test kernel %q accounts CPU time by ticks of a host-scheduled CPU: burst's effect is measured on a real CPU only", k)
+	}
 	r := startRealBurst(t)
 	// The machine is shared (CI runs the real-kernel tests of other packages at the same time): when the workload
 	// could not even reach its quota without burst, there is nothing to compare, and the pair is measured again.

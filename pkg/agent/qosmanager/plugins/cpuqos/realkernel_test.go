@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,28 +24,20 @@ import (
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// TestRealKernelIdleYields runs the plugin against a private kubepods hierarchy on this machine's kernel (cgroup
-// v1): a best-effort burner in the besteffort QoS cgroup and a service burner in a burstable pod, both pinned to
-// one CPU so that they contend, the two QoS cgroups at the same cpu.shares. With cpu.idle 1 on the besteffort
-// cgroup (the default strategy) the best-effort burner gets a far smaller share of that CPU than with cpu.idle 0
-// (BE's cpuQOS off), measured as each cgroup's CPU usage over a few seconds.
+// TestRealKernelIdleYields runs the plugin against a private kubepods hierarchy on the real kernel (cgroup v1 or
+// v2): a best-effort burner in the besteffort QoS cgroup and a service burner in a burstable pod, both pinned to
+// one CPU so that they contend (a kernel without the cpuset controller must have one CPU), the two QoS cgroups at
+// the same cpu.shares (v2: cpu.weight, which the kernel likewise refuses to change while cpu.idle is 1). With
+// cpu.idle 1 on the besteffort cgroup (the default strategy) the best-effort burner gets a far smaller share of that
+// CPU than with cpu.idle 0 (BE's cpuQOS off), measured as each cgroup's CPU usage over a few seconds.
 func TestRealKernelIdleYields(t *testing.T) {
 	box := cgrouptest.New(t)
-	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
+	fs := box.FS()
 	l := box.Layout()
 	// Pin the sandbox to the last CPU before its children exist (they copy their parent's cpuset), and give it the
-	// largest weight on this shared machine, so that the two burners mostly contend with each other.
-	cpus, err := os.ReadFile(filepath.Join(cgrouptest.Root, "cpuset", "cpuset.effective_cpus"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := lastCPU(t, strings.TrimSpace(string(cpus)))
-	if err := os.WriteFile(filepath.Join(cgrouptest.Root, "cpuset", box.Parent, "cpuset.cpus"), []byte(last), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.SetCPUShares(box.Parent, cgroup.MaxShares); err != nil {
-		t.Fatal(err)
-	}
+	// largest weight on this shared machine, so that the two burners mostly contend with each other. A kernel
+	// without cpuset must have one CPU, which the test kernel has to itself.
+	pinToOneCPU(t, box, fs)
 	be := tu.Pod("batch").UID("5a1e0000-0000-4000-8000-0000000000be").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Running("containerd://be").Obj()
 	svc := tu.Pod("web").UID("5a1e0000-0000-4000-8000-000000000001").Container("c").Requests("cpu", "1").Running("containerd://svc").Obj()
 	store := statesinformer.NewStore()
@@ -87,9 +80,12 @@ func TestRealKernelIdleYields(t *testing.T) {
 			if n, err := fs.CPUShares(beQoS); err != nil || n != cgroup.MinShares {
 				t.Errorf("cpu.shares of %s after cpu.idle 0 is %d (%v), want the kubelet's %d written back", beQoS, n, err, cgroup.MinShares)
 			}
-			// The comparison is at equal weights: what idle itself does.
-			if err := fs.SetCPUShares(beQoS, 1024); err != nil {
-				t.Fatal(err)
+			// The comparison is at equal weights: what idle itself does. (A new v2 cgroup starts at cpu.weight 100,
+			// not the 1024 shares of v1, so the burstable one is set too.)
+			for _, dir := range []string{beQoS, l.QoSDir(corev1.PodQOSBurstable)} {
+				if err := fs.SetCPUShares(dir, 1024); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		time.Sleep(200 * time.Millisecond) // let the scheduler settle
@@ -132,4 +128,26 @@ func lastCPU(t *testing.T, list string) string {
 		t.Fatalf("parsing the CPU list %q: %v", list, err)
 	}
 	return last
+}
+
+// pinToOneCPU puts the sandbox on its last CPU with the largest weight, where the kernel has cpuset; without it the
+// kernel must have one CPU.
+func pinToOneCPU(t *testing.T, box *cgrouptest.Sandbox, fs *cgroup.FS) {
+	t.Helper()
+	cpus, err := fs.CPUSet(box.Parent)
+	switch {
+	case box.Has("cpuset") && err != nil:
+		t.Fatal(err)
+	case box.Has("cpuset"):
+		last := lastCPU(t, cpus.String())
+		if err := os.WriteFile(filepath.Join(box.Path("cpuset", box.Parent), "cpuset.cpus"), []byte(last), 0); err != nil {
+			t.Fatal(err)
+		}
+		// Only with the burners on a CPU of their own: on the only CPU this weight would starve the test itself.
+		if err := fs.SetCPUShares(box.Parent, cgroup.MaxShares); err != nil {
+			t.Fatal(err)
+		}
+	case runtime.NumCPU() > 1:
+		t.Skipf("the kernel has %d CPUs and no cpuset controller to pin the burners to one", runtime.NumCPU())
+	}
 }
