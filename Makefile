@@ -69,7 +69,7 @@ lint: ## Run golangci-lint (pinned, built into the cache).
 # `make run` and `make local-up` install theirs through the local cluster's start (the same list and code).
 .PHONY: host-packages
 host-packages: ## Install the Debian packages the tests and the local cluster run (internal/hostpkg/packages.tsv), once.
-	@go run ./hack/host-packages run e2e unit
+	@go run ./hack/host-packages run e2e unit cgroupv2
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their directory.
@@ -89,7 +89,7 @@ unit: host-packages ## Run the Go tests against a real kube-apiserver and etcd (
 # The host is cgroup v1 and its hierarchies belong to it: the v2 half of the real-kernel tests runs in a user-mode
 # kernel of its own (hack/cgroupv2-test.sh installs Debian's user-mode-linux once). Like e2e, what cannot run is
 # skipped with the reason, and fails under CI=true.
-test-cgroupv2: ## The real-kernel tests (TestRealKernel*) on cgroup v2, inside a user-mode Linux kernel (root; docs/benchmarks.md).
+test-cgroupv2: host-packages ## The real-kernel tests (TestRealKernel*) on cgroup v2, inside a user-mode Linux kernel (root; docs/benchmarks.md).
 	@hack/cgroupv2-test.sh
 
 .PHONY: e2e

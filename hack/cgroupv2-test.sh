@@ -96,7 +96,8 @@ truncate -s 512M "$WORK/ubd.img"
 echo "cgroupv2: booting user-mode-linux ($(dpkg-query -W -f '${Version}' user-mode-linux 2>/dev/null || echo '?'), mem=$MEM) and running the tests inside"
 start=$(date +%s.%N)
 rc=0
-flock "$LOCK" timeout 20m "$UML" mem="$MEM" root=/dev/root rootfstype=hostfs rootflags=/ rw init="$WORK/init.sh" \
+# uml_dir: the kernel's pid file and management socket go to the work directory, not ~/.uml.
+flock "$LOCK" timeout 20m "$UML" mem="$MEM" uml_dir="$WORK" root=/dev/root rootfstype=hostfs rootflags=/ rw init="$WORK/init.sh" \
   ubd0="$WORK/ubd.img" con=null con0=fd:0,fd:1 </dev/null >"$WORK/console.log" 2>&1 || rc=$?
 end=$(date +%s.%N)
 if [[ ! -f $WORK/out/booted ]]; then

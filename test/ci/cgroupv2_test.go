@@ -51,7 +51,7 @@ func TestMakeTestCgroupV2WithoutTheKernel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "log")
 			work := filepath.Join(t.TempDir(), "work")
-			cmd := exec.Command("make", "-C", root, "--no-print-directory", "test-cgroupv2")
+			cmd := exec.Command("make", "-C", root, "--no-print-directory", "-o", "host-packages", "test-cgroupv2")
 			cmd.Env = append(environWithout("CI", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PATH"),
 				"CI="+tt.ci, "LOG="+log, "PATH="+bin+":"+os.Getenv("PATH"),
 				"GLEANER_UML=gleaner-no-such-kernel", "GLEANER_V2_WORK="+work)
