@@ -346,12 +346,18 @@ func scanShell(path, rel string) ([]use, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		if i := strings.Index(line, "#"); i >= 0 && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t') {
-			line = line[:i]
+		if i := strings.Index(line, "#"); i >= 0 && (i == 0 || strings.ContainsRune(" \t@", rune(line[i-1]))) {
+			line = line[:i] // a comment, or a Makefile recipe's @# comment
 		}
 		if message.MatchString(line) {
 			line = quoted.ReplaceAllString(line, "")
 		}
+		line = quoted.ReplaceAllStringFunc(line, func(q string) string {
+			if strings.Contains(q, " ") && !strings.Contains(q, "$(") && !strings.Contains(q, "`") {
+				return "" // a message in words: nothing in it runs
+			}
+			return q
+		})
 		for _, w := range shellWord.FindAllString(line, -1) {
 			uses = append(uses, use{name: w, where: fmt.Sprintf("%s:%d", rel, n)})
 		}
