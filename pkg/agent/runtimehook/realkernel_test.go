@@ -49,7 +49,7 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReconciler(d, st, time.Second)
+	r := NewReconciler(d, newRegistry(t, d), st, time.Second)
 	expect := func(cores float64) {
 		t.Helper()
 		if err := r.Reconcile(context.Background()); err != nil {
