@@ -40,9 +40,14 @@ func startRuntime(t *testing.T, socket string) *runtimeSide {
 	t.Helper()
 	dir := filepath.Dir(socket)
 	r := &runtimeSide{t: t, socket: socket, synced: make(chan struct{}, 8)}
+	var syncs atomic.Int32
 	syncFn := func(ctx context.Context, cb adaptation.SyncCB) error {
 		_, err := cb(ctx, nil, nil)
-		r.synced <- struct{}{}
+		// The first call is Start's, for the plugins the runtime launches itself (none): only a connecting
+		// plugin's synchronization counts, or waitForPlugin could return before the plugin is added.
+		if syncs.Add(1) > 1 {
+			r.synced <- struct{}{}
+		}
 		return err
 	}
 	update := func(context.Context, []*api.ContainerUpdate) ([]*api.ContainerUpdate, error) { return nil, nil }

@@ -114,3 +114,30 @@ func TestQuotaLoweredBetweenCreateAndStart(t *testing.T) {
 		t.Errorf("container quota after StartContainer = %s/%s, want the pod's 20001/100000", got.Quota, got.Period)
 	}
 }
+
+// On cgroup v2 the kernel takes the smaller of a cgroup's and its ancestors' limits instead of refusing: the quota
+// goes to runc in the adjustment, and StartContainer writes nothing.
+func TestQuotaGoesToTheRuntimeOnV2(t *testing.T) {
+	f := newFixture(t, clock.RealClock{}, batchPod())
+	f.deps.CgroupVersion = cgroup.V2
+	rt, _, st := connected(t, f, NRIOptions{PodWait: time.Second})
+	ctx := context.Background()
+	batch := sandbox(batchPod())
+	created, err := rt.nri.CreateContainer(ctx, &api.CreateContainerRequest{Pod: batch, Container: container(batch, "c-batch", "main", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := valuesOf(created.GetAdjust().GetLinux().GetResources()); got.Quota != "200000" || got.Period != "100000" {
+		t.Errorf("v2 adjustment %+v, want quota 200000 per 100000", got)
+	}
+	f.addCgroup(t, batchDir+"/c-batch")
+	if err := rt.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: batch, Container: container(batch, "c-batch", "main", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, f.root, "cpu/cpu.cfs_quota_us", batchDir+"/c-batch"); got != "-1" {
+		t.Errorf("v2: StartContainer wrote quota %s", got)
+	}
+	if n := answered(st, EventStartContainer, ResultAdjusted) + answered(st, EventStartContainer, ResultSkipped); n != 0 {
+		t.Errorf("v2: StartContainer was answered %d times; it has nothing to do", n)
+	}
+}
