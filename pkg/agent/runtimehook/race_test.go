@@ -22,10 +22,7 @@ func kernelRefuses(child, parent cgroup.CPUQuota) bool {
 	if child.Unlimited() {
 		return true
 	}
-	ratio := func(q cgroup.CPUQuota) float64 {
-		// Exact enough here: the operands are far below 2^53 once shifted.
-		return float64(int64(q.Quota.Microseconds())<<20 / q.Period.Microseconds())
-	}
+	ratio := func(q cgroup.CPUQuota) int64 { return q.Quota.Microseconds() << 20 / q.Period.Microseconds() } // no overflow below 8e12 µs
 	return ratio(child) > ratio(parent)
 }
 
