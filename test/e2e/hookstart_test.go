@@ -30,7 +30,7 @@ import (
 func TestBatchPodsStartWhileSuppressionMoves(t *testing.T) {
 	e := suite.Env(t)
 	waitForHookMode(e, runtimehook.ModeNRI)
-	const waves, perWave, milli = 6, 8, 50
+	const waves, perWave, milli = 8, 6, 50 // 48 pods; at most 300 millicores of batch-cpu at once, which a 2-CPU node publishes while the service burns
 	e.MakeRoomForBatch(perWave * milli)
 	setThresholds(e, `{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 40, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": 99}}`)
 	ns := e.Namespace()
@@ -38,37 +38,11 @@ func TestBatchPodsStartWhileSuppressionMoves(t *testing.T) {
 	ctx, stop := context.WithCancel(e.Ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	quotas := map[string]int{} // besteffort cpu.cfs_quota_us values seen, with how often
-	var serviceErrs []string
+	var svc serviceToggle
+	var quotas quotaSamples
 	wg.Add(2)
-	go func() { // the service: burning 1.2 cores for two seconds, gone for two
-		defer wg.Done()
-		for i := 0; ctx.Err() == nil; i++ {
-			svc := testutil.Pod(fmt.Sprintf("svc-%d", i)).PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
-				Image(BurnerImage, "--load=1.2", "--report=0").Requests("cpu", "100m", "memory", "32Mi").Obj()
-			svc.Spec.TerminationGracePeriodSeconds = new(int64)
-			if _, err := e.Clientset.CoreV1().Pods(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
-				mu.Lock()
-				serviceErrs = append(serviceErrs, err.Error())
-				mu.Unlock()
-			}
-			sleepCtx(ctx, 2*time.Second)
-			_ = e.Clientset.CoreV1().Pods(ns).Delete(context.Background(), svc.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
-			sleepCtx(ctx, 2*time.Second)
-		}
-	}()
-	go func() { // the besteffort quota, every 50 ms
-		defer wg.Done()
-		for ctx.Err() == nil {
-			if b, err := os.ReadFile(filepath.Join(besteffortCPU, "cpu.cfs_quota_us")); err == nil {
-				mu.Lock()
-				quotas[strings.TrimSpace(string(b))]++
-				mu.Unlock()
-			}
-			sleepCtx(ctx, 50*time.Millisecond)
-		}
-	}()
+	go func() { defer wg.Done(); svc.run(ctx, e, ns) }()
+	go func() { defer wg.Done(); quotas.run(ctx) }()
 
 	withQuota := 0
 	for w := range waves {
@@ -103,31 +77,82 @@ func TestBatchPodsStartWhileSuppressionMoves(t *testing.T) {
 	stop()
 	wg.Wait()
 
-	events, err := e.Clientset.CoreV1().Events(ns).List(e.Ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	expectNoFailedStarts(e, ns, "start-")
+	if len(svc.errs) > 0 {
+		t.Errorf("the service burner could not be created: %v", svc.errs)
 	}
-	for _, ev := range events.Items {
-		if ev.InvolvedObject.Kind == "Pod" && strings.HasPrefix(ev.InvolvedObject.Name, "start-") &&
-			(ev.Reason == "Failed" || strings.Contains(ev.Message, "RunContainerError") || strings.Contains(ev.Message, "cfs_quota_us")) {
-			t.Errorf("pod %s: %s event: %s", ev.InvolvedObject.Name, ev.Reason, ev.Message)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(serviceErrs) > 0 {
-		t.Errorf("the service burner could not be created: %v", serviceErrs)
-	}
-	seen := make([]string, 0, len(quotas))
-	for q := range quotas {
-		seen = append(seen, q)
-	}
-	sort.Slice(seen, func(i, j int) bool { return atoi(seen[i]) < atoi(seen[j]) })
+	seen := quotas.values()
 	t.Logf("%d batch pods started; %d had their quota at their first instruction; the besteffort quota took %d values: %v",
 		waves*perWave, withQuota, len(seen), seen)
 	if len(seen) < 3 {
 		t.Errorf("the besteffort quota took only the values %v while the pods started: suppression did not move, so the test proved nothing", seen)
 	}
+}
+
+// expectNoFailedStarts fails the test for every Failed event (RunContainerError, a refused quota) of a pod in ns
+// whose name starts with prefix.
+func expectNoFailedStarts(e *Env, ns, prefix string) {
+	e.t.Helper()
+	events, err := e.Clientset.CoreV1().Events(ns).List(e.Ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Kind == "Pod" && strings.HasPrefix(ev.InvolvedObject.Name, prefix) &&
+			(ev.Reason == "Failed" || strings.Contains(ev.Message, "RunContainerError") || strings.Contains(ev.Message, "cfs_quota_us")) {
+			e.t.Errorf("pod %s: %s event: %s", ev.InvolvedObject.Name, ev.Reason, ev.Message)
+		}
+	}
+}
+
+// serviceToggle runs a service burner (1.2 cores) for two seconds, then none for two, until ctx ends; errs are the
+// creations that failed. Read errs after run returned.
+type serviceToggle struct{ errs []string }
+
+func (s *serviceToggle) run(ctx context.Context, e *Env, ns string) {
+	for i := 0; ctx.Err() == nil; i++ {
+		svc := testutil.Pod(fmt.Sprintf("svc-%d", i)).PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+			Image(BurnerImage, "--load=1.2", "--report=0").Requests("cpu", "100m", "memory", "32Mi").Obj()
+		svc.Spec.TerminationGracePeriodSeconds = new(int64)
+		if _, err := e.Clientset.CoreV1().Pods(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+			s.errs = append(s.errs, err.Error())
+		}
+		sleepCtx(ctx, 2*time.Second)
+		_ = e.Clientset.CoreV1().Pods(ns).Delete(context.Background(), svc.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		sleepCtx(ctx, 2*time.Second)
+	}
+}
+
+// quotaSamples are the besteffort cgroup's cpu.cfs_quota_us values, read every 50 ms until ctx ends.
+type quotaSamples struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (q *quotaSamples) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if b, err := os.ReadFile(filepath.Join(besteffortCPU, "cpu.cfs_quota_us")); err == nil {
+			q.mu.Lock()
+			if q.seen == nil {
+				q.seen = map[string]bool{}
+			}
+			q.seen[strings.TrimSpace(string(b))] = true
+			q.mu.Unlock()
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+}
+
+// values are the distinct values seen, in numeric order.
+func (q *quotaSamples) values() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]string, 0, len(q.seen))
+	for v := range q.seen {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return atoi(out[i]) < atoi(out[j]) })
+	return out
 }
 
 // sleepCtx waits d or until ctx ends.

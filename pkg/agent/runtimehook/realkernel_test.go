@@ -2,9 +2,11 @@ package runtimehook
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/containerd/nri/pkg/api"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -130,22 +132,8 @@ func TestRealKernelContainerStartsWhileSuppressionTightens(t *testing.T) {
 	// runc creates the container's cgroup and writes the adjustment, period before quota.
 	ctrDir := podDir + "/c1"
 	box.Mkdir(ctrDir)
-	res := adjust.GetLinux().GetResources()
-	if s := res.GetCpu().GetShares(); s != nil {
-		if err := fs.SetCPUShares(ctrDir, s.GetValue()); err != nil {
-			t.Errorf("runc's cpu.shares: %v", err)
-		}
-	}
-	if m := res.GetMemory().GetLimit(); m != nil {
-		if err := fs.SetMemoryLimit(ctrDir, m.GetValue()); err != nil {
-			t.Errorf("runc's memory limit: %v", err)
-		}
-	}
-	if q := res.GetCpu().GetQuota(); q != nil && q.GetValue() != 0 {
-		runc := cgroup.CPUQuota{Quota: time.Duration(q.GetValue()) * time.Microsecond, Period: time.Duration(res.GetCpu().GetPeriod().GetValue()) * time.Microsecond}
-		if err := fs.SetCPUQuota(ctrDir, runc); err != nil {
-			t.Fatalf("runc create failed, as the kubelet reported it (RunContainerError): writing quota %v: %v", runc, err)
-		}
+	if err := runcCreate(fs, ctrDir, adjust.GetLinux().GetResources()); err != nil {
+		t.Fatalf("runc create failed, as the kubelet reported it (RunContainerError): %v", err)
 	}
 	box.Start(ctrDir, "sleep", "300") // runc's init, waiting for the start
 
@@ -174,4 +162,26 @@ func TestRealKernelContainerStartsWhileSuppressionTightens(t *testing.T) {
 			t.Errorf("%s quota after suppression let go = %v (%v), want 2 cores", dir, q, err)
 		}
 	}
+}
+
+// runcCreate writes res into the new cgroup dir as runc does when it creates a container on cgroup v1: shares,
+// memory limit, then the CFS period before the quota.
+func runcCreate(fs *cgroup.FS, dir string, res *api.LinuxResources) error {
+	if s := res.GetCpu().GetShares(); s != nil {
+		if err := fs.SetCPUShares(dir, s.GetValue()); err != nil {
+			return err
+		}
+	}
+	if m := res.GetMemory().GetLimit(); m != nil {
+		if err := fs.SetMemoryLimit(dir, m.GetValue()); err != nil {
+			return err
+		}
+	}
+	if q := res.GetCpu().GetQuota(); q != nil && q.GetValue() != 0 {
+		quota := cgroup.CPUQuota{Quota: time.Duration(q.GetValue()) * time.Microsecond, Period: time.Duration(res.GetCpu().GetPeriod().GetValue()) * time.Microsecond}
+		if err := fs.SetCPUQuota(dir, quota); err != nil {
+			return fmt.Errorf("writing quota %v: %w", quota, err)
+		}
+	}
+	return nil
 }
