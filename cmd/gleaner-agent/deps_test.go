@@ -41,3 +41,38 @@ func TestAgentHasNoManagerSideDependencies(t *testing.T) {
 		}
 	}
 }
+
+// The agent's layering: packages of one side never import the other's, directly or not. The runtime hook and the
+// QoS plugins share what both need (the batch and mid translation in pkg/agent/tier, the cgroup model) below them.
+var apart = []struct{ a, b, why string }{
+	{"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook", "github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins",
+		"the runtime hook and the QoS plugins never import each other; what both need lives below them (pkg/agent/tier, pkg/agent/system/cgroup)"},
+}
+
+// TestLayersDoNotImportEachOther fails when a package under one path of a pair depends on a package under the other.
+func TestLayersDoNotImportEachOther(t *testing.T) {
+	under := func(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+	for _, p := range apart {
+		for _, dir := range [][2]string{{p.a, p.b}, {p.b, p.a}} {
+			out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, dir[0]+"/...").Output()
+			if err != nil {
+				t.Fatalf("go list -deps %s/...: %v", dir[0], err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) < 2 {
+				t.Fatalf("go list -deps %s/... listed %d packages; expected the packages and their dependencies", dir[0], len(lines))
+			}
+			for _, line := range lines {
+				f := strings.Fields(line)
+				if len(f) == 0 || !under(f[0], dir[0]) {
+					continue
+				}
+				for _, dep := range f[1:] {
+					if under(dep, dir[1]) {
+						t.Errorf("%s depends on %s: %s", f[0], dep, p.why)
+					}
+				}
+			}
+		}
+	}
+}

@@ -22,7 +22,8 @@ type fitter struct {
 }
 
 // quotaCap is the smallest CFS quota of dirs (limited ones only), and false when none is limited or on cgroup v2.
-// Quotas are compared per period, as the kernel does; an unreadable dir is skipped (the write will tell).
+// Quotas are compared as the v1 kernel compares them (cgroup.CPUQuota.Exceeds); an unreadable dir is skipped (the
+// write will tell).
 func (f fitter) quotaCap(dirs ...string) (cgroup.CPUQuota, bool) {
 	if !f.v1 {
 		return cgroup.CPUQuota{}, false
@@ -34,7 +35,7 @@ func (f fitter) quotaCap(dirs ...string) (cgroup.CPUQuota, bool) {
 		if err != nil || q.Unlimited() {
 			continue
 		}
-		if !found || q.Cores() < limit.Cores() {
+		if !found || limit.Exceeds(q) {
 			limit, found = q, true
 		}
 	}
@@ -50,19 +51,20 @@ func (f fitter) ancestors(podDir string) []string {
 	return []string{qos}
 }
 
-// fitQuota lowers v's quota to limit (in the period v uses) when it is larger; v without a quota stays without.
+// fitQuota lowers v's quota to limit when the kernel would refuse it below limit: to limit itself, period and all
+// (cgroup.CPUQuota.Within), so that no rounding and no other period can put it above. v without a quota stays
+// without.
 func fitQuota(v Values, limit cgroup.CPUQuota, ok bool) Values {
-	if !ok || !v.HasQuota() || v.CPUQuota.Cores() <= limit.Cores() {
-		return v
+	if ok && v.HasQuota() {
+		v.CPUQuota = v.CPUQuota.Within(limit)
 	}
-	v.CPUQuota.Quota = max(cgroup.MinCFSQuota, (v.CPUQuota.Period * limit.Quota / limit.Period).Truncate(1000))
 	return v
 }
 
-// podValues are plan's pod values fitted under the pod cgroup's ancestors.
-func (f fitter) podValues(podDir string, plan Plan) Values {
+// podValues are the pod values v fitted under the pod cgroup's ancestors.
+func (f fitter) podValues(podDir string, v Values) Values {
 	limit, ok := f.quotaCap(f.ancestors(podDir)...)
-	return fitQuota(plan.Pod, limit, ok)
+	return fitQuota(v, limit, ok)
 }
 
 // containerValues are v fitted under the pod cgroup and its ancestors. pod is the pod cgroup's quota as it will be
@@ -74,7 +76,7 @@ func (f fitter) containerValues(podDir string, pod *Values, v Values) Values {
 		dirs = append(dirs, podDir)
 	}
 	limit, ok := f.quotaCap(dirs...)
-	if pod != nil && pod.HasQuota() && f.v1 && (!ok || pod.CPUQuota.Cores() < limit.Cores()) {
+	if pod != nil && pod.HasQuota() && f.v1 && (!ok || limit.Exceeds(pod.CPUQuota)) {
 		limit, ok = pod.CPUQuota, true
 	}
 	return fitQuota(v, limit, ok)

@@ -2,6 +2,7 @@ package runtimehook
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 
 // CPU suppression holds the besteffort cgroup to 1 core: on cgroup v1 the kernel refuses a larger quota below it,
 // so the batch pod asking for 2 cores gets 1 core, from the reconciler and at creation alike (a container that
-// cannot be created would be worse than one held to what suppression leaves).
+// cannot be created would be worse than one held to what suppression leaves). The container's quota is written at
+// StartContainer, not given to runc.
 func TestQuotaFitsUnderSuppression(t *testing.T) {
 	suppress := func(f *fixture) {
 		writeFile(t, f.root, "cpu/cpu.cfs_quota_us", "kubepods/besteffort", "100000")
@@ -23,7 +25,7 @@ func TestQuotaFitsUnderSuppression(t *testing.T) {
 
 	f := newFixture(t, clocktesting.NewFakeClock(time.Now()), batchPod())
 	suppress(f)
-	r := NewReconciler(f.deps, f.status(t, ModeReconciler), time.Second)
+	r := NewReconciler(f.deps, f.registry(t), f.status(t, ModeReconciler), time.Second)
 	if err := r.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +48,15 @@ func TestQuotaFitsUnderSuppression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(linuxValues{Shares: "2048", Quota: "100000", Period: "100000", Memory: itoa(4 << 30)}, valuesOf(created.GetAdjust().GetLinux().GetResources())); diff != "" {
+	if diff := cmp.Diff(linuxValues{Shares: "2048", Memory: itoa(4 << 30)}, valuesOf(created.GetAdjust().GetLinux().GetResources())); diff != "" {
 		t.Errorf("container adjustment under suppression (-want +got):\n%s", diff)
+	}
+	f.addCgroup(t, batchDir+"/c-batch")
+	if err := rt.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: batch, Container: container(batch, "c-batch", "main", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, f.root, "cpu/cpu.cfs_quota_us", batchDir+"/c-batch"); got != "100000" {
+		t.Errorf("container quota after StartContainer = %s, want 100000", got)
 	}
 }
 
@@ -71,7 +80,7 @@ func TestCPUSetFitsUnderSuppression(t *testing.T) {
 		{name: "best-effort pod, partly outside", sb: sandbox(bePod()), cpus: "1-2", want: linuxValues{Cpus: "2"}},
 		{name: "best-effort pod, within", sb: sandbox(bePod()), cpus: "3"},
 		{name: "best-effort pod, none asked", sb: sandbox(bePod())},
-		{name: "batch pod: its values and the cpuset", sb: sandbox(batchPod()), cpus: "0-3", want: linuxValues{Shares: "2048", Quota: "200000", Period: "100000", Memory: itoa(4 << 30), Cpus: "2-3"}},
+		{name: "batch pod: its values and the cpuset", sb: sandbox(batchPod()), cpus: "0-3", want: linuxValues{Shares: "2048", Memory: itoa(4 << 30), Cpus: "2-3"}},
 		{name: "service", sb: sandbox(lsPod()), cpus: "0-3"},
 	}
 	for i, tt := range tests {
@@ -96,15 +105,20 @@ func TestFitterDoesNothingOnV2(t *testing.T) {
 	root := newTree(t)
 	writeFile(t, root, "cpu/cpu.cfs_quota_us", "kubepods/besteffort", "100000")
 	f := fitter{cgroups: cgroup.NewFS(root, cgroup.V1), layout: cgroup.Layout{Driver: cgroup.Cgroupfs}, v1: false}
-	plan := Plan{Pod: Values{CPUShares: 2048, CPUQuota: quota(200)}}
-	if got := f.podValues(batchDir, plan); got != plan.Pod {
-		t.Errorf("v2 pod values = %+v, want %+v", got, plan.Pod)
+	pod := Values{CPUShares: 2048, CPUQuota: quota(200)}
+	if got := f.podValues(batchDir, pod); !reflect.DeepEqual(got, pod) {
+		t.Errorf("v2 pod values = %+v, want %+v", got, pod)
 	}
 	if _, narrow := f.cpuSet(batchDir, "0-7"); narrow {
 		t.Error("v2 narrowed a cpuset")
 	}
 	f.v1 = true
-	if got := f.podValues(batchDir, plan); got.CPUQuota != quota(100) {
+	if got := f.podValues(batchDir, pod); got.CPUQuota != quota(100) {
 		t.Errorf("v1 pod quota = %+v, want 100 ms", got.CPUQuota)
 	}
+}
+
+// quota is a CFS quota of ms milliseconds per the kubelet's 100 ms period.
+func quota(ms float64) cgroup.CPUQuota {
+	return cgroup.CPUQuota{Quota: time.Duration(ms * float64(time.Millisecond)), Period: 100 * time.Millisecond}
 }

@@ -151,3 +151,18 @@ func (f *fixture) addCgroup(t *testing.T, dir string) {
 		writeFile(t, f.root, file, dir, v)
 	}
 }
+
+// registry builds the hook's features on f's dependencies.
+func (f *fixture) registry(t *testing.T) *Registry {
+	t.Helper()
+	return newRegistry(t, f.deps)
+}
+
+func newRegistry(t *testing.T, d Deps) *Registry {
+	t.Helper()
+	r, err := NewRegistry(d, Features())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

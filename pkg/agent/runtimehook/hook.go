@@ -126,14 +126,19 @@ func New(d Deps, opts Options, reg prometheus.Registerer) (*Hook, error) {
 	if Mode(opts.Mode) == ModeOff {
 		return h, nil
 	}
-	h.Reconciler = NewReconciler(d, st, opts.ReconcileInterval)
+	fs, err := NewRegistry(d, Features())
+	if err != nil {
+		return nil, err
+	}
+	h.Reconciler = NewReconciler(d, fs, st, opts.ReconcileInterval)
 	if Mode(opts.Mode) == ModeNRI {
-		h.NRI = NewNRI(d, st, NRIOptions{Socket: opts.NRISocket, PodWait: opts.PodWait})
+		h.NRI = NewNRI(d, fs, st, NRIOptions{Socket: opts.NRISocket, PodWait: opts.PodWait})
 	}
 	return h, nil
 }
 
-// updates are the executor's updates that make dir hold v.
+// updates are the executor's updates that make dir hold v's shares, quota and memory limit (cpusets are CPU
+// suppression's to write; the hook gives them to the runtime only).
 func updates(dir string, v Values, reason string) []executor.Update {
 	var u []executor.Update
 	if v.CPUShares > 0 {

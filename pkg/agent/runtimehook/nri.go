@@ -12,9 +12,8 @@ import (
 	"github.com/containerd/nri/pkg/stub"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/cpuset"
 
-	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
@@ -34,6 +33,9 @@ const (
 	EventRunPodSandbox   = "RunPodSandbox"
 	EventCreateContainer = "CreateContainer"
 	EventUpdateContainer = "UpdateContainer"
+	// EventStartContainer and EventPostUpdateContainer are answered on cgroup v1 only, where they write the quota.
+	EventStartContainer      = "StartContainer"
+	EventPostUpdateContainer = "PostUpdateContainer"
 )
 
 // NRIOptions configure the NRI plugin.
@@ -54,31 +56,41 @@ const podPoll = 10 * time.Millisecond
 // runtime's NRI socket through the NRI project's stub and serves the runtime's requests until ctx ends, connecting
 // again with backoff whenever the connection ends (the runtime restarts, or is not there yet).
 //
-// It answers RunPodSandbox by writing the pod's cgroup through the executor (the kubelet created it before the
-// sandbox; the runtime does not own it), CreateContainer with an adjustment of the container's Linux resources
-// (so the container's cgroup has them before its first instruction runs), and UpdateContainer with an update of the
-// same resources that names the container (a kubelet resize or CPU-manager update would otherwise reset them). It
-// fails open: whatever goes wrong, the runtime gets no error and no adjustment, and the container starts as the
+// At each request it asks the features of its Registry for their values (the Stage says which request) and
+// delivers them: at RunPodSandbox by writing the pod's cgroup through the executor (the kubelet created it before
+// the sandbox; the runtime does not own it), at CreateContainer as an adjustment of the container's Linux resources
+// (so the container's cgroup has them before its first instruction runs), at UpdateContainer as an update of the
+// same resources that names the container (a kubelet resize or CPU-manager update would otherwise reset them).
+//
+// On cgroup v1 a CFS quota never goes to the runtime: runc writes an adjustment's quota when the kubelet starts the
+// container, later than the hook answered, and the kernel refuses a quota above an ancestor's — which CPU
+// suppression may have lowered in between, failing the container's start. The container's quota is written through
+// the executor instead, fitted to the cgroups above as they are then: at StartContainer (runc has created the
+// cgroup, without a quota of its own, so bounded by its pod's; the process has not started) and after an update
+// (PostUpdateContainer). See docs/runtime-hook.md.
+//
+// It fails open: whatever goes wrong, the runtime gets no error and no adjustment, and the container starts as the
 // kubelet asked; the reconciler sets its values later. Status counts every answer.
 type NRI struct {
 	d      Deps
+	fs     *Registry
 	status *Status
 	opts   NRIOptions
-	fit    fitter
+	v1     bool
 
 	log            klog.Logger
 	requestTimeout atomic.Int64 // the runtime's, from the last connection
 }
 
 // NewNRI returns the plugin; d must be complete (see New).
-func NewNRI(d Deps, status *Status, opts NRIOptions) *NRI {
+func NewNRI(d Deps, fs *Registry, status *Status, opts NRIOptions) *NRI {
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = time.Second
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	p := &NRI{d: d, status: status, opts: opts, fit: d.fitter(), log: klog.Background()}
+	p := &NRI{d: d, fs: fs, status: status, opts: opts, v1: d.CgroupVersion == cgroup.V1, log: klog.Background()}
 	p.requestTimeout.Store(int64(stub.DefaultRequestTimeout))
 	return p
 }
@@ -154,14 +166,17 @@ type handler struct {
 	p *NRI
 
 	mu          sync.Mutex
-	runtimeName string
+	runtimeName string // the runtime's name and version
+	runtimeID   string // the runtime's name as container IDs name it ("containerd", "cri-o")
 }
 
 var (
-	_ stub.ConfigureInterface       = &handler{}
-	_ stub.RunPodInterface          = &handler{}
-	_ stub.CreateContainerInterface = &handler{}
-	_ stub.UpdateContainerInterface = &handler{}
+	_ stub.ConfigureInterface           = &handler{}
+	_ stub.RunPodInterface              = &handler{}
+	_ stub.CreateContainerInterface     = &handler{}
+	_ stub.StartContainerInterface      = &handler{}
+	_ stub.UpdateContainerInterface     = &handler{}
+	_ stub.PostUpdateContainerInterface = &handler{}
 )
 
 func (h *handler) runtime() string {
@@ -170,28 +185,40 @@ func (h *handler) runtime() string {
 	return h.runtimeName
 }
 
+// containerID is ctr's ID as the kubelet's container statuses show it ("containerd://<id>"), which names its cgroup.
+func (h *handler) containerID(ctr *api.Container) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runtimeID + "://" + ctr.GetId()
+}
+
 // Configure records the runtime's name; the events are those handler implements.
 func (h *handler) Configure(_ context.Context, _, runtime, version string) (api.EventMask, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.runtimeName = runtime + " " + version
+	h.runtimeID = runtime
 	return 0, nil
 }
 
-// RunPodSandbox writes a batch or mid pod's own cgroup through the executor.
+// RunPodSandbox writes the pod values of the features (a batch or mid pod's) to the pod's cgroup through the
+// executor.
 func (h *handler) RunPodSandbox(ctx context.Context, sb *api.PodSandbox) error {
 	h.p.answer(EventRunPodSandbox, sb, nil, func(log klog.Logger) string {
 		m := h.p.pod(sb)
 		if m == nil {
 			return ResultPodUnknown
 		}
-		plan, ok := Translate(m.Pod)
-		if !ok {
+		dir := h.p.d.Layout.PodDir(m.Pod)
+		v, err := h.p.fs.podValues(Target{Stage: StageRunPodSandbox, Pod: m, PodDir: dir})
+		if err != nil {
+			log.Error(err, "computing the pod cgroup's values failed")
+			return ResultError
+		}
+		if v.Empty() {
 			return ResultSkipped
 		}
-		dir := h.p.d.Layout.PodDir(m.Pod)
-		v := h.p.fit.podValues(dir, plan)
-		if err := h.p.d.Executor.Apply(ctx, OwnerNRI, updates(dir, v, "NRI RunPodSandbox of batch/mid pod "+m.Key())...); err != nil {
+		if err := h.p.d.Executor.Apply(ctx, OwnerNRI, updates(dir, v, "NRI RunPodSandbox of pod "+m.Key())...); err != nil {
 			log.Error(err, "writing the pod cgroup failed; the pod starts without it and the reconciler tries again", "dir", dir)
 			return ResultError
 		}
@@ -201,41 +228,121 @@ func (h *handler) RunPodSandbox(ctx context.Context, sb *api.PodSandbox) error {
 	return nil
 }
 
-// CreateContainer adjusts the Linux resources of a batch or mid pod's container, and the cpuset of a best-effort
-// pod's container that asks for more CPUs than its pod cgroup has.
+// CreateContainer adjusts the Linux resources of a container the features give values (a batch or mid pod's; a
+// best-effort pod's that asks for more CPUs than its pod cgroup has). On cgroup v1 the quota is left out: it is
+// written at StartContainer.
 func (h *handler) CreateContainer(_ context.Context, sb *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
 	var adjust *api.ContainerAdjustment
 	h.p.answer(EventCreateContainer, sb, ctr, func(log klog.Logger) string {
-		v, cpus, result := h.p.containerValues(sb, ctr, requestedCPUs(ctr.GetLinux().GetResources()))
+		v, _, result := h.p.containerValues(StageCreateContainer, sb, ctr, requestedCPUs(ctr.GetLinux().GetResources()))
 		if result != ResultAdjusted {
 			return result
 		}
-		adjust = &api.ContainerAdjustment{}
-		setResources(adjust, v, cpus)
-		log.V(2).Info("container adjusted", "values", v, "cpus", cpus.String())
+		v = h.p.forRuntime(v)
+		if !v.Empty() {
+			adjust = &api.ContainerAdjustment{}
+			setResources(adjust, v)
+		}
+		log.V(2).Info("container adjusted", "values", v)
 		return result
 	})
 	return adjust, nil, nil
 }
 
-// UpdateContainer puts the hook's values into a runtime update of a batch or mid pod's container. The update names
-// the container (an update without an ID is refused by the runtime) and ignores failure, so a refused value
-// never fails the kubelet's update.
+// StartContainer, on cgroup v1, writes the container's quota through the executor: runc has created the container's
+// cgroup and its process waits for its first instruction. The quota is fitted under the cgroups above as they are
+// now, and fitted again and retried if the kernel refuses it (CPU suppression lowered one in between).
+func (h *handler) StartContainer(ctx context.Context, sb *api.PodSandbox, ctr *api.Container) error {
+	if !h.p.v1 {
+		return nil // the quota went into the adjustment
+	}
+	h.p.answer(EventStartContainer, sb, ctr, func(log klog.Logger) string {
+		return h.p.writeQuota(ctx, log, sb, ctr, h.containerID(ctr), false)
+	})
+	return nil
+}
+
+// UpdateContainer puts the features' values into a runtime update of the container. The update names the container
+// (an update without an ID is refused by the runtime) and ignores failure, so a refused value never fails the
+// kubelet's update. On cgroup v1 the quota is left out: it is written at PostUpdateContainer.
 func (h *handler) UpdateContainer(_ context.Context, sb *api.PodSandbox, ctr *api.Container, res *api.LinuxResources) ([]*api.ContainerUpdate, error) {
 	var upd []*api.ContainerUpdate
 	h.p.answer(EventUpdateContainer, sb, ctr, func(log klog.Logger) string {
-		v, cpus, result := h.p.containerValues(sb, ctr, requestedCPUs(res))
+		v, _, result := h.p.containerValues(StageUpdateContainer, sb, ctr, requestedCPUs(res))
 		if result != ResultAdjusted {
 			return result
 		}
-		u := &api.ContainerUpdate{ContainerId: ctr.GetId()}
-		u.SetIgnoreFailure()
-		setResources(u, v, cpus)
-		upd = []*api.ContainerUpdate{u}
-		log.V(2).Info("container update adjusted", "values", v, "cpus", cpus.String())
+		v = h.p.forRuntime(v)
+		if !v.Empty() {
+			u := &api.ContainerUpdate{ContainerId: ctr.GetId()}
+			u.SetIgnoreFailure()
+			setResources(u, v)
+			upd = []*api.ContainerUpdate{u}
+		}
+		log.V(2).Info("container update adjusted", "values", v)
 		return result
 	})
 	return upd, nil
+}
+
+// PostUpdateContainer, on cgroup v1, writes the container's quota through the executor again after the runtime
+// updated it (the kubelet's update may have carried a quota of its own).
+func (h *handler) PostUpdateContainer(ctx context.Context, sb *api.PodSandbox, ctr *api.Container) error {
+	if !h.p.v1 {
+		return nil
+	}
+	h.p.answer(EventPostUpdateContainer, sb, ctr, func(log klog.Logger) string {
+		return h.p.writeQuota(ctx, log, sb, ctr, h.containerID(ctr), true)
+	})
+	return nil
+}
+
+// quotaTries bounds how often writeQuota fits and writes a quota the kernel refused.
+const quotaTries = 3
+
+// writeQuota writes container ctr's quota from the features, fitted at StageStartContainer, through the executor.
+// again says the file may hold another value than the executor last wrote (the runtime just updated it).
+func (p *NRI) writeQuota(ctx context.Context, log klog.Logger, sb *api.PodSandbox, ctr *api.Container, containerID string, again bool) string {
+	v, dir, result := p.containerValues(StageStartContainer, sb, ctr, "")
+	if result != ResultAdjusted {
+		return result
+	}
+	if !v.HasQuota() {
+		return ResultSkipped
+	}
+	cdir, err := p.d.Layout.ContainerDir(dir, containerID)
+	if err != nil {
+		log.Error(err, "naming the container's cgroup failed")
+		return ResultError
+	}
+	if again {
+		if q, err := p.d.Cgroups.CPUQuota(cdir); err == nil && q != v.CPUQuota {
+			p.d.Executor.Forget(func(d string) bool { return d == cdir }) // the executor's record of the file is stale
+		}
+	}
+	reason := "NRI " + StageStartContainer.String() + " of pod " + sb.GetNamespace() + "/" + sb.GetName() + " container " + ctr.GetName()
+	for try := 1; ; try++ {
+		err = p.d.Executor.Apply(ctx, OwnerNRI, executor.Update{Dir: cdir, Value: executor.CPUQuota(v.CPUQuota), Reason: reason})
+		if err == nil {
+			log.V(2).Info("container quota set", "dir", cdir, "quota", v.CPUQuota)
+			return ResultAdjusted
+		}
+		if try == quotaTries {
+			log.Error(err, "writing the container's quota failed; it runs within its pod cgroup's until the reconciler's next round", "dir", cdir)
+			return ResultError
+		}
+		if v, _, result = p.containerValues(StageStartContainer, sb, ctr, ""); result != ResultAdjusted || !v.HasQuota() {
+			return result
+		}
+	}
+}
+
+// forRuntime is v as it may go to the runtime: on cgroup v1 without a quota (see NRI).
+func (p *NRI) forRuntime(v Values) Values {
+	if p.v1 {
+		v.CPUQuota = cgroup.CPUQuota{}
+	}
+	return v
 }
 
 // answer runs one request's work, never letting a panic reach the runtime, and counts its result.
@@ -258,32 +365,25 @@ func (p *NRI) answer(event string, sb *api.PodSandbox, ctr *api.Container, work 
 	result = work(log)
 }
 
-// containerValues are the values for container ctr of sandbox sb, whose runtime asks for the cpuset requested (""
-// for none): the translation fitted under the pod cgroup for a batch or mid pod, and the pod cgroup's cpuset where a
-// best-effort pod's container asks for more. The result is ResultAdjusted when there is anything to set.
-func (p *NRI) containerValues(sb *api.PodSandbox, ctr *api.Container, requested string) (Values, cpuset.CPUSet, string) {
+// containerValues are the features' values for container ctr of sandbox sb at stage, whose runtime asks for the
+// cpuset requested ("" for none), and the pod's cgroup. The result is ResultAdjusted when there is anything to set.
+func (p *NRI) containerValues(stage Stage, sb *api.PodSandbox, ctr *api.Container, requested string) (Values, string, string) {
 	m := p.pod(sb)
 	if m == nil {
-		return Values{}, cpuset.CPUSet{}, ResultPodUnknown
+		return Values{}, "", ResultPodUnknown
 	}
 	dir := p.d.Layout.PodDir(m.Pod)
-	var v Values
-	if plan, ok := Translate(m.Pod); ok {
-		cv, ok := plan.Containers[ctr.GetName()]
-		if !ok {
-			return Values{}, cpuset.CPUSet{}, ResultContainerUnknown
-		}
-		v = p.fit.containerValues(dir, nil, cv)
+	v, err := p.fs.containerValues(Target{Stage: stage, Pod: m, PodDir: dir, Container: ctr.GetName(), RequestedCPUs: requested})
+	switch {
+	case errors.Is(err, ErrContainerUnknown):
+		return Values{}, dir, ResultContainerUnknown
+	case err != nil:
+		p.log.Error(err, "computing a container's values failed", "pod", m.Key(), "container", ctr.GetName())
+		return Values{}, dir, ResultError
+	case v.Empty():
+		return Values{}, dir, ResultSkipped
 	}
-	var cpus cpuset.CPUSet
-	narrow := false
-	if qosmanager.IsBestEffort(m) {
-		cpus, narrow = p.fit.cpuSet(dir, requested)
-	}
-	if v.Empty() && !narrow {
-		return Values{}, cpuset.CPUSet{}, ResultSkipped
-	}
-	return v, cpus, ResultAdjusted
+	return v, dir, ResultAdjusted
 }
 
 // pod finds the sandbox's pod among the states informer's, waiting a little for a pod it does not know yet (its
@@ -328,7 +428,7 @@ type resourceSetter interface {
 	SetLinuxCPUSetCPUs(string)
 }
 
-func setResources(s resourceSetter, v Values, cpus cpuset.CPUSet) {
+func setResources(s resourceSetter, v Values) {
 	if v.CPUShares > 0 {
 		s.SetLinuxCPUShares(v.CPUShares)
 	}
@@ -339,8 +439,8 @@ func setResources(s resourceSetter, v Values, cpus cpuset.CPUSet) {
 	if v.MemoryLimit > 0 {
 		s.SetLinuxMemoryLimit(v.MemoryLimit)
 	}
-	if !cpus.IsEmpty() {
-		s.SetLinuxCPUSetCPUs(cpus.String())
+	if !v.CPUs.IsEmpty() {
+		s.SetLinuxCPUSetCPUs(v.CPUs.String())
 	}
 }
 

@@ -40,9 +40,14 @@ func startRuntime(t *testing.T, socket string) *runtimeSide {
 	t.Helper()
 	dir := filepath.Dir(socket)
 	r := &runtimeSide{t: t, socket: socket, synced: make(chan struct{}, 8)}
+	var syncs atomic.Int32
 	syncFn := func(ctx context.Context, cb adaptation.SyncCB) error {
 		_, err := cb(ctx, nil, nil)
-		r.synced <- struct{}{}
+		// The first call is Start's, for the plugins the runtime launches itself (none): only a connecting
+		// plugin's synchronization counts, or waitForPlugin could return before the plugin is added.
+		if syncs.Add(1) > 1 {
+			r.synced <- struct{}{}
+		}
 		return err
 	}
 	update := func(context.Context, []*api.ContainerUpdate) ([]*api.ContainerUpdate, error) { return nil, nil }
@@ -177,7 +182,7 @@ func connected(t *testing.T, f *fixture, opts NRIOptions) (*runtimeSide, *proxy,
 	px := startProxy(t, filepath.Join(dir, "plugin.sock"), rt.socket)
 	opts.Socket = px.socket
 	st := f.status(t, ModeNRI)
-	p := NewNRI(f.deps, st, opts)
+	p := NewNRI(f.deps, f.registry(t), st, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Start(ctx) }()
@@ -249,8 +254,10 @@ func answered(st *Status, event, result string) int {
 }
 
 // A batch pod's sandbox gets its pod cgroup written and its container the Linux resources of the translation, as
-// adjustments the runtime receives; an update of the container names it and carries the same values. An LS pod and
-// a best-effort pod without tier resources get nothing.
+// adjustments the runtime receives; an update of the container names it and carries the same values. On cgroup v1
+// the CFS quota is not among them: the plugin writes it to the container's cgroup at StartContainer (runc has made
+// the cgroup, the process has not started) and again after an update. An LS pod and a best-effort pod without tier
+// resources get nothing.
 func TestNRIAdjustsBatchPodsOnly(t *testing.T) {
 	f := newFixture(t, clock.RealClock{}, batchPod(), lsPod(), bePod())
 	rt, _, st := connected(t, f, NRIOptions{PodWait: time.Second})
@@ -267,9 +274,19 @@ func TestNRIAdjustsBatchPodsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateContainer: %v", err)
 	}
-	want := linuxValues{Shares: "2048", Quota: "200000", Period: "100000", Memory: itoa(4 << 30)}
+	want := linuxValues{Shares: "2048", Memory: itoa(4 << 30)}
 	if diff := cmp.Diff(want, valuesOf(created.GetAdjust().GetLinux().GetResources())); diff != "" {
 		t.Errorf("batch container adjustment (-want +got):\n%s", diff)
+	}
+	// runc creates the container's cgroup with the adjustment (and the kubelet's unlimited quota), then the runtime
+	// tells the plugin before it starts the process.
+	ctrDir := batchDir + "/c-batch"
+	f.addCgroup(t, ctrDir)
+	if err := rt.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: batch, Container: container(batch, "c-batch", "main", "")}); err != nil {
+		t.Fatalf("StartContainer: %v", err)
+	}
+	if got := readFile(t, f.root, "cpu/cpu.cfs_quota_us", ctrDir); got != "200000" {
+		t.Errorf("container quota after StartContainer = %s, want 200000", got)
 	}
 	updated, err := rt.nri.UpdateContainer(ctx, &api.UpdateContainerRequest{
 		Pod: batch, Container: container(batch, "c-batch", "main", ""),
@@ -290,6 +307,14 @@ func TestNRIAdjustsBatchPodsOnly(t *testing.T) {
 	if diff := cmp.Diff([]string{"c-batch"}, ids); diff != "" {
 		t.Errorf("the runtime got updates for containers (-want +got):\n%s", diff)
 	}
+	// The kubelet's update reset the quota; after it the plugin writes the container's again.
+	writeFile(t, f.root, "cpu/cpu.cfs_quota_us", ctrDir, "-1")
+	if err := rt.nri.PostUpdateContainer(ctx, &api.PostUpdateContainerRequest{Pod: batch, Container: container(batch, "c-batch", "main", "")}); err != nil {
+		t.Fatalf("PostUpdateContainer: %v", err)
+	}
+	if got := readFile(t, f.root, "cpu/cpu.cfs_quota_us", ctrDir); got != "200000" {
+		t.Errorf("container quota after PostUpdateContainer = %s, want 200000", got)
+	}
 
 	for _, pod := range []*corev1.Pod{lsPod(), bePod()} {
 		expectNoAdjustment(t, rt, pod)
@@ -304,6 +329,8 @@ func TestNRIAdjustsBatchPodsOnly(t *testing.T) {
 		{EventRunPodSandbox, ResultAdjusted, 1}, {EventRunPodSandbox, ResultSkipped, 2},
 		{EventCreateContainer, ResultAdjusted, 1}, {EventCreateContainer, ResultSkipped, 2},
 		{EventUpdateContainer, ResultAdjusted, 1}, {EventUpdateContainer, ResultSkipped, 2},
+		{EventStartContainer, ResultAdjusted, 1}, {EventStartContainer, ResultSkipped, 2},
+		{EventPostUpdateContainer, ResultAdjusted, 1},
 	})
 }
 
@@ -322,6 +349,9 @@ func expectNoAdjustment(t *testing.T, rt *runtimeSide, pod *corev1.Pod) {
 	}
 	if got := valuesOf(created.GetAdjust().GetLinux().GetResources()); got != (linuxValues{}) {
 		t.Errorf("%s pod's container was adjusted: %+v", pod.Name, got)
+	}
+	if err := rt.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: sb, Container: container(sb, "c-"+pod.Name, "main", "")}); err != nil {
+		t.Fatalf("StartContainer %s: %v", pod.Name, err)
 	}
 	updated, err := rt.nri.UpdateContainer(ctx, &api.UpdateContainerRequest{Pod: sb, Container: container(sb, "c-"+pod.Name, "main", ""), LinuxResources: &api.LinuxResources{}})
 	if err != nil {
@@ -374,8 +404,8 @@ func TestNRIReconnectsAfterTheRuntimeRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateContainer: %v", err)
 	}
-	if got := valuesOf(created.GetAdjust().GetLinux().GetResources()); got.Shares != "2048" || got.Quota != "200000" {
-		t.Errorf("a container created after the restart got %+v, want shares 2048 and quota 200000", got)
+	if got := valuesOf(created.GetAdjust().GetLinux().GetResources()); got.Shares != "2048" || got.Memory != itoa(4<<30) {
+		t.Errorf("a container created after the restart got %+v, want shares 2048 and 4 GiB", got)
 	}
 }
 

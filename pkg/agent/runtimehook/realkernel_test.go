@@ -2,9 +2,11 @@ package runtimehook
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/containerd/nri/pkg/api"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -58,7 +60,7 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReconciler(d, st, time.Second)
+	r := NewReconciler(d, newRegistry(t, d), st, time.Second)
 	expect := func(cores float64) {
 		t.Helper()
 		if err := r.Reconcile(context.Background()); err != nil {
@@ -85,4 +87,114 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(2)
+}
+
+// On the real cgroup v1 kernel, the failed start of issue 34: CPU suppression lowers the besteffort quota (and the
+// pod cgroup's, children first) after the hook answered CreateContainer and before runc creates the container's
+// cgroup. runc's writes of the adjustment must be accepted — before, runc wrote the quota fitted to the old limit and
+// the kernel refused it — and the container's own quota arrives at StartContainer, fitted to the lowered one, with
+// the container's first process waiting in its cgroup as runc's init does. When suppression lets go, the reconciler
+// gives the pod and its running container their 2 cores.
+func TestRealKernelContainerStartsWhileSuppressionTightens(t *testing.T) {
+	box := cgrouptest.New(t)
+	l := box.Layout()
+	pod := testutil.Pod("batch").Namespace("jobs").UID(batchUID).
+		Container("main").Requests("kubernetes.io/batch-cpu", "2000", "kubernetes.io/batch-memory", "4Gi").Limits("kubernetes.io/batch-cpu", "2000", "kubernetes.io/batch-memory", "4Gi").Obj()
+	podDir := l.PodDir(pod)
+	box.Mkdir(podDir) // the kubelet makes the pod cgroup before the sandbox
+	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
+	qos := l.QoSDir(corev1.PodQOSBestEffort)
+	period := 100 * time.Millisecond
+	if err := fs.SetCPUQuota(qos, cgroup.CPUQuota{Quota: 150 * time.Millisecond, Period: period}); err != nil {
+		t.Fatal(err)
+	}
+
+	store := statesinformer.NewStore()
+	store.SetPod(pod)
+	exec, err := executor.New(fs, clock.RealClock{}, prometheus.NewRegistry(), executor.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Deps{States: store, Executor: exec, Cgroups: fs, Layout: l, CgroupVersion: cgroup.V1, Clock: clock.RealClock{}}
+	st, err := NewStatus("nri", "", prometheus.NewRegistry(), d.Clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newRegistry(t, d)
+	h := &handler{p: NewNRI(d, reg, st, NRIOptions{PodWait: time.Second})}
+	ctx := context.Background()
+	if _, err := h.Configure(ctx, "", "containerd", "v2.4.2"); err != nil {
+		t.Fatal(err)
+	}
+	sb := sandbox(pod)
+	ctr := container(sb, "c1", "main", "")
+	if err := h.RunPodSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	adjust, _, err := h.CreateContainer(ctx, sb, ctr)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// CPU suppression tightens to 200.01 millicores, as it writes it: children first.
+	lowered := executor.CPUQuota{Quota: 20001 * time.Microsecond, Period: period}
+	if err := exec.Apply(ctx, "cpusuppress", executor.Update{Dir: podDir, Value: lowered}, executor.Update{Dir: qos, Value: lowered}); err != nil {
+		t.Fatalf("suppression could not tighten: %v", err)
+	}
+
+	// runc creates the container's cgroup and writes the adjustment, period before quota.
+	ctrDir := podDir + "/c1"
+	box.Mkdir(ctrDir)
+	if err := runcCreate(fs, ctrDir, adjust.GetLinux().GetResources()); err != nil {
+		t.Fatalf("runc create failed, as the kubelet reported it (RunContainerError): %v", err)
+	}
+	box.Start(ctrDir, "sleep", "300") // runc's init, waiting for the start
+
+	if err := h.StartContainer(ctx, sb, ctr); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := fs.CPUQuota(ctrDir); err != nil || q != cgroup.CPUQuota(lowered) {
+		t.Errorf("container quota after StartContainer = %v (%v), want %v", q, err, lowered)
+	}
+	if got := answered(st, EventStartContainer, ResultAdjusted); got != 1 {
+		t.Errorf("StartContainer answered adjusted %d times, want 1", got)
+	}
+
+	// Suppression lets go; the reconciler raises the pod and its running container to 2 cores.
+	if err := exec.Apply(ctx, "cpusuppress", executor.Update{Dir: qos, Value: executor.CPUQuota{Quota: -1, Period: period}}); err != nil {
+		t.Fatal(err)
+	}
+	running := pod.DeepCopy()
+	running.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", ContainerID: "containerd://c1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	store.SetPod(running)
+	if err := NewReconciler(d, reg, st, time.Second).Reconcile(ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	for _, dir := range []string{podDir, ctrDir} {
+		if q, err := fs.CPUQuota(dir); err != nil || q.Cores() != 2 {
+			t.Errorf("%s quota after suppression let go = %v (%v), want 2 cores", dir, q, err)
+		}
+	}
+}
+
+// runcCreate writes res into the new cgroup dir as runc does when it creates a container on cgroup v1: shares,
+// memory limit, then the CFS period before the quota.
+func runcCreate(fs *cgroup.FS, dir string, res *api.LinuxResources) error {
+	if s := res.GetCpu().GetShares(); s != nil {
+		if err := fs.SetCPUShares(dir, s.GetValue()); err != nil {
+			return err
+		}
+	}
+	if m := res.GetMemory().GetLimit(); m != nil {
+		if err := fs.SetMemoryLimit(dir, m.GetValue()); err != nil {
+			return err
+		}
+	}
+	if q := res.GetCpu().GetQuota(); q != nil && q.GetValue() != 0 {
+		quota := cgroup.CPUQuota{Quota: time.Duration(q.GetValue()) * time.Microsecond, Period: time.Duration(res.GetCpu().GetPeriod().GetValue()) * time.Microsecond}
+		if err := fs.SetCPUQuota(dir, quota); err != nil {
+			return fmt.Errorf("writing quota %v: %w", quota, err)
+		}
+	}
+	return nil
 }

@@ -10,25 +10,26 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 )
 
 // Reconciler is the hook's fallback: a Runnable that, when it starts and every interval after, walks the node's pods
-// and hands the executor the values Translate gives each batch and mid pod, for the pod's cgroup and its running
-// containers' (fitted under the cgroups above, as at creation). It runs in every mode but off: with NRI it catches
+// and hands the executor the values the features of its Registry give each pod's cgroup and its running containers'
+// (StageReconcile: for batch and mid pods, their tier values fitted under the cgroups above, as at creation). It runs in every mode but off: with NRI it catches
 // the pods that started while the plugin was not connected or the agent was down, without NRI it is the hook.
 //
 // The executor writes a value only when it does not already hold it, so a round over pods that have their values
 // writes nothing; the executor's own resync (--executor-resync) undoes later changes made behind its back.
 type Reconciler struct {
 	d        Deps
+	fs       *Registry
 	status   *Status
 	interval time.Duration
-	fit      fitter
 }
 
 // NewReconciler returns the reconciler; d must be complete (see New).
-func NewReconciler(d Deps, status *Status, interval time.Duration) *Reconciler {
-	return &Reconciler{d: d, status: status, interval: interval, fit: d.fitter()}
+func NewReconciler(d Deps, fs *Registry, status *Status, interval time.Duration) *Reconciler {
+	return &Reconciler{d: d, fs: fs, status: status, interval: interval}
 }
 
 // Name is the reconciler's name as a Runnable.
@@ -58,12 +59,15 @@ func (r *Reconciler) Reconcile(ctx context.Context) error {
 	var errs []error
 	n := 0
 	for _, m := range r.d.States.GetAllPods() {
-		plan, ok := Translate(m.Pod)
-		if !ok {
+		u, err := r.podUpdates(ctx, m)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pod %s/%s: %w", m.Pod.Namespace, m.Pod.Name, err))
+		}
+		if len(u) == 0 {
 			continue
 		}
 		n++
-		if err := r.d.Executor.Apply(ctx, OwnerReconciler, r.podUpdates(ctx, m.Pod, plan)...); err != nil {
+		if err := r.d.Executor.Apply(ctx, OwnerReconciler, u...); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", m.Pod.Namespace, m.Pod.Name, err))
 		}
 	}
@@ -74,24 +78,34 @@ func (r *Reconciler) Reconcile(ctx context.Context) error {
 
 // podUpdates are the writes for one pod: its cgroup and each running container's (the executor orders them for the
 // kernel). A container whose cgroup cannot be named (an unknown runtime) is skipped with a log line.
-func (r *Reconciler) podUpdates(ctx context.Context, pod *corev1.Pod, plan Plan) []executor.Update {
+func (r *Reconciler) podUpdates(ctx context.Context, m *statesinformer.PodMeta) ([]executor.Update, error) {
+	pod := m.Pod
 	dir := r.d.Layout.PodDir(pod)
-	reason := "runtime hook reconciler, batch/mid pod " + pod.Namespace + "/" + pod.Name
-	pv := r.fit.podValues(dir, plan)
+	reason := "runtime hook reconciler, pod " + pod.Namespace + "/" + pod.Name
+	pv, err := r.fs.podValues(Target{Stage: StageReconcile, Pod: m, PodDir: dir})
+	if err != nil {
+		return nil, err
+	}
 	u := updates(dir, pv, reason)
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, cs := range statuses {
-			v, ok := plan.Containers[cs.Name]
-			if !ok || cs.State.Running == nil || cs.ContainerID == "" {
+			if cs.State.Running == nil || cs.ContainerID == "" {
 				continue
+			}
+			v, err := r.fs.containerValues(Target{Stage: StageReconcile, Pod: m, PodDir: dir, Container: cs.Name})
+			if errors.Is(err, ErrContainerUnknown) || (err == nil && v.Empty()) {
+				continue
+			}
+			if err != nil {
+				return nil, err
 			}
 			cdir, err := r.d.Layout.ContainerDir(dir, cs.ContainerID)
 			if err != nil {
 				klog.FromContext(ctx).V(2).Info("runtime hook reconciler: skipping a container", "pod", pod.Namespace+"/"+pod.Name, "container", cs.Name, "reason", err)
 				continue
 			}
-			u = append(u, updates(cdir, r.fit.containerValues(dir, &pv, v), reason+" container "+cs.Name)...)
+			u = append(u, updates(cdir, v, reason+" container "+cs.Name)...)
 		}
 	}
-	return u
+	return u, nil
 }

@@ -27,7 +27,7 @@ func TestReconcilerWritesBatchPods(t *testing.T) {
 		f.addCgroup(t, d)
 	}
 	st := f.status(t, ModeReconciler)
-	r := NewReconciler(f.deps, st, 10*time.Second)
+	r := NewReconciler(f.deps, f.registry(t), st, 10*time.Second)
 	if err := r.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestReconcilerRunsAtStartAndEveryInterval(t *testing.T) {
 	f := newFixture(t, clk, first)
 	f.addCgroup(t, batchDir+"/c1")
 	st := f.status(t, ModeNRI)
-	r := NewReconciler(f.deps, st, 10*time.Second)
+	r := NewReconciler(f.deps, f.registry(t), st, 10*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Start(ctx) }()

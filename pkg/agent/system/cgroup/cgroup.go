@@ -66,6 +66,10 @@ type Reader interface {
 	// IOStats is the cgroup's cumulative I/O by device, children included: blkio.throttle.io_service_bytes_recursive
 	// and io_serviced_recursive (v1) or io.stat (v2). Devices without I/O may be absent.
 	IOStats(dir string) (map[Device]IOStat, error)
+	// Children are the names of the cgroups directly below dir, sorted: the directories of dir in the cpu hierarchy
+	// (v1) or the unified one (v2). What exists in the kernel, not what the kubelet reports: a container's cgroup is
+	// there from runc's creating it, before its status says it runs.
+	Children(dir string) ([]string, error)
 	// IdlePageStats is the kidled histogram of the cgroup's idle pages, memory.idle_page_stats: Anolis-like
 	// kernels only; elsewhere the error wraps system.ErrUnsupported.
 	IdlePageStats(dir string) (IdlePageStats, error)

@@ -67,6 +67,21 @@ func (f *FS) Dir(subsystem, dir string) string {
 	return filepath.Join(f.root, dir)
 }
 
+// Children implements Reader.
+func (f *FS) Children(dir string) ([]string, error) {
+	entries, err := os.ReadDir(f.Dir("cpu", dir))
+	if err != nil {
+		return nil, fmt.Errorf("listing the cgroups below %q: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
 // CPUUsage implements Reader.
 func (f *FS) CPUUsage(dir string) (time.Duration, error) {
 	if f.version == V1 {

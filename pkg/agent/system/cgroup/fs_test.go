@@ -284,3 +284,32 @@ func diff(t *testing.T, what string, want, got any) {
 		t.Errorf("%s (-want +got):\n%s", what, d)
 	}
 }
+
+// Children lists the cgroups below a directory, files left out, in the cpu hierarchy on v1 and the unified one on
+// v2; a missing cgroup is fs.ErrNotExist.
+func TestChildren(t *testing.T) {
+	for _, v := range []Version{V1, V2} {
+		t.Run(v.String(), func(t *testing.T) {
+			root := t.TempDir()
+			f := NewFS(root, v)
+			for _, d := range []string{"kubepods/besteffort/podb/c2", "kubepods/besteffort/podb/c1", "kubepods/besteffort/poda"} {
+				if err := os.MkdirAll(f.Dir("cpu", d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(f.Dir("cpu", "kubepods/besteffort/podb"), "cpu.shares"), []byte("2"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.Children("kubepods/besteffort/podb")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"c1", "c2"}, got); diff != "" {
+				t.Errorf("children (-want +got):\n%s", diff)
+			}
+			if _, err := f.Children("kubepods/besteffort/gone"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("children of a missing cgroup: %v, want fs.ErrNotExist", err)
+			}
+		})
+	}
+}

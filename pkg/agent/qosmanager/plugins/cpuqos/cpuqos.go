@@ -13,10 +13,10 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
-	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/tier"
 )
 
 // Name is the plugin's name in --qos-plugins, logs, the executor's audit trail and metrics.
@@ -198,7 +198,7 @@ func underIdleQoS(m *statesinformer.PodMeta, s *slov1alpha1.ResourceQOSStrategy)
 // the kernel refuses cpu.shares of an idle cgroup, so such a pod is not made idle on its own. A BE pod in the
 // besteffort QoS cgroup is idle through that cgroup anyway.
 func hookOwnsShares(pod *corev1.Pod) bool {
-	plan, ok := runtimehook.Translate(pod)
+	plan, ok := tier.Translate(pod)
 	return ok && plan.Pod.CPUShares != 0
 }
 

@@ -258,34 +258,35 @@ func (p *Plugin) applyQuota(ctx context.Context, log klog.Logger, share float64,
 	return err
 }
 
-// clampBelow, on cgroup v1, lowers to q every quota below the besteffort cgroup that is larger: the kernel refuses
-// a parent's quota below a child's there, and the runtime hook gives batch pods and their containers quotas of
-// their own (from kubernetes.io/batch-cpu). The executor writes them before the besteffort cgroup's (children
-// first when tightening); the runtime hook's reconciler raises them again, up to the besteffort quota, when
-// suppression loosens. On v2 the kernel takes the smaller of the two itself.
+// clampBelow, on cgroup v1, lowers to q every quota below the besteffort cgroup that the kernel would refuse under
+// it (cgroup.CPUQuota.Exceeds): the kernel refuses a parent's quota below a child's there, and the runtime hook
+// gives batch pods and their containers quotas of their own (from kubernetes.io/batch-cpu). The executor writes
+// them before the besteffort cgroup's (children first when tightening); the runtime hook's reconciler raises them
+// again, up to the besteffort quota, when suppression loosens. It walks the cgroups themselves, two levels down
+// (pods, then containers), not the pods' statuses: a container whose cgroup runc has just created, and whose quota
+// the runtime hook has just written, is there a second or more before the kubelet reports it running, and missing
+// it would make the kernel refuse the whole tightening. On v2 the kernel takes the smaller of the two itself.
 func (p *Plugin) clampBelow(q executor.CPUQuota, reason string) []executor.Update {
 	if !p.v1 {
 		return nil
 	}
+	limit := cgroup.CPUQuota(q)
 	var updates []executor.Update
 	clamp := func(dir string) {
 		cur, err := p.d.Cgroups.CPUQuota(dir)
-		if err != nil || cur.Unlimited() || cur.Cores() <= cgroup.CPUQuota(q).Cores() {
+		if err != nil || cur.Unlimited() || !cur.Exceeds(limit) {
 			return
 		}
 		updates = append(updates, executor.Update{Dir: dir, Value: q, Reason: "within the besteffort cgroup's " + reason})
 	}
-	for _, m := range p.d.States.GetAllPods() {
-		if m.KubeQoS != corev1.PodQOSBestEffort {
-			continue
-		}
-		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
+	pods, _ := p.d.Cgroups.Children(p.qosDir) // unreadable: nothing to clamp that the write would not report
+	for _, pod := range pods {
+		podDir := p.qosDir + "/" + pod
 		clamp(podDir)
-		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) {
-			if dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID); err == nil {
-				clamp(dir)
-			}
-		})
+		containers, _ := p.d.Cgroups.Children(podDir)
+		for _, c := range containers {
+			clamp(podDir + "/" + c)
+		}
 	}
 	return updates
 }

@@ -255,8 +255,9 @@ func TestQuotaFollowsTheServices(t *testing.T) {
 
 // TestQuotaClampsBatchPodsOnV1: the runtime hook gives a batch pod and its containers a quota of their own (2 cores
 // here, from batch-cpu 2000). On cgroup v1 the kernel refuses a besteffort quota below a child's, so suppression
-// lowers the larger ones to its own in the same batch, children first; smaller ones stay. On v2 nothing but the
-// besteffort cgroup is written.
+// lowers the larger ones to its own in the same batch, children first; smaller ones stay. That includes a container
+// runc has just created, whose status does not say it runs yet (batch-new): its quota would make the kernel refuse
+// the whole tightening. On v2 nothing but the besteffort cgroup is written.
 func TestQuotaClampsBatchPodsOnV1(t *testing.T) {
 	for _, v := range []cgroup.Version{cgroup.V1, cgroup.V2} {
 		t.Run(v.String(), func(t *testing.T) {
@@ -270,9 +271,17 @@ func TestQuotaClampsBatchPodsOnV1(t *testing.T) {
 			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
 			l := r.host.Layout()
 			podDir := l.PodDirOf(corev1.PodQOSBestEffort, b.UID)
-			ctrA, ctrB := podDir+"/batch-a", podDir+"/batch-b"
+			ctrA, ctrB, fresh := podDir+"/batch-a", podDir+"/batch-b", podDir+"/batch-new"
+			if err := os.MkdirAll(r.fs.Dir("cpu", fresh), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.max"} {
+				if err := os.WriteFile(filepath.Join(r.fs.Dir("cpu", fresh), f), []byte("max 100000"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			smallDir := l.PodDirOf(corev1.PodQOSBestEffort, small.UID)
-			hook := map[string]float64{podDir: 2, ctrA: 2, ctrB: 1, smallDir: 0.5, smallDir + "/small-c": 0.5}
+			hook := map[string]float64{podDir: 2, ctrA: 2, ctrB: 1, fresh: 2, smallDir: 0.5, smallDir + "/small-c": 0.5}
 			for dir, cores := range hook {
 				if err := r.fs.SetCPUQuota(dir, cgroup.CPUQuota{Quota: time.Duration(cores * float64(100*time.Millisecond)), Period: 100 * time.Millisecond}); err != nil {
 					t.Fatal(err)
@@ -295,7 +304,7 @@ func TestQuotaClampsBatchPodsOnV1(t *testing.T) {
 			}
 			want := []string{l.QoSDir(corev1.PodQOSBestEffort)}
 			if v == cgroup.V1 {
-				want = []string{ctrA, ctrB, podDir, l.QoSDir(corev1.PodQOSBestEffort)}
+				want = []string{ctrA, ctrB, fresh, podDir, l.QoSDir(corev1.PodQOSBestEffort)}
 			}
 			if diff := cmp.Diff(want, order); diff != "" {
 				t.Errorf("writes of the spike, in order (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package runtimehook
+package tier
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +40,7 @@ type Plan struct {
 var tierCPU, tierMemory = []corev1.ResourceName{slov1alpha1.BatchCPU, slov1alpha1.MidCPU}, []corev1.ResourceName{slov1alpha1.BatchMemory, slov1alpha1.MidMemory}
 
 // Translate returns the cgroup values of a pod that requests batch or mid resources, and false for any other pod
-// (the hook leaves those to the kubelet).
+// (the runtime hook leaves those to the kubelet).
 //
 // The rule: the pod is given the cgroups the kubelet would give it if its tier resources were native ones. Each
 // container's kubernetes.io/batch-cpu and mid-cpu (integer millicores) are added to its cpu, its batch-memory and
