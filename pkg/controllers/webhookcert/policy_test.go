@@ -45,7 +45,7 @@ func kubectl(t *testing.T, e *testenv.Env, args ...string) {
 
 // asManager is a client that authenticates as gleaner-manager's service account with a token of the TokenRequest
 // API, and has only the RBAC of config/rbac.
-func asManager(t *testing.T, e *testenv.Env) client.Client {
+func asManager(t *testing.T, e *testenv.Env) client.WithWatch {
 	t.Helper()
 	for _, ns := range []string{namespace, "default"} {
 		if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -57,7 +57,7 @@ func asManager(t *testing.T, e *testenv.Env) client.Client {
 		args = append(args, "-f", f)
 	}
 	kubectl(t, e, args...)
-	c, err := client.New(e.TokenConfig(e.ServiceAccountToken(t, namespace, managerAccount, nil)), client.Options{Scheme: e.Scheme})
+	c, err := client.NewWithWatch(e.TokenConfig(e.ServiceAccountToken(t, namespace, managerAccount, nil)), client.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestPolicyHoldsTheManagerToTheCABundle(t *testing.T) {
 	})
 
 	// The provisioner, as the manager, still sets the caBundle.
-	p := webhookcert.New(manager, clock.RealClock{}, webhookcert.Options{
+	p, _ := newProvisioner(t, manager, clock.RealClock{}, webhookcert.Options{
 		Namespace: namespace, SecretName: "gleaner-webhook-cert-policy-test", ServiceName: serviceName,
 		ConfigurationName: vwcName, CertDir: t.TempDir(),
 	})
@@ -407,7 +407,7 @@ func TestPolicyHoldsTheManagerToTheMutatingCABundle(t *testing.T) {
 
 	// The provisioner, as the manager, sets the caBundle of both configurations (the validating one is not
 	// installed here, which is not an error).
-	p := webhookcert.New(manager, clock.RealClock{}, webhookcert.Options{
+	p, _ := newProvisioner(t, manager, clock.RealClock{}, webhookcert.Options{
 		Namespace: namespace, SecretName: "gleaner-webhook-cert-mutating-test", ServiceName: serviceName,
 		ConfigurationName: vwcName, MutatingConfigurationName: mwcName, CertDir: t.TempDir(),
 	})
