@@ -196,16 +196,17 @@ func metricsOptions(opts *Options) metricsserver.Options {
 }
 
 // addCertProvisioner, when the manager manages the webhook certificate, makes sure the certificate exists before
-// the webhook server starts (it fails without one), and keeps it current while the manager runs.
+// the webhook server starts (it fails without one), and keeps it and the webhook configurations' caBundle current
+// while the manager runs.
 func addCertProvisioner(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts *Options) error {
 	if opts.Webhook.Port == 0 || opts.Webhook.CertSecret == "" {
 		return nil
 	}
-	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return fmt.Errorf("creating a client for the webhook certificate: %w", err)
 	}
-	p := webhookcert.New(c, clock.RealClock{}, webhookcert.Options{
+	p, err := webhookcert.New(c, clock.RealClock{}, ctrlmetrics.Registry, webhookcert.Options{
 		Namespace:                 opts.Namespace,
 		SecretName:                opts.Webhook.CertSecret,
 		ServiceName:               opts.Webhook.ServiceName,
@@ -213,6 +214,9 @@ func addCertProvisioner(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config,
 		MutatingConfigurationName: opts.Webhook.MutatingConfigurationName,
 		CertDir:                   opts.Webhook.CertDir,
 	})
+	if err != nil {
+		return err
+	}
 	if err := p.Ensure(ctx); err != nil {
 		return fmt.Errorf("preparing the webhook certificate: %w", err)
 	}

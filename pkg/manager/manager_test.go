@@ -190,6 +190,9 @@ func TestManagerServesAndStops(t *testing.T) {
 	// The controllers' metrics go to the registry the manager serves.
 	waitHTTP(t, done, metrics, scraper, "gleaner_noderesource_node_writes_total 0")
 	waitHTTP(t, done, metrics, scraper, "gleaner_nodeallocation_status_writes_total")
+	// Both webhook configurations were installed without a caBundle: the manager found them so and set it.
+	waitHTTP(t, done, metrics, scraper, `gleaner_webhook_cabundle_repairs_total{configuration="`+vwc.Name+`",reason="missing"} 1`)
+	waitHTTP(t, done, metrics, scraper, `gleaner_webhook_cabundle_repairs_total{configuration="`+mwc.Name+`",reason="missing"} 1`)
 	if status := statusOf(t, metrics, ""); status != http.StatusUnauthorized {
 		t.Errorf("GET /metrics without a token: %d, want 401", status)
 	}

@@ -45,7 +45,7 @@ func kubectl(t *testing.T, e *testenv.Env, args ...string) {
 
 // asManager is a client that authenticates as gleaner-manager's service account with a token of the TokenRequest
 // API, and has only the RBAC of config/rbac.
-func asManager(t *testing.T, e *testenv.Env) client.Client {
+func asManager(t *testing.T, e *testenv.Env) client.WithWatch {
 	t.Helper()
 	for _, ns := range []string{namespace, "default"} {
 		if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -57,7 +57,7 @@ func asManager(t *testing.T, e *testenv.Env) client.Client {
 		args = append(args, "-f", f)
 	}
 	kubectl(t, e, args...)
-	c, err := client.New(e.TokenConfig(e.ServiceAccountToken(t, namespace, managerAccount, nil)), client.Options{Scheme: e.Scheme})
+	c, err := client.NewWithWatch(e.TokenConfig(e.ServiceAccountToken(t, namespace, managerAccount, nil)), client.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +84,75 @@ var changes = []struct {
 	{"a longer timeout", func(w *admissionregistrationv1.ValidatingWebhook) { w.TimeoutSeconds = ptr.To[int32](30) }},
 }
 
+// Metadata an administrator gave the webhook configuration (kubectl apply keeps its last-applied annotation so).
+const (
+	adminLabel      = "app.kubernetes.io/part-of"
+	adminAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// metadataChanges are what a compromised manager would do to a webhook configuration's metadata, each refused by
+// the policy: RBAC's update covers metadata as much as the webhooks.
+var metadataChanges = []struct {
+	name   string
+	change func(o metav1.Object)
+}{
+	{"a label added", func(o metav1.Object) { o.SetLabels(with(o.GetLabels(), "attacker.example/owned", "true")) }},
+	{"the administrator's label changed", func(o metav1.Object) { o.SetLabels(with(o.GetLabels(), adminLabel, "attacker")) }},
+	{"the administrator's annotation removed", func(o metav1.Object) {
+		a := o.GetAnnotations()
+		delete(a, adminAnnotation)
+		o.SetAnnotations(a)
+	}},
+	{"cert-manager's CA injection from a certificate of the attacker's", func(o metav1.Object) {
+		o.SetAnnotations(with(o.GetAnnotations(), "cert-manager.io/inject-ca-from", "gleaner-system/attacker"))
+	}},
+	{"a finalizer that keeps an administrator's delete from completing", func(o metav1.Object) {
+		o.SetFinalizers(append(o.GetFinalizers(), "attacker.example/keep"))
+	}},
+	{"owned by an object that does not exist, for the garbage collector to delete it", func(o metav1.Object) {
+		o.SetOwnerReferences(append(o.GetOwnerReferences(), metav1.OwnerReference{
+			APIVersion: "v1", Kind: "Namespace", Name: "gone", UID: "00000000-0000-0000-0000-000000000001",
+		}))
+	}},
+}
+
+// with returns a copy of m with key set to value.
+func with(m map[string]string, key, value string) map[string]string {
+	out := map[string]string{key: value}
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// giveAdminMetadata has an administrator label and annotate the webhook configuration, so that the manager's
+// changes to existing metadata can be tried.
+func giveAdminMetadata(t *testing.T, e *testenv.Env, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetLabels(with(obj.GetLabels(), adminLabel, "gleaner"))
+	obj.SetAnnotations(with(obj.GetAnnotations(), adminAnnotation, "{}"))
+	if err := e.Client.Update(ctx, obj); err != nil {
+		t.Fatalf("labelling %s as an administrator: %v", obj.GetName(), err)
+	}
+}
+
+// expectMetadataRefused tries each metadata change as the manager and wants the policy's refusal.
+func expectMetadataRefused(t *testing.T, name string, try func(change func(metav1.Object)) error) {
+	t.Helper()
+	for _, c := range metadataChanges {
+		err := try(c.change)
+		if err == nil || !strings.Contains(err.Error(), "gleaner-manager may not change the labels, annotations, finalizers or owner references of "+name) {
+			t.Errorf("%s of %s as the manager: want the policy's refusal, got %v", c.name, name, err)
+		}
+	}
+}
+
 // TestPolicyHoldsTheManagerToTheCABundle installs config/policy from the kustomize tree and the manager's RBAC,
 // and acts as gleaner-manager's service account: the webhook certificate provisioner still sets the caBundle, and
 // every other change to the webhook configuration, which RBAC alone lets through, is refused. An administrator's
@@ -92,6 +161,7 @@ func TestPolicyHoldsTheManagerToTheCABundle(t *testing.T) {
 	e := env.Start(t)
 	ctx := context.Background()
 	installShippedWebhookConfiguration(t, e)
+	giveAdminMetadata(t, e, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: vwcName}})
 	manager := asManager(t, e)
 	get := func() *admissionregistrationv1.ValidatingWebhookConfiguration {
 		t.Helper()
@@ -107,10 +177,20 @@ func TestPolicyHoldsTheManagerToTheCABundle(t *testing.T) {
 		change(&vwc.Webhooks[0])
 		return manager.Update(ctx, vwc, client.DryRunAll)
 	}
+	tryMetadataAsManager := func(change func(metav1.Object)) error {
+		vwc := get()
+		change(vwc)
+		return manager.Update(ctx, vwc, client.DryRunAll)
+	}
 
-	// Without the policy the manager's RBAC lets it rewrite the webhook as it likes.
+	// Without the policy the manager's RBAC lets it rewrite the webhook and its metadata as it likes.
 	for _, c := range changes {
 		if err := tryAsManager(c.change); err != nil {
+			t.Fatalf("without the policy, %s as the manager: %v (RBAC should allow it; the policy is what refuses it)", c.name, err)
+		}
+	}
+	for _, c := range metadataChanges {
+		if err := tryMetadataAsManager(c.change); err != nil {
 			t.Fatalf("without the policy, %s as the manager: %v (RBAC should allow it; the policy is what refuses it)", c.name, err)
 		}
 	}
@@ -125,7 +205,7 @@ func TestPolicyHoldsTheManagerToTheCABundle(t *testing.T) {
 	})
 
 	// The provisioner, as the manager, still sets the caBundle.
-	p := webhookcert.New(manager, clock.RealClock{}, webhookcert.Options{
+	p, _ := newProvisioner(t, manager, clock.RealClock{}, webhookcert.Options{
 		Namespace: namespace, SecretName: "gleaner-webhook-cert-policy-test", ServiceName: serviceName,
 		ConfigurationName: vwcName, CertDir: t.TempDir(),
 	})
@@ -145,6 +225,7 @@ func TestPolicyHoldsTheManagerToTheCABundle(t *testing.T) {
 			t.Errorf("%s as the manager: want the policy's refusal, got %v", c.name, err)
 		}
 	}
+	expectMetadataRefused(t, vwcName, tryMetadataAsManager)
 	// Nor a webhook added, nor one removed, nor the configuration deleted (RBAC already refuses the delete).
 	vwc := get()
 	vwc.Webhooks = append(vwc.Webhooks, *vwc.Webhooks[0].DeepCopy())
@@ -166,6 +247,11 @@ func TestPolicyHoldsTheManagerToTheCABundle(t *testing.T) {
 	vwc.Webhooks[0].TimeoutSeconds = ptr.To[int32](10)
 	if err := e.Client.Update(ctx, vwc, client.DryRunAll); err != nil {
 		t.Errorf("an administrator's change: %v", err)
+	}
+	vwc = get()
+	vwc.SetAnnotations(with(vwc.GetAnnotations(), "cert-manager.io/inject-ca-from", "gleaner-system/gleaner-webhook"))
+	if err := e.Client.Update(ctx, vwc, client.DryRunAll); err != nil {
+		t.Errorf("an administrator's annotation: %v", err)
 	}
 }
 
@@ -209,6 +295,50 @@ func TestPolicyComparesEveryWebhookField(t *testing.T) {
 	}
 }
 
+// serverMetadata are the ObjectMeta fields the policy leaves alone, and why.
+var serverMetadata = map[string]string{
+	"name":                       "immutable; the policy's messages name it",
+	"namespace":                  "webhook configurations are cluster-scoped",
+	"selfLink":                   "no longer set",
+	"uid":                        "immutable, set by the API server",
+	"resourceVersion":            "set by the API server",
+	"generation":                 "set by the API server",
+	"creationTimestamp":          "immutable, set by the API server",
+	"deletionTimestamp":          "set by the API server on delete",
+	"deletionGracePeriodSeconds": "set by the API server on delete",
+	"managedFields":              "written by the API server on every update",
+}
+
+// TestPolicyComparesEveryMetadataField: the policy compares every field of the configurations' metadata that a
+// client writes, and the configurations have no top-level field but metadata and webhooks, so a field a new
+// Kubernetes version adds fails here until the policy compares it or says why not.
+func TestPolicyComparesEveryMetadataField(t *testing.T) {
+	b, err := os.ReadFile(filepath.Clean(policyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := string(b)
+	meta := reflect.TypeFor[metav1.ObjectMeta]()
+	for i := range meta.NumField() {
+		name, _, _ := strings.Cut(meta.Field(i).Tag.Get("json"), ",")
+		if _, ok := serverMetadata[name]; ok {
+			continue
+		}
+		if !strings.Contains(policy, "object.metadata.?"+name+" == oldObject.metadata.?"+name) {
+			t.Errorf("the policy does not compare metadata.%s: the manager could change it", name)
+		}
+	}
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[admissionregistrationv1.ValidatingWebhookConfiguration](), reflect.TypeFor[admissionregistrationv1.MutatingWebhookConfiguration](),
+	} {
+		for i := range typ.NumField() {
+			if f := typ.Field(i); !f.Anonymous && f.Name != "ObjectMeta" && f.Name != "Webhooks" {
+				t.Errorf("%s has a field %s the policy does not compare", typ.Name(), f.Name)
+			}
+		}
+	}
+}
+
 const mwcName = "gleaner-mutating-webhook-configuration"
 
 // TestPolicyHoldsTheManagerToTheMutatingCABundle: the same policy holds the manager to the caBundle of the
@@ -229,6 +359,7 @@ func TestPolicyHoldsTheManagerToTheMutatingCABundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), shipped) })
+	giveAdminMetadata(t, e, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: mwcName}})
 	manager := asManager(t, e)
 	kubectl(t, e, "apply", "-k", policyDir)
 	t.Cleanup(func() { _ = e.Kubectl("delete", "--wait=false", "-k", policyDir).Run() })
@@ -244,6 +375,11 @@ func TestPolicyHoldsTheManagerToTheMutatingCABundle(t *testing.T) {
 	tryAsManager := func(change func(*admissionregistrationv1.MutatingWebhook)) error {
 		mwc := get()
 		change(&mwc.Webhooks[0])
+		return manager.Update(ctx, mwc, client.DryRunAll)
+	}
+	tryMetadataAsManager := func(change func(metav1.Object)) error {
+		mwc := get()
+		change(mwc)
 		return manager.Update(ctx, mwc, client.DryRunAll)
 	}
 	mutatingChanges := []struct {
@@ -271,7 +407,7 @@ func TestPolicyHoldsTheManagerToTheMutatingCABundle(t *testing.T) {
 
 	// The provisioner, as the manager, sets the caBundle of both configurations (the validating one is not
 	// installed here, which is not an error).
-	p := webhookcert.New(manager, clock.RealClock{}, webhookcert.Options{
+	p, _ := newProvisioner(t, manager, clock.RealClock{}, webhookcert.Options{
 		Namespace: namespace, SecretName: "gleaner-webhook-cert-mutating-test", ServiceName: serviceName,
 		ConfigurationName: vwcName, MutatingConfigurationName: mwcName, CertDir: t.TempDir(),
 	})
@@ -290,4 +426,5 @@ func TestPolicyHoldsTheManagerToTheMutatingCABundle(t *testing.T) {
 			t.Errorf("%s as the manager: want the policy's refusal, got %v", c.name, err)
 		}
 	}
+	expectMetadataRefused(t, mwcName, tryMetadataAsManager)
 }

@@ -16,14 +16,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -31,8 +38,8 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",namespace=gleaner-system,resources=secrets,verbs=get;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update,resourceNames=gleaner-validating-webhook-configuration
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=gleaner-mutating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update,resourceNames=gleaner-validating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update,resourceNames=gleaner-mutating-webhook-configuration
 
 // Keys of the certificate Secret.
 const (
@@ -51,8 +58,22 @@ const (
 	validity = 365 * 24 * time.Hour
 	// renewBefore is how long before expiry the certificate is replaced.
 	renewBefore = 30 * 24 * time.Hour
-	// interval is how often Start runs Ensure again.
+	// interval is how often Start runs Ensure again, whether or not a webhook configuration changed: the
+	// certificate's renewal comes from this.
 	interval = time.Hour
+	// Ensure's retries after an error wait from retryMin, doubling, up to retryMax.
+	retryMin, retryMax = time.Second, 5 * time.Minute
+)
+
+// Reasons of the repairs metric: what a webhook configuration held when it was found without the current bundle.
+const (
+	// ReasonMissing is a webhook without any caBundle (the configuration was created or replaced without one): the
+	// API server could not call it, so admission went on without it where it fails open and refused where it
+	// fails closed.
+	ReasonMissing = "missing"
+	// ReasonOutdated is a webhook with a caBundle other than the current one: the certificate was renewed, or
+	// someone else wrote the bundle.
+	ReasonOutdated = "outdated"
 )
 
 // Options name what the Provisioner manages.
@@ -79,9 +100,10 @@ type Options struct {
 // replica, leader or not, since every replica serves the webhooks; every step is idempotent and replicas converge
 // on the Secret's content.
 type Provisioner struct {
-	client client.Client
-	clock  clock.WithTicker
-	opts   Options
+	client  client.WithWatch
+	clock   clock.WithTicker
+	opts    Options
+	repairs *prometheus.CounterVec
 }
 
 var (
@@ -89,31 +111,117 @@ var (
 	_ manager.LeaderElectionRunnable = &Provisioner{}
 )
 
-// New returns a Provisioner. c must read from the API server directly (not from a cache): Ensure runs before the
-// manager starts.
-func New(c client.Client, clk clock.WithTicker, opts Options) *Provisioner {
-	return &Provisioner{client: c, clock: clk, opts: opts}
+// New returns a Provisioner whose metric is registered in reg. c must read from the API server directly (not from a
+// cache): Ensure runs before the manager starts; Start watches the webhook configurations through it.
+func New(c client.WithWatch, clk clock.WithTicker, reg prometheus.Registerer, opts Options) (*Provisioner, error) {
+	p := &Provisioner{client: c, clock: clk, opts: opts}
+	p.repairs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gleaner_webhook_cabundle_repairs_total",
+		Help: "Times the manager found a webhook configuration without the current CA bundle and set it, by what it found: " +
+			"missing (a webhook had none, so the API server could not call it: admission went on without it where it fails open, " +
+			"and refused where it fails closed), outdated (another bundle: a certificate renewal, or someone else's bundle).",
+	}, []string{"configuration", "reason"})
+	if err := reg.Register(p.repairs); err != nil {
+		return nil, fmt.Errorf("registering the webhook certificate metrics: %w", err)
+	}
+	for _, name := range p.configurationNames() {
+		for _, reason := range []string{ReasonMissing, ReasonOutdated} {
+			p.repairs.WithLabelValues(name, reason)
+		}
+	}
+	return p, nil
+}
+
+// configurationNames are the webhook configurations whose caBundle p keeps.
+func (p *Provisioner) configurationNames() []string {
+	if p.opts.MutatingConfigurationName == "" {
+		return []string{p.opts.ConfigurationName}
+	}
+	return []string{p.opts.ConfigurationName, p.opts.MutatingConfigurationName}
 }
 
 // NeedLeaderElection is false: every replica serves the webhook and needs the certificate.
 func (p *Provisioner) NeedLeaderElection() bool { return false }
 
-// Start runs Ensure every hour until ctx ends, so a renewal, a Secret updated by another replica, or a webhook
-// configuration created again without a caBundle is picked up. Errors are logged and retried at the next tick.
+// ensureKey is the one item of Start's queue: every trigger asks for the same Ensure.
+const ensureKey = "ensure"
+
+// Start runs Ensure until ctx ends: whenever either webhook configuration is created or changed (a configuration
+// applied again without its caBundle gets it back within moments, not at the next hourly run), and every hour, so
+// that a renewal or a Secret updated by another replica is picked up. It watches only the two configurations, by
+// name. Errors are logged and Ensure retried, from a second up to every five minutes.
 func (p *Provisioner) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("webhookcert")
-	t := p.clock.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-			if err := p.Ensure(ctx); err != nil {
-				logger.Error(err, "keeping the webhook certificate current")
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("webhookcert"))
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryMin, retryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: p.clock})
+	trigger := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { queue.Add(ensureKey) },
+		UpdateFunc: func(any, any) { queue.Add(ensureKey) },
+	}
+	informers := []toolscache.Controller{p.informer(&admissionregistrationv1.ValidatingWebhookConfigurationList{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, p.opts.ConfigurationName, trigger)}
+	if p.opts.MutatingConfigurationName != "" {
+		informers = append(informers, p.informer(&admissionregistrationv1.MutatingWebhookConfigurationList{},
+			&admissionregistrationv1.MutatingWebhookConfiguration{}, p.opts.MutatingConfigurationName, trigger))
+	}
+	var wg sync.WaitGroup
+	for _, inf := range informers {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	wg.Go(func() {
+		defer queue.ShutDown()
+		t := p.clock.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				queue.Add(ensureKey)
 			}
 		}
+	})
+	for p.ensureNext(ctx, queue) {
 	}
+	wg.Wait()
+	return nil
+}
+
+// ensureNext runs Ensure for the next item of queue; false once the queue is shut down.
+func (p *Provisioner) ensureNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) bool {
+	key, shutdown := queue.Get()
+	if shutdown {
+		return false
+	}
+	defer queue.Done(key)
+	if err := p.Ensure(ctx); err != nil {
+		if ctx.Err() == nil { // not the shutdown's
+			log.FromContext(ctx).Error(err, "keeping the webhook certificate current; retrying", "retries", queue.NumRequeues(key))
+			queue.AddRateLimited(key)
+		}
+		return true
+	}
+	queue.Forget(key)
+	return true
+}
+
+// informer watches the one object called name of list's kind, and calls h for it.
+func (p *Provisioner) informer(list client.ObjectList, obj runtime.Object, name string, h toolscache.ResourceEventHandler) toolscache.Controller {
+	// RBAC grants list and watch for the one name only when the request selects that name.
+	byName := fields.OneTermEqualSelector("metadata.name", name)
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, _ := list.DeepCopyObject().(client.ObjectList)
+			return l, p.client.List(ctx, l, &client.ListOptions{FieldSelector: byName, Raw: &o})
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			l, _ := list.DeepCopyObject().(client.ObjectList)
+			return p.client.Watch(ctx, l, &client.ListOptions{FieldSelector: byName, Raw: &o})
+		},
+	}
+	_, c := toolscache.NewInformerWithOptions(toolscache.InformerOptions{ListerWatcher: lw, ObjectType: obj, Handler: h})
+	return c
 }
 
 // Ensure makes the Secret hold a certificate valid for more than 30 days for the Service's names, writes it into
@@ -369,19 +477,26 @@ func (p *Provisioner) patchCABundle(ctx context.Context, wc webhookConfiguration
 		if err != nil {
 			return fmt.Errorf("reading %s %s: %w", kind, name, err)
 		}
-		changed := false
+		found := ""
 		for _, cc := range wc.clientConfigs() {
-			if !bytes.Equal(cc.CABundle, bundle) {
-				cc.CABundle = slices.Clone(bundle)
-				changed = true
+			switch {
+			case bytes.Equal(cc.CABundle, bundle):
+				continue
+			case len(cc.CABundle) == 0:
+				found = ReasonMissing
+			case found == "":
+				found = ReasonOutdated
 			}
+			cc.CABundle = slices.Clone(bundle)
 		}
-		if !changed {
+		if found == "" {
 			return nil
 		}
 		err = p.client.Update(ctx, obj)
 		if err == nil {
-			log.FromContext(ctx).Info("set the webhook CA bundle", "kind", kind, "configuration", name)
+			p.repairs.WithLabelValues(name, found).Inc()
+			log.FromContext(ctx).Info("set the webhook CA bundle", "kind", kind, "configuration", name, "found", found,
+				"created", obj.GetCreationTimestamp().UTC().Format(time.RFC3339))
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= 3 {
