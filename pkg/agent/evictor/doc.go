@@ -3,7 +3,7 @@
 //
 // The plugins decide which pod should go and why; the Evictor decides whether it may go now and does it:
 //
-//   - only best-effort pods (IsBestEffort): asking for anything else is an error that touches nothing;
+//   - only best-effort pods (slov1alpha1.PodClass.BestEffort): asking for anything else is an error that touches nothing;
 //   - through the Eviction API (policy/v1), so PodDisruptionBudgets hold: a refusal (HTTP 429) is remembered and
 //     the pod is not asked for again before Options.RetryAfter, and never forced;
 //   - at most Options.Burst at once and Options.RatePerMinute after that on this node (a token bucket on the

@@ -19,6 +19,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
 // The agent asks the API server to evict pods and reports what it did on them.
@@ -121,7 +123,7 @@ const (
 )
 
 var (
-	// ErrNotBestEffort is returned for a pod the Evictor may not touch (see IsBestEffort).
+	// ErrNotBestEffort is returned for a pod the Evictor may not touch (see slov1alpha1.PodClass.BestEffort).
 	ErrNotBestEffort = errors.New("the pod is not best-effort")
 	// ErrUnreachable is wrapped by Evict's error when the API server did not answer, or answered that it cannot
 	// serve (503, timeouts): the condition under which KillLocally is the last resort.
@@ -210,7 +212,7 @@ func New(c client.Client, killer Killer, clk clock.WithTicker, reg prometheus.Re
 // ErrUnreachable when the API server did not answer.
 func (e *Evictor) Evict(ctx context.Context, pod *corev1.Pod, reason, message string) (Result, error) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "reason", reason)
-	if !IsBestEffort(pod) {
+	if !slov1alpha1.ClassOf(pod).BestEffort {
 		e.count(actionEvict, reason, resultNotBestEffort)
 		return "", fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, ErrNotBestEffort)
 	}

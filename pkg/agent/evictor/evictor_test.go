@@ -573,36 +573,6 @@ func TestKillLocallySwitchedOffAndDryRun(t *testing.T) {
 	}
 }
 
-func TestIsBestEffort(t *testing.T) {
-	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
-	}{
-		{"BE label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "BE").Obj(), true},
-		{"BE alias label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClassAlias, "BE").Obj(), true},
-		{"batch band", testutil.Pod("p").Priority(5500).Obj(), true},
-		{"free band", testutil.Pod("p").Priority(3000).Obj(), true},
-		{"LS label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "LS").Obj(), false},
-		{"prod band, Kubernetes BestEffort", testutil.Pod("p").Priority(9000).Obj(), false},
-		{"prod band, BE label", testutil.Pod("p").Priority(9000).Label(slov1alpha1.LabelQoSClass, "BE").Obj(), true},
-		{"mid band", testutil.Pod("p").Priority(7999).Obj(), false},
-		{"between bands, burstable: LS", testutil.Pod("p").Priority(6000).Container("c").Requests("cpu", "100m").Obj(), false},
-		{"nothing, burstable: LS", testutil.Pod("p").Container("c").Requests("cpu", "100m").Obj(), false},
-		{"an unknown class, burstable: LS", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "be").Container("c").Requests("cpu", "100m").Obj(), false},
-		{"Kubernetes BestEffort without a label: BE", testutil.Pod("p").Container("c").Obj(), true},
-		{"system-node-critical BestEffort", testutil.Pod("p").Priority(2000001000).Container("c").Obj(), false},
-		{"static pod's mirror, BE label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "BE").Annotation(mirrorAnnotation, "x").Obj(), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := IsBestEffort(tt.pod); got != tt.want {
-				t.Errorf("IsBestEffort = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestOptionsValidate(t *testing.T) {
 	valid := DefaultOptions()
 	valid.NodeName = "n"

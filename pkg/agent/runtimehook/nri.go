@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/cpuset"
 
-	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
@@ -277,7 +276,7 @@ func (p *NRI) containerValues(sb *api.PodSandbox, ctr *api.Container, requested 
 	}
 	var cpus cpuset.CPUSet
 	narrow := false
-	if qosmanager.IsBestEffort(m) {
+	if m.BestEffort {
 		cpus, narrow = p.fit.cpuSet(dir, requested)
 	}
 	if v.Empty() && !narrow {

@@ -296,7 +296,7 @@ func (p *Plugin) bestEffortDirs() ([]string, map[string]bool) {
 	for _, m := range p.d.States.GetAllPods() {
 		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		known[dir] = true
-		if m.Pod.Status.Phase == corev1.PodRunning && qosmanager.IsBestEffort(m) {
+		if m.Pod.Status.Phase == corev1.PodRunning && m.BestEffort {
 			dirs = append(dirs, dir)
 		}
 	}

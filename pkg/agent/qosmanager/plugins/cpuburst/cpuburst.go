@@ -193,7 +193,7 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	r.pods[m.Pod.UID] = true
 	cfg, k := node, knobs{}
 	// Only services: batch, free and mid pods run on reclaimed CPU, and their quotas are the runtime hook's.
-	other := m.Priority != slov1alpha1.PriorityProd || qosmanager.IsBestEffort(m)
+	other := m.Priority != slov1alpha1.PriorityProd || m.BestEffort
 	if !other {
 		var err error
 		if cfg, k, err = podConfig(m.Pod, node); err != nil {

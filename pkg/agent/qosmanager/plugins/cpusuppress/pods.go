@@ -68,11 +68,11 @@ func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 	}
 }
 
-// confinedPod reports whether the cpuset policy confines pod m: a best-effort pod (qosmanager.IsBestEffort), or any
+// confinedPod reports whether the cpuset policy confines pod m: a best-effort pod (PodMeta.BestEffort), or any
 // pod in the besteffort QoS cgroup, which the kernel confines with it whatever its Gleaner class (on v1 a parent's
 // cpuset must hold its children's, so those pods' cgroups must be written too).
 func confinedPod(m *statesinformer.PodMeta) bool {
-	return m.KubeQoS == corev1.PodQOSBestEffort || qosmanager.IsBestEffort(m)
+	return m.KubeQoS == corev1.PodQOSBestEffort || m.BestEffort
 }
 
 // cpuView is the CPUs best-effort pods may be given, read again every cpusRefresh or when a Guaranteed pod's
@@ -120,7 +120,7 @@ func (v *cpuView) refresh(p *Plugin, pods []*statesinformer.PodMeta) error {
 	}
 	var exclusive []int
 	for _, m := range pods {
-		if m.KubeQoS != corev1.PodQOSGuaranteed || qosmanager.IsBestEffort(m) || m.Pod.Status.Phase != corev1.PodRunning {
+		if m.KubeQoS != corev1.PodQOSGuaranteed || m.BestEffort || m.Pod.Status.Phase != corev1.PodRunning {
 			continue
 		}
 		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
