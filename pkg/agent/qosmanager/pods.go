@@ -1,6 +1,8 @@
 package qosmanager
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
@@ -16,6 +18,16 @@ func ForRunningContainers(pod *corev1.Pod, fn func(*corev1.ContainerStatus)) {
 			}
 		}
 	}
+}
+
+// ContainerSpec is the pod's container (or init container) of that name; nil when it has none.
+func ContainerSpec(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		if i := slices.IndexFunc(list, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // WithRunningContainers returns the pods with a running container: those whose pod cgroups surely exist.

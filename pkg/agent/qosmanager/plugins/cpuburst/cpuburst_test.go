@@ -95,7 +95,8 @@ func (r *rig) kubelet(pod *corev1.Pod) {
 	if err := r.fs.SetCPUQuota(podDir, cgroup.PodResources(pod).CPUQuota); err != nil {
 		r.t.Fatal(err)
 	}
-	forRunning(pod, func(c *corev1.Container, st *corev1.ContainerStatus) {
+	qosmanager.ForRunningContainers(pod, func(st *corev1.ContainerStatus) {
+		c := qosmanager.ContainerSpec(pod, st.Name)
 		dir, err := l.ContainerDir(podDir, st.ContainerID)
 		if err != nil {
 			r.t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
@@ -153,7 +154,7 @@ func (p *Plugin) capacity() (capacity, reserved float64, err error) {
 		}
 	}
 	if capacity <= 0 {
-		if t := p.topology(); t != nil {
+		if t := qosmanager.NodeTopology(p.d.Cache); t != nil {
 			capacity = float64(t.NumCPUs())
 		}
 	}
