@@ -11,7 +11,7 @@
 //  5. the runtime hook (pkg/agent/runtimehook): the NRI plugin, then its reconciler, which give batch and mid pods
 //     their cgroup limits;
 //  6. the collectors (pkg/agent/collector); waited for until each has run once;
-//  7. the evictor (pkg/agent/evictor), the QoS manager and its plugins (pkg/agent/qosmanager);
+//  7. the event writer (pkg/agent/events), the QoS manager and its plugins (pkg/agent/qosmanager);
 //  8. the NodeMetric reporter (pkg/agent/reporter).
 //
 // On shutdown every module's context ends at once and the agent waits for all of them, at most ShutdownTimeout.

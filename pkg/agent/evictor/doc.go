@@ -17,7 +17,5 @@
 // ErrUnreachable): it kills the best-effort pod's processes through its cgroup, and writes the Warning event that
 // says so once the API server answers again. Options.LocalKill switches it off.
 //
-// Events are core/v1 Events written with the agent's client: no clientset and no event broadcaster, which would
-// cost the agent memory it does not have. An event that cannot be written waits in a bounded queue that Start (and
-// every later event) retries.
+// The events go through the agent's event writer (pkg/agent/events), which keeps those it cannot write yet.
 package evictor
