@@ -9,6 +9,8 @@
 //     classes, pods and containers, and a reader/writer over the cgroup files the agent uses, the same API on
 //     cgroup v1 and v2.
 //
-// This package itself holds what they share: ErrUnsupported, bounded reads (ReadFile, LimitReader, ErrTooLarge) and
-// the pressure-file parser (ParsePressure).
+// This package itself holds what they share: ErrUnsupported, bounded reads (ReadFile, LimitReader, ErrTooLarge),
+// the line and field loops of the kernel-file parsers (Lines, NextField), the pressure-file parser (ParsePressure), kidled's scan period
+// (KidledScanPeriod), and the one atomic write of the agent's own files on the node, the QoS plugins' state files and
+// the prediction checkpoints (WriteFileAtomic: temporary file, fsync, rename, fsync of the directory).
 package system

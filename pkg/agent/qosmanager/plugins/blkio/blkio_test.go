@@ -447,23 +447,13 @@ func TestResolve(t *testing.T) {
 		{slov1alpha1.BlockCfg{Name: "vg0-x", Type: slov1alpha1.BlockVolumeGroup}, []cgroup.Device{vdb}},
 	}
 	for _, tt := range tests {
-		got, err := r.p.sys.resolve(tt.b)
+		got, err := resolve(r.p.sysRoot, tt.b)
 		if err != nil {
 			t.Errorf("%s %q: %v", tt.b.Type, tt.b.Name, err)
 			continue
 		}
 		if d := cmp.Diff(tt.want, got); d != "" {
 			t.Errorf("%s %q (-want +got):\n%s", tt.b.Type, tt.b.Name, d)
-		}
-	}
-}
-
-func TestLVMVG(t *testing.T) {
-	for name, want := range map[string]string{
-		"vg0-data": "vg0", "vg0-my--lv": "vg0", "my--vg-lv": "my-vg", "a--b--c-d--e": "a-b-c", "vg-lv-real": "vg", "nodash": "", "vg--": "",
-	} {
-		if got := lvmVG(name); got != want {
-			t.Errorf("lvmVG(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

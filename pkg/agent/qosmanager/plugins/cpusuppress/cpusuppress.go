@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 )
 
 // Name is the plugin's name in --qos-plugins, logs, the executor's audit trail and metrics.
@@ -52,14 +52,13 @@ const (
 // NodeSLO's cpuSuppressPolicy: a CFS quota on the besteffort QoS cgroup, or a set of whole CPUs for best-effort
 // pods. It is a prometheus.Collector of its one gauge.
 type Plugin struct {
-	d        qosmanager.Deps
-	statPath string
-	buf      []byte
-	v1       bool // each cpuset cgroup holds its own cpuset.cpus, which must be within its parent's
-	qosDir   string
-	qosDirs  []string // qosDir alone: what the cfsQuota policy confines
-	minCPUs  int      // minCPUSetCPUs; tests on a two-CPU machine lower it
-	limit    prometheus.Gauge
+	d       qosmanager.Deps
+	buf     []byte // for proc.FS.StatTotal
+	v1      bool   // each cpuset cgroup holds its own cpuset.cpus, which must be within its parent's
+	qosDir  string
+	qosDirs []string // qosDir alone: what the cfsQuota policy confines
+	minCPUs int      // minCPUSetCPUs; tests on a two-CPU machine lower it
+	limit   prometheus.Gauge
 
 	// prev is the last sample, the next one is measured against; spare is a buffer for the next one's usages.
 	prev  sample
@@ -92,14 +91,13 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		return nil, err
 	}
 	p := &Plugin{
-		d:        d,
-		statPath: filepath.Join(d.Proc.Root(), "stat"),
-		buf:      make([]byte, statBufSize),
-		v1:       true,
-		qosDir:   d.Layout.QoSDir(corev1.PodQOSBestEffort),
-		qosDirs:  []string{d.Layout.QoSDir(corev1.PodQOSBestEffort)},
-		minCPUs:  minCPUSetCPUs,
-		share:    -1,
+		d:       d,
+		buf:     make([]byte, proc.StatTotalBufSize),
+		v1:      true,
+		qosDir:  d.Layout.QoSDir(corev1.PodQOSBestEffort),
+		qosDirs: []string{d.Layout.QoSDir(corev1.PodQOSBestEffort)},
+		minCPUs: minCPUSetCPUs,
+		share:   -1,
 		limit: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gleaner_agent_cpusuppress_be_cpu_limit_cores",
 			Help: "CPU that CPU suppression leaves best-effort pods, cores: the besteffort cgroup's CFS quota (cfsQuota policy) or the number of CPUs of their cpuset (cpuset policy); -1 while suppression is off.",
@@ -400,7 +398,7 @@ func (p *Plugin) current(capacity float64) (float64, error) {
 func minChange(capacity float64, w time.Duration) float64 {
 	resolution := 0.0
 	if w > 0 {
-		resolution = skipTicks * float64(time.Second/userHZ) / float64(w)
+		resolution = skipTicks * float64(time.Second/proc.UserHZ) / float64(w)
 	}
 	return max(skipBelow*capacity, resolution)
 }
