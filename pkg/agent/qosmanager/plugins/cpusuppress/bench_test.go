@@ -33,14 +33,14 @@ func BenchmarkRun(b *testing.B) {
 			s := spec(slov1alpha1.CPUSuppressPolicy(policy), 65, 0)
 			ctx := context.Background()
 			for range 3 { // the first sample, the first decision and its writes
-				r.clk.Step(DefaultInterval)
+				r.Clock.Step(DefaultInterval)
 				if err := r.p.Run(ctx, s); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				r.clk.Step(DefaultInterval)
+				r.Clock.Step(DefaultInterval)
 				if err := r.p.Run(ctx, s); err != nil {
 					b.Fatal(err)
 				}
