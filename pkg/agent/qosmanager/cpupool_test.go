@@ -9,54 +9,36 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/cpuset"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
-	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// poolRig is an 8-CPU simulated node (cgroup v1, cgroupfs) with a store of pods and a fake clock.
+// poolRig is an 8-CPU simulated node (cgroup v1, cgroupfs).
 type poolRig struct {
-	t     *testing.T
-	host  *hostsim.Host
-	store *statesinformer.Store
-	cache *metriccache.MemoryCache
-	clk   *clocktesting.FakeClock
-	d     qosmanager.Deps
+	*qosmanagertest.Node
+	t *testing.T
+	d qosmanager.Deps
 }
 
 func newPoolRig(t *testing.T) *poolRig {
 	t.Helper()
-	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs, CPUs: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := statesinformer.NewStore()
-	return &poolRig{t: t, host: host, store: store, cache: cache, clk: clk, d: qosmanager.Deps{
-		States: store, Cache: cache, Cgroups: cgroup.NewFS(host.CgroupRoot(), cgroup.V1), Layout: host.Layout(), Clock: clk,
-	}}
+	n := qosmanagertest.NewNode(t, hostsim.Config{Version: cgroup.V1, Driver: cgroup.Cgroupfs, CPUs: 8})
+	return &poolRig{Node: n, t: t, d: n.Deps(time.Second)}
 }
 
 // addPod creates the pod's cgroups, puts it in the store and gives its container (or init container) container
 // the cpuset cpus, as the CPU manager's static policy would; container "" pins nothing.
 func (r *poolRig) addPod(pod *corev1.Pod, container, cpus string) {
 	r.t.Helper()
-	if err := r.host.AddPod(pod, hostsim.Usage{}); err != nil {
-		r.t.Fatal(err)
-	}
-	r.store.SetPod(pod)
+	r.AddPod(pod, hostsim.Usage{})
 	if container != "" {
 		r.pin(pod, container, cpus)
 	}
@@ -64,7 +46,7 @@ func (r *poolRig) addPod(pod *corev1.Pod, container, cpus string) {
 
 func (r *poolRig) pin(pod *corev1.Pod, container, cpus string) {
 	r.t.Helper()
-	if err := os.WriteFile(filepath.Join(r.host.CgroupRoot(), "cpuset", r.dir(pod, container), "cpuset.effective_cpus"), []byte(cpus+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.Host.CgroupRoot(), "cpuset", r.dir(pod, container), "cpuset.effective_cpus"), []byte(cpus+"\n"), 0o644); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -73,7 +55,7 @@ func (r *poolRig) dir(pod *corev1.Pod, container string) string {
 	r.t.Helper()
 	for _, st := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
 		if st.Name == container {
-			dir, err := r.host.Layout().ContainerDir(r.host.Layout().PodDir(pod), st.ContainerID)
+			dir, err := r.Host.Layout().ContainerDir(r.Host.Layout().PodDir(pod), st.ContainerID)
 			if err != nil {
 				r.t.Fatal(err)
 			}
@@ -115,7 +97,7 @@ func TestCPUPoolWhichPodsCount(t *testing.T) {
 	r.addPod(unpinned, "c", "0-7")
 
 	var pool qosmanager.CPUPool
-	if err := pool.Update(r.d, r.store.GetAllPods()); err != nil {
+	if err := pool.Update(r.d, r.Store.GetAllPods()); err != nil {
 		t.Fatal(err)
 	}
 	if want := cpuset.New(0, 1, 2, 3, 4, 5, 6, 7); !pool.Universe.Equals(want) {
@@ -146,7 +128,7 @@ func TestCPUPoolUpdate(t *testing.T) {
 	var pool qosmanager.CPUPool
 	update := func(want cpuset.CPUSet, why string) {
 		t.Helper()
-		if err := pool.Update(r.d, r.store.GetAllPods()); err != nil {
+		if err := pool.Update(r.d, r.Store.GetAllPods()); err != nil {
 			t.Fatal(err)
 		}
 		if !pool.Exclusive.Equals(want) {
@@ -156,7 +138,7 @@ func TestCPUPoolUpdate(t *testing.T) {
 	update(cpuset.New(6, 7), "first read")
 	r.pin(db, "c", "4-5")
 	update(cpuset.New(6, 7), "nothing changed within the refresh period")
-	r.clk.Step(qosmanager.CPUPoolRefresh)
+	r.Clock.Step(qosmanager.CPUPoolRefresh)
 	update(cpuset.New(4, 5), "the refresh period passed")
 
 	// A best-effort pod is no change; a pod that counts is.
@@ -171,7 +153,7 @@ func TestCPUPoolUpdate(t *testing.T) {
 	update(cpuset.New(3, 4, 7), "a Guaranteed pod came")
 
 	r.pin(web, "c", "6")
-	if err := pool.Refresh(r.d, r.store.GetAllPods()); err != nil {
+	if err := pool.Refresh(r.d, r.Store.GetAllPods()); err != nil {
 		t.Fatal(err)
 	}
 	if want := cpuset.New(3, 4, 6); !pool.Exclusive.Equals(want) {
@@ -183,7 +165,7 @@ func TestCPUPoolUpdate(t *testing.T) {
 // too, Update fails and leaves the pool as it was.
 func TestCPUPoolUniverse(t *testing.T) {
 	r := newPoolRig(t)
-	kubepods := filepath.Join(r.host.CgroupRoot(), "cpuset", r.host.Layout().Kubepods(), "cpuset.effective_cpus")
+	kubepods := filepath.Join(r.Host.CgroupRoot(), "cpuset", r.Host.Layout().Kubepods(), "cpuset.effective_cpus")
 	if err := os.WriteFile(kubepods, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +174,7 @@ func TestCPUPoolUniverse(t *testing.T) {
 	if err == nil || !pool.Universe.IsEmpty() {
 		t.Fatalf("Update without a cpuset or a topology = %v, universe %s; want an error and nothing", err, pool.Universe)
 	}
-	r.cache.SetInfo(metriccache.InfoNodeTopology, &topology.Topology{CPUs: []topology.CPU{{ID: 0}, {ID: 1, Core: 1}}})
+	r.Cache.SetInfo(metriccache.InfoNodeTopology, &topology.Topology{CPUs: []topology.CPU{{ID: 0}, {ID: 1, Core: 1}}})
 	if err := pool.Update(r.d, nil); err != nil {
 		t.Fatal(err)
 	}
