@@ -20,6 +20,16 @@ func ForRunningContainers(pod *corev1.Pod, fn func(*corev1.ContainerStatus)) {
 	}
 }
 
+// ForRunningContainerSpecs is ForRunningContainers with each container's spec (ContainerSpec); a status without a
+// spec is passed over.
+func ForRunningContainerSpecs(pod *corev1.Pod, fn func(*corev1.Container, *corev1.ContainerStatus)) {
+	ForRunningContainers(pod, func(st *corev1.ContainerStatus) {
+		if c := ContainerSpec(pod, st.Name); c != nil {
+			fn(c, st)
+		}
+	})
+}
+
 // ContainerSpec is the pod's container (or init container) of that name; nil when it has none.
 func ContainerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

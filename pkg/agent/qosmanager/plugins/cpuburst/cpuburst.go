@@ -210,11 +210,7 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	var raised time.Duration // how far the containers' quotas are above their limits, summed
 	limited, pinned := 0, 0
 	ap := applied(m.Pod)
-	qosmanager.ForRunningContainers(ap, func(st *corev1.ContainerStatus) {
-		c := qosmanager.ContainerSpec(ap, st.Name)
-		if c == nil {
-			return
-		}
+	qosmanager.ForRunningContainerSpecs(ap, func(c *corev1.Container, st *corev1.ContainerStatus) {
 		base := cgroup.ContainerResources(ap, c).CPUQuota
 		if base.Unlimited() {
 			return

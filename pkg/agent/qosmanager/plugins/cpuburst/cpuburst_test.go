@@ -58,8 +58,7 @@ func (r *rig) kubelet(pod *corev1.Pod) {
 	if err := r.FS.SetCPUQuota(podDir, cgroup.PodResources(pod).CPUQuota); err != nil {
 		r.t.Fatal(err)
 	}
-	qosmanager.ForRunningContainers(pod, func(st *corev1.ContainerStatus) {
-		c := qosmanager.ContainerSpec(pod, st.Name)
+	qosmanager.ForRunningContainerSpecs(pod, func(c *corev1.Container, st *corev1.ContainerStatus) {
 		dir, err := l.ContainerDir(podDir, st.ContainerID)
 		if err != nil {
 			r.t.Fatal(err)
