@@ -28,7 +28,8 @@ const nodeName = "node-1"
 // writer is a Writer on the test's API server whose writes fail while down is set.
 func writer(t *testing.T, down *atomic.Bool) (*Writer, *clocktesting.FakeClock) {
 	t.Helper()
-	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	e := env.Start(t)
+	ww, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func writer(t *testing.T, down *atomic.Bool) (*Writer, *clocktesting.FakeClock) 
 func eventsOn(t *testing.T, namespace string, uid string) []corev1.Event {
 	t.Helper()
 	list := &corev1.EventList{}
-	if err := env.Client.List(context.Background(), list, client.InNamespace(namespace), client.MatchingFields{"involvedObject.uid": uid}); err != nil {
+	if err := env.Start(t).Client.List(context.Background(), list, client.InNamespace(namespace), client.MatchingFields{"involvedObject.uid": uid}); err != nil {
 		t.Fatal(err)
 	}
 	return list.Items
@@ -59,7 +60,7 @@ func TestEventOnNodeSLO(t *testing.T) {
 	var down atomic.Bool
 	w, _ := writer(t, &down)
 	slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "eventslo"}}
-	if err := env.Client.Create(context.Background(), slo); err != nil {
+	if err := env.Start(t).Client.Create(context.Background(), slo); err != nil {
 		t.Fatal(err)
 	}
 	w.Eventf(slo, corev1.EventTypeWarning, "NodeSLORefused", "plugin %s refused it: %s", "memoryevict", "threshold 0")
