@@ -23,6 +23,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/events"
 	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
@@ -222,7 +223,8 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	}
 	evictOpts := opts.Eviction
 	evictOpts.NodeName = opts.NodeName
-	ev, err := evictor.New(c, exec, clk, m.Registry, evictOpts)
+	eventWriter := events.New(c, clk, opts.NodeName)
+	ev, err := evictor.New(c, exec, eventWriter, clk, m.Registry, evictOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +234,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	})
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
 		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Host: hostFS,
-		SysRoot: opts.SysRoot, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: ev, Registerer: m.Registry,
+		SysRoot: opts.SysRoot, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: eventWriter, Registerer: m.Registry,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err
@@ -257,7 +259,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	if err != nil {
 		return nil, err
 	}
-	a.runnables = a.modules(metricsServer, cache, states, exec, hook, runner, ev, qos)
+	a.runnables = a.modules(metricsServer, cache, states, exec, hook, runner, eventWriter, qos)
 	return a, nil
 }
 
@@ -290,7 +292,7 @@ func (a *Agent) metricsServer(cfg *rest.Config, clk clock.PassiveClock, exec *ex
 // modules lists the agent's Runnables in the order they start, the order docs/agent.md describes (Start-up order;
 // TestStartOrderIsDocumented).
 func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, states *statesinformer.Informer, exec *executor.Executor,
-	hook *runtimehook.Hook, runner *collector.Runner, ev *evictor.Evictor, qos *qosmanager.Manager) []Runnable {
+	hook *runtimehook.Hook, runner *collector.Runner, eventWriter *events.Writer, qos *qosmanager.Manager) []Runnable {
 	var rs []Runnable
 	opts := a.opts
 	if metrics != nil {
@@ -299,7 +301,7 @@ func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, sta
 	if opts.HealthAddr != "0" {
 		rs = append(rs, &httpServer{name: "health-server", addr: opts.HealthAddr, shutdown: opts.ShutdownTimeout, handler: a.healthHandler()})
 	}
-	// The executor and the evictor start before the QoS plugins that use them; the runtime hook right after the
+	// The executor and the event writer start before the QoS plugins that use them; the runtime hook right after the
 	// executor, so that the NRI plugin connects before the collectors' first round is waited for.
 	rs = append(rs, cache, states, exec)
 	if hook.NRI != nil {
@@ -308,7 +310,7 @@ func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, sta
 	if hook.Reconciler != nil {
 		rs = append(rs, hook.Reconciler)
 	}
-	rs = append(rs, runner, ev, qos)
+	rs = append(rs, runner, eventWriter, qos)
 	if a.Prediction != nil {
 		rs = append(rs, a.Prediction)
 	}

@@ -1,7 +1,8 @@
 // Package agent assembles gleaner-agent, the per-node half of Gleaner: its Options (filled from flags once in
 // cmd/gleaner-agent), the modules, and the order they run in.
 //
-// The modules, each in a package of its own below this one: collector (the metric collectors, in rounds), evictor,
+// The modules, each in a package of its own below this one: collector (the metric collectors, in rounds), events (the
+// event writer every plugin records through), evictor,
 // executor (the resource executor, the one writer of cgroup values), metriccache, prediction (peak prediction),
 // qosmanager (the QoS manager and its plugins), reporter (the NodeMetric reporter), runtimehook (the NRI plugin and
 // its reconciler) and statesinformer; the HTTP servers are here (server.go). Each is a Runnable (runnable.go); they

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/events"
 	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -38,7 +39,8 @@ func TestEvictorWithTheAgentsClient(t *testing.T) {
 	pod := e.CreatePod(t, testutil.Pod("batch").Namespace(ns.Name).Node("n").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Obj())
 	opts := evictor.DefaultOptions()
 	opts.NodeName = "n"
-	ev, err := evictor.New(c, nil, clocktesting.NewFakeClock(time.Now()), prometheus.NewRegistry(), opts)
+	clk := clocktesting.NewFakeClock(time.Now())
+	ev, err := evictor.New(c, nil, events.New(c, clk, opts.NodeName), clk, prometheus.NewRegistry(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,23 @@ type PodClass struct {
 	QoS QoSClass
 	// KubeQoS is the pod's Kubernetes QoS class: status.qosClass, else computed from its resources.
 	KubeQoS corev1.PodQOSClass
+	// BestEffort reports whether the pod is best-effort work: the only kind the agent's QoS plugins suppress,
+	// throttle, evict or kill, and the only kind its Evictor accepts. A pod is best-effort when its priority class is
+	// batch or free, or when its QoS label says BE (a pod in the prod band is best-effort only when labelled so; an
+	// unlabelled Kubernetes BestEffort pod is batch already). Never best-effort, whatever their class: pods of the
+	// system-critical priority classes and static pods, which Kubernetes itself protects from eviction or which
+	// eviction cannot remove. Services, the mid tier and everything else are never best-effort.
+	BestEffort bool
 	// Unknown lists the class labels whose values are not classes, as "key=value"; nil when there are none.
 	Unknown []string
 }
+
+// systemCriticalPriority is where Kubernetes' system-cluster-critical and system-node-critical classes start.
+const systemCriticalPriority = 2000000000
+
+// mirrorAnnotation marks the API server's copy of a static pod, which the kubelet runs from a file: evicting it
+// through the API does nothing.
+const mirrorAnnotation = "kubernetes.io/config.mirror"
 
 // ClassOf decides a pod's priority class and QoS class. It is the one answer to "who is this pod" for the manager
 // and the agent alike; everything that asks whether a pod is best-effort or high-priority asks it.
@@ -59,7 +73,24 @@ func ClassOf(pod *corev1.Pod) PodClass {
 			c.Priority = priorityOfQoS(c.QoS)
 		}
 	}
+	c.BestEffort = bestEffort(pod, c)
 	return c
+}
+
+// bestEffort decides PodClass.BestEffort for pod, whose class c is decided otherwise.
+func bestEffort(pod *corev1.Pod, c PodClass) bool {
+	if p := pod.Spec.Priority; p != nil && *p >= systemCriticalPriority {
+		return false
+	}
+	if _, ok := pod.Annotations[mirrorAnnotation]; ok {
+		return false
+	}
+	if c.Priority == PriorityBatch || c.Priority == PriorityFree {
+		return true
+	}
+	// c.QoS is BE also for an unlabelled Kubernetes BestEffort pod; only the label's word counts against the band.
+	q, _, ok := qosLabel(pod.Labels)
+	return ok && q == QoSBE
 }
 
 // EffectivePriority is the priority class of a reported pod, decided as ClassOf decides a pod's from what the

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -141,8 +142,44 @@ func TestClassOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, ClassOf(tt.pod)); diff != "" {
+			// BestEffort has a test of its own, TestClassOfBestEffort.
+			if diff := cmp.Diff(tt.want, ClassOf(tt.pod), cmpopts.IgnoreFields(PodClass{}, "BestEffort")); diff != "" {
 				t.Errorf("ClassOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClassOfBestEffort(t *testing.T) {
+	const burstable = "100m"
+	prio := func(p int32) *int32 { return &p }
+	mirror := pod(map[string]string{LabelQoSClass: "BE"}, nil, "", "")
+	mirror.Annotations = map[string]string{mirrorAnnotation: "x"}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"BE label", pod(map[string]string{LabelQoSClass: "BE"}, nil, "", ""), true},
+		{"BE alias label", pod(map[string]string{LabelQoSClassAlias: "BE"}, nil, "", ""), true},
+		{"batch band", pod(nil, prio(5500), "", ""), true},
+		{"free band", pod(nil, prio(3000), "", ""), true},
+		{"LS label", pod(map[string]string{LabelQoSClass: "LS"}, nil, "", ""), false},
+		{"prod band, Kubernetes BestEffort", pod(nil, prio(9000), "", ""), false},
+		{"prod band, BE label", pod(map[string]string{LabelQoSClass: "BE"}, prio(9000), "", ""), true},
+		{"prod band, BE alias label under an unknown gleaner label", pod(map[string]string{LabelQoSClass: "be", LabelQoSClassAlias: "BE"}, prio(9000), "", ""), false},
+		{"mid band", pod(nil, prio(7999), "", ""), false},
+		{"between bands, burstable: LS", pod(nil, prio(6000), burstable, ""), false},
+		{"nothing, burstable: LS", pod(nil, nil, burstable, ""), false},
+		{"an unknown class, burstable: LS", pod(map[string]string{LabelQoSClass: "be"}, nil, burstable, ""), false},
+		{"Kubernetes BestEffort without a label: BE", pod(nil, nil, "", ""), true},
+		{"system-node-critical BestEffort", pod(nil, prio(2000001000), "", ""), false},
+		{"static pod's mirror, BE label", mirror, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ClassOf(tt.pod).BestEffort; got != tt.want {
+				t.Errorf("ClassOf(pod).BestEffort = %v, want %v", got, tt.want)
 			}
 		})
 	}

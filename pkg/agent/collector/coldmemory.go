@@ -2,13 +2,7 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,38 +36,13 @@ func NewColdMemory(d Deps) Collector {
 	return &coldMemory{d: d, dirs: newPodDirs(d.Layout), pods: map[string][2]string{}}
 }
 
-// kidledPeriod reads kidled's scan period; a kernel without kidled, or a kidled that does not scan, is
-// ErrUnsupported saying what the host has instead.
-func kidledPeriod(sysRoot string) (time.Duration, error) {
-	mm := filepath.Join(sysRoot, "kernel", "mm")
-	b, err := os.ReadFile(filepath.Join(mm, "kidled", "scan_period_in_seconds"))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if _, perr := os.Stat(filepath.Join(mm, "page_idle")); perr == nil {
-			return 0, fmt.Errorf("cold memory per pod needs kidled (Anolis-like kernels); this kernel has only %s/page_idle, whose per-page bitmap the agent does not walk: %w",
-				mm, system.ErrUnsupported)
-		}
-		return 0, fmt.Errorf("cold memory needs kidled (%s/kidled, Anolis-like kernels); this kernel has neither it nor page_idle: %w", mm, system.ErrUnsupported)
-	case err != nil:
-		return 0, fmt.Errorf("reading kidled's scan period: %w", err)
-	}
-	s, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("parsing %s/kidled/scan_period_in_seconds: %w", mm, err)
-	}
-	if s == 0 {
-		return 0, fmt.Errorf("kidled does not scan (%s/kidled/scan_period_in_seconds is 0; write a period, e.g. 120, to turn it on): %w", mm, system.ErrUnsupported)
-	}
-	return time.Duration(s) * time.Second, nil
-}
-
 // minAge is ColdAge in scan periods, rounded up.
 func (c *coldMemory) minAge(period time.Duration) int {
 	return int((c.d.Devices.ColdAge + period - 1) / period)
 }
 
 func (c *coldMemory) Collect(ctx context.Context, round *Round) error {
-	period, err := kidledPeriod(c.d.SysRoot)
+	period, err := system.KidledScanPeriod(c.d.SysRoot)
 	if err != nil {
 		return c.said.once(err)
 	}

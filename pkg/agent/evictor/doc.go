@@ -3,7 +3,7 @@
 //
 // The plugins decide which pod should go and why; the Evictor decides whether it may go now and does it:
 //
-//   - only best-effort pods (IsBestEffort): asking for anything else is an error that touches nothing;
+//   - only best-effort pods (slov1alpha1.PodClass.BestEffort): asking for anything else is an error that touches nothing;
 //   - through the Eviction API (policy/v1), so PodDisruptionBudgets hold: a refusal (HTTP 429) is remembered and
 //     the pod is not asked for again before Options.RetryAfter, and never forced;
 //   - at most Options.Burst at once and Options.RatePerMinute after that on this node (a token bucket on the
@@ -17,7 +17,5 @@
 // ErrUnreachable): it kills the best-effort pod's processes through its cgroup, and writes the Warning event that
 // says so once the API server answers again. Options.LocalKill switches it off.
 //
-// Events are core/v1 Events written with the agent's client: no clientset and no event broadcaster, which would
-// cost the agent memory it does not have. An event that cannot be written waits in a bounded queue that Start (and
-// every later event) retries.
+// The events go through the agent's event writer (pkg/agent/events), which keeps those it cannot write yet.
 package evictor

@@ -19,6 +19,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/events"
 )
 
 // The agent asks the API server to evict pods and reports what it did on them.
@@ -121,7 +124,7 @@ const (
 )
 
 var (
-	// ErrNotBestEffort is returned for a pod the Evictor may not touch (see IsBestEffort).
+	// ErrNotBestEffort is returned for a pod the Evictor may not touch (see slov1alpha1.PodClass.BestEffort).
 	ErrNotBestEffort = errors.New("the pod is not best-effort")
 	// ErrUnreachable is wrapped by Evict's error when the API server did not answer, or answered that it cannot
 	// serve (503, timeouts): the condition under which KillLocally is the last resort.
@@ -140,17 +143,16 @@ type Killer interface {
 type Evictor struct {
 	client client.Client
 	killer Killer
-	clock  clock.WithTicker
+	clock  clock.PassiveClock
 	opts   Options
 
 	evictions *prometheus.CounterVec
 
-	// flushMu makes one ReportPending at a time, so an event is never written twice.
-	flushMu sync.Mutex
-	mu      sync.Mutex
-	bucket  *bucket
-	pods    map[types.UID]*podState
-	events  eventQueue
+	events *events.Writer
+
+	mu     sync.Mutex
+	bucket *bucket
+	pods   map[types.UID]*podState
 }
 
 // podState is what the Evictor remembers of a pod until Prune forgets it.
@@ -175,15 +177,15 @@ const (
 	evictDryRun
 )
 
-// New returns an Evictor for the pods of opts.NodeName. c writes evictions and events; killer kills a pod's cgroup
-// for KillLocally; clk times the rate limit, the retry delays and the event timestamps; the counter
+// New returns an Evictor for the pods of opts.NodeName. c writes evictions; killer kills a pod's cgroup for
+// KillLocally; w writes the events; clk times the rate limit, the retry delays and the event timestamps; the counter
 // gleaner_agent_evictions_total is registered in reg.
-func New(c client.Client, killer Killer, clk clock.WithTicker, reg prometheus.Registerer, opts Options) (*Evictor, error) {
+func New(c client.Client, killer Killer, w *events.Writer, clk clock.PassiveClock, reg prometheus.Registerer, opts Options) (*Evictor, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("configuring the evictor: %w", err)
 	}
 	e := &Evictor{
-		client: c, killer: killer, clock: clk, opts: opts,
+		client: c, killer: killer, events: w, clock: clk, opts: opts,
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gleaner_agent_evictions_total",
 			Help: "Evictions (action evict) and local kills (action kill) of best-effort pods by the plugin's reason and result: " +
@@ -210,7 +212,7 @@ func New(c client.Client, killer Killer, clk clock.WithTicker, reg prometheus.Re
 // ErrUnreachable when the API server did not answer.
 func (e *Evictor) Evict(ctx context.Context, pod *corev1.Pod, reason, message string) (Result, error) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "reason", reason)
-	if !IsBestEffort(pod) {
+	if !slov1alpha1.ClassOf(pod).BestEffort {
 		e.count(actionEvict, reason, resultNotBestEffort)
 		return "", fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, ErrNotBestEffort)
 	}
@@ -362,4 +364,9 @@ func unreachable(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// record writes a Warning event on pod, or keeps it for the event writer to write later (events.Writer.Record).
+func (e *Evictor) record(ctx context.Context, pod *corev1.Pod, at time.Time, reason, action, message string, writeNow bool) {
+	e.events.Record(ctx, events.PodRef(pod), corev1.EventTypeWarning, at, reason, action, message, writeNow)
 }

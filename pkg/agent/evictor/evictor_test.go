@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/events"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
@@ -52,6 +53,7 @@ type fixture struct {
 	t   *testing.T
 	env *testenv.Env
 	e   *Evictor
+	w   *events.Writer
 	clk *clocktesting.FakeClock
 	ns  string
 	// cgroups is the cgroup v2 root KillLocally writes cgroup.kill under.
@@ -111,7 +113,8 @@ func newFixture(t *testing.T, configure func(*Options)) *fixture {
 	if configure != nil {
 		configure(&opts)
 	}
-	f.e, err = New(c, cgroup.NewFS(f.cgroups, cgroup.V2), f.clk, prometheus.NewRegistry(), opts)
+	f.w = events.New(c, f.clk, opts.NodeName)
+	f.e, err = New(c, cgroup.NewFS(f.cgroups, cgroup.V2), f.w, f.clk, prometheus.NewRegistry(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +189,7 @@ func (f *fixture) expectEvents(pod *corev1.Pod, reasons ...string) []corev1.Even
 	var got []string
 	for _, ev := range evs {
 		got = append(got, ev.Reason)
-		if ev.Type != corev1.EventTypeWarning || ev.Source.Component != component || ev.Source.Host != nodeName {
+		if ev.Type != corev1.EventTypeWarning || ev.Source.Component != events.Component || ev.Source.Host != nodeName {
 			f.t.Errorf("event %s: type %s, source %+v", ev.Name, ev.Type, ev.Source)
 		}
 	}
@@ -482,7 +485,7 @@ func TestKillLocally(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error)
-	go func() { done <- f.e.Start(ctx) }()
+	go func() { done <- f.w.Start(ctx) }()
 
 	f.down.Store(true)
 	killedAt := f.clk.Now()
@@ -507,11 +510,11 @@ func TestKillLocally(t *testing.T) {
 	for !f.clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
 	}
-	f.clk.Step(eventRetryInterval)
+	f.clk.Step(events.RetryInterval)
 	f.down.Store(false)
 	f.expectEvents(pod)
-	f.clk.Step(eventRetryInterval)
-	for deadline := time.Now().Add(10 * time.Second); f.e.Pending() > 0; time.Sleep(10 * time.Millisecond) {
+	f.clk.Step(events.RetryInterval)
+	for deadline := time.Now().Add(10 * time.Second); f.w.Pending() > 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the kill was not reported once the API server was back")
 		}
@@ -562,42 +565,12 @@ func TestKillLocallySwitchedOffAndDryRun(t *testing.T) {
 			if b, _ := os.ReadFile(killFile); len(b) != 0 {
 				t.Errorf("cgroup.kill written: %q", b)
 			}
-			if err := f.e.ReportPending(context.Background()); err != nil {
+			if err := f.w.ReportPending(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			f.expectEvents(pod, tt.event...)
 			if got := f.counted(actionKill, string(tt.want)); got != 1 {
 				t.Errorf("%s counter = %v, want 1", tt.want, got)
-			}
-		})
-	}
-}
-
-func TestIsBestEffort(t *testing.T) {
-	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
-	}{
-		{"BE label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "BE").Obj(), true},
-		{"BE alias label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClassAlias, "BE").Obj(), true},
-		{"batch band", testutil.Pod("p").Priority(5500).Obj(), true},
-		{"free band", testutil.Pod("p").Priority(3000).Obj(), true},
-		{"LS label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "LS").Obj(), false},
-		{"prod band, Kubernetes BestEffort", testutil.Pod("p").Priority(9000).Obj(), false},
-		{"prod band, BE label", testutil.Pod("p").Priority(9000).Label(slov1alpha1.LabelQoSClass, "BE").Obj(), true},
-		{"mid band", testutil.Pod("p").Priority(7999).Obj(), false},
-		{"between bands, burstable: LS", testutil.Pod("p").Priority(6000).Container("c").Requests("cpu", "100m").Obj(), false},
-		{"nothing, burstable: LS", testutil.Pod("p").Container("c").Requests("cpu", "100m").Obj(), false},
-		{"an unknown class, burstable: LS", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "be").Container("c").Requests("cpu", "100m").Obj(), false},
-		{"Kubernetes BestEffort without a label: BE", testutil.Pod("p").Container("c").Obj(), true},
-		{"system-node-critical BestEffort", testutil.Pod("p").Priority(2000001000).Container("c").Obj(), false},
-		{"static pod's mirror, BE label", testutil.Pod("p").Label(slov1alpha1.LabelQoSClass, "BE").Annotation(mirrorAnnotation, "x").Obj(), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := IsBestEffort(tt.pod); got != tt.want {
-				t.Errorf("IsBestEffort = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -622,7 +595,7 @@ func TestOptionsValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := valid
 			tt.change(&o)
-			_, err := New(nil, nil, clocktesting.NewFakeClock(start), prometheus.NewRegistry(), o)
+			_, err := New(nil, nil, nil, clocktesting.NewFakeClock(start), prometheus.NewRegistry(), o)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -635,35 +608,11 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 	reg := prometheus.NewRegistry()
-	if _, err := New(nil, nil, clocktesting.NewFakeClock(start), reg, valid); err != nil {
+	if _, err := New(nil, nil, nil, clocktesting.NewFakeClock(start), reg, valid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(nil, nil, clocktesting.NewFakeClock(start), reg, valid); err == nil {
+	if _, err := New(nil, nil, nil, clocktesting.NewFakeClock(start), reg, valid); err == nil {
 		t.Error("a second Evictor registered its counter in the same registry")
-	}
-}
-
-// TestEventOnNodeSLO: the QoS manager's refusals are written as events on the cluster-scoped NodeSLO, in the
-// default namespace.
-func TestEventOnNodeSLO(t *testing.T) {
-	f := newFixture(t, nil)
-	ctx := context.Background()
-	slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "eventslo-" + f.ns}}
-	if err := f.env.Client.Create(ctx, slo); err != nil {
-		t.Fatal(err)
-	}
-	f.e.Eventf(slo, corev1.EventTypeWarning, "NodeSLORefused", "plugin %s refused it: %s", "memoryevict", "threshold 0")
-	list := &corev1.EventList{}
-	if err := f.env.Client.List(ctx, list, client.InNamespace(metav1.NamespaceDefault), client.MatchingFields{"involvedObject.uid": string(slo.UID)}); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 1 {
-		t.Fatalf("events on the NodeSLO: %d, want 1", len(list.Items))
-	}
-	ev := list.Items[0]
-	if ev.Type != corev1.EventTypeWarning || ev.Reason != "NodeSLORefused" || ev.Message != "plugin memoryevict refused it: threshold 0" ||
-		ev.InvolvedObject.Kind != "NodeSLO" || ev.InvolvedObject.APIVersion != slov1alpha1.GroupVersion.String() {
-		t.Errorf("event %+v", ev)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
 
 // KillLocally is the last resort when the API server cannot be reached (Evict failed with ErrUnreachable) and memory
@@ -24,7 +26,7 @@ import (
 // gone already is Gone.
 func (e *Evictor) KillLocally(ctx context.Context, pod *corev1.Pod, podCgroupDir, reason, message string) (Result, error) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "reason", reason, "cgroup", podCgroupDir)
-	if !IsBestEffort(pod) {
+	if !slov1alpha1.ClassOf(pod).BestEffort {
 		e.count(actionKill, reason, resultNotBestEffort)
 		return "", fmt.Errorf("killing pod %s/%s locally: %w", pod.Namespace, pod.Name, ErrNotBestEffort)
 	}

@@ -42,61 +42,78 @@ func (CPUIdle) read(t targets, dir string) (Value, error) {
 // relax: the kernel puts no order between a parent's and a child's cpu.idle.
 func (CPUIdle) relax(Value) int { return 0 }
 
-// MemoryMin is memory.min in bytes; negative is "max".
-type MemoryMin int64
+// memoryBytes is a byte amount in one memory file of the cgroup (negative is "max"); F says which file. MemoryMin,
+// MemoryLow and MemoryHigh are its instances: a new file of this shape is one more memoryFile, not one more value
+// type.
+type memoryBytes[F memoryFile] int64
 
-// Resource implements Value.
-func (MemoryMin) Resource() Resource { return ResourceMemoryMin }
-
-func (m MemoryMin) String() string { return maxString(int64(m)) }
-
-func (m MemoryMin) write(t targets, dir string) error { return t.cgroup.SetMemoryMin(dir, int64(m)) }
-
-func (MemoryMin) read(t targets, dir string) (Value, error) {
-	v, err := t.cgroup.MemoryMin(dir)
-	return MemoryMin(v), err
+// memoryFile is a memory file holding bytes or "max", with its Resource and the cgroup methods that read and write
+// it.
+type memoryFile interface {
+	resource() Resource
+	get(r cgroup.Reader, dir string) (int64, error)
+	set(w cgroup.Writer, dir string, bytes int64) error
 }
 
-// relax: the kernel accepts a child claiming more protection than its parent has (it caps the effective value),
-// but in the meantime the child is less protected than asked. More protection is written parents first, less
-// children first, so that the QoS parents (kubepods, burstable, besteffort) always cover their pods.
-func (m MemoryMin) relax(old Value) int { return compareLimits(int64(m), old) }
+type (
+	minFile  struct{}
+	lowFile  struct{}
+	highFile struct{}
+)
+
+func (minFile) resource() Resource                                 { return ResourceMemoryMin }
+func (minFile) get(r cgroup.Reader, dir string) (int64, error)     { return r.MemoryMin(dir) }
+func (minFile) set(w cgroup.Writer, dir string, bytes int64) error { return w.SetMemoryMin(dir, bytes) }
+
+func (lowFile) resource() Resource                                 { return ResourceMemoryLow }
+func (lowFile) get(r cgroup.Reader, dir string) (int64, error)     { return r.MemoryLow(dir) }
+func (lowFile) set(w cgroup.Writer, dir string, bytes int64) error { return w.SetMemoryLow(dir, bytes) }
+
+func (highFile) resource() Resource                             { return ResourceMemoryHigh }
+func (highFile) get(r cgroup.Reader, dir string) (int64, error) { return r.MemoryHigh(dir) }
+func (highFile) set(w cgroup.Writer, dir string, bytes int64) error {
+	return w.SetMemoryHigh(dir, bytes)
+}
+
+// MemoryMin is memory.min in bytes; negative is "max".
+type MemoryMin = memoryBytes[minFile]
 
 // MemoryLow is memory.low in bytes; negative is "max".
-type MemoryLow int64
-
-// Resource implements Value.
-func (MemoryLow) Resource() Resource { return ResourceMemoryLow }
-
-func (m MemoryLow) String() string { return maxString(int64(m)) }
-
-func (m MemoryLow) write(t targets, dir string) error { return t.cgroup.SetMemoryLow(dir, int64(m)) }
-
-func (MemoryLow) read(t targets, dir string) (Value, error) {
-	v, err := t.cgroup.MemoryLow(dir)
-	return MemoryLow(v), err
-}
-
-// relax: as MemoryMin.
-func (m MemoryLow) relax(old Value) int { return compareLimits(int64(m), old) }
+type MemoryLow = memoryBytes[lowFile]
 
 // MemoryHigh is memory.high in bytes; negative is "max" (no throttling).
-type MemoryHigh int64
+type MemoryHigh = memoryBytes[highFile]
 
 // Resource implements Value.
-func (MemoryHigh) Resource() Resource { return ResourceMemoryHigh }
-
-func (m MemoryHigh) String() string { return maxString(int64(m)) }
-
-func (m MemoryHigh) write(t targets, dir string) error { return t.cgroup.SetMemoryHigh(dir, int64(m)) }
-
-func (MemoryHigh) read(t targets, dir string) (Value, error) {
-	v, err := t.cgroup.MemoryHigh(dir)
-	return MemoryHigh(v), err
+func (memoryBytes[F]) Resource() Resource {
+	var f F
+	return f.resource()
 }
 
-// relax: a parent's memory.high throttles its children too, so a higher value is written parents first.
-func (m MemoryHigh) relax(old Value) int { return compareLimits(int64(m), old) }
+func (m memoryBytes[F]) String() string { return maxString(int64(m)) }
+
+func (m memoryBytes[F]) write(t targets, dir string) error {
+	var f F
+	return f.set(t.cgroup, dir, int64(m))
+}
+
+func (memoryBytes[F]) read(t targets, dir string) (Value, error) {
+	var f F
+	v, err := f.get(t.cgroup, dir)
+	return memoryBytes[F](v), err
+}
+
+// relax: more is written parents first, less children first, as compareCores orders them. memory.min and
+// memory.low: the kernel accepts a child claiming more protection than its parent has (it caps the effective
+// value), but in the meantime the child is less protected than asked, so the QoS parents (kubepods, burstable,
+// besteffort) always cover their pods. memory.high: a parent's throttles its children too.
+func (m memoryBytes[F]) relax(old Value) int {
+	o, ok := old.(memoryBytes[F])
+	if !ok {
+		return 0
+	}
+	return compareCores(float64(m), float64(o))
+}
 
 // MemoryOOMGroup is memory.oom.group.
 type MemoryOOMGroup bool
@@ -174,22 +191,6 @@ func (IOWeight) read(t targets, dir string) (Value, error) {
 
 // relax: weights are relative among siblings; no order.
 func (IOWeight) relax(Value) int { return 0 }
-
-// compareLimits orders two byte amounts of one kind, negative meaning "max", as compareCores does.
-func compareLimits(v int64, old Value) int {
-	var o int64
-	switch x := old.(type) {
-	case MemoryMin:
-		o = int64(x)
-	case MemoryLow:
-		o = int64(x)
-	case MemoryHigh:
-		o = int64(x)
-	default:
-		return 0
-	}
-	return compareCores(float64(v), float64(o))
-}
 
 func boolString(b bool) string {
 	if b {

@@ -1,17 +1,12 @@
 package qosmanager
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 )
-
-// IsBestEffort reports whether a pod is best-effort: the only kind QoS plugins suppress or evict. It is the evictor's
-// own test (evictor.BestEffortClass) on the class PodMeta computed, so a plugin never picks a pod the evictor refuses.
-func IsBestEffort(m *statesinformer.PodMeta) bool {
-	return evictor.BestEffortClass(m.Pod, m.QoS, m.Priority)
-}
 
 // ForRunningContainers calls fn with each of the pod's containers (init containers included, for sidecars) that
 // runs now: those whose cgroups exist.
@@ -23,6 +18,26 @@ func ForRunningContainers(pod *corev1.Pod, fn func(*corev1.ContainerStatus)) {
 			}
 		}
 	}
+}
+
+// ForRunningContainerSpecs is ForRunningContainers with each container's spec (ContainerSpec); a status without a
+// spec is passed over.
+func ForRunningContainerSpecs(pod *corev1.Pod, fn func(*corev1.Container, *corev1.ContainerStatus)) {
+	ForRunningContainers(pod, func(st *corev1.ContainerStatus) {
+		if c := ContainerSpec(pod, st.Name); c != nil {
+			fn(c, st)
+		}
+	})
+}
+
+// ContainerSpec is the pod's container (or init container) of that name; nil when it has none.
+func ContainerSpec(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		if i := slices.IndexFunc(list, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // WithRunningContainers returns the pods with a running container: those whose pod cgroups surely exist.

@@ -5,32 +5,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
-// WriteStateFile replaces the file name in dir (Deps.StateDir) with b, creating dir. The content goes to a new file
-// that is synced and renamed over the old one, so that a crash leaves the old content or the new, never a part of
-// either.
+// WriteStateFile replaces the file name in dir (Deps.StateDir) with b, creating dir, through
+// system.WriteFileAtomic: a crash leaves the old content or the new, never a part of either.
 func WriteStateFile(dir, name string, b []byte) error {
 	path := filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating the directory of %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, name+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := system.WriteFileAtomic(path, b, ""); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -1,7 +1,5 @@
 package runtimehook
 
-import "github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
-
 // CPUSetFeatureName is the feature that keeps best-effort containers' cpusets within their pod cgroup's.
 const CPUSetFeatureName = "besteffort-cpuset"
 
@@ -20,7 +18,7 @@ func (cpusetFeature) Name() string { return CPUSetFeatureName }
 
 // ContainerValues implements ContainerFeature.
 func (f cpusetFeature) ContainerValues(t Target) (Values, error) {
-	if (t.Stage != StageCreateContainer && t.Stage != StageUpdateContainer) || !qosmanager.IsBestEffort(t.Pod) {
+	if (t.Stage != StageCreateContainer && t.Stage != StageUpdateContainer) || !t.Pod.BestEffort {
 		return Values{}, nil
 	}
 	cpus, narrow := f.fit.cpuSet(t.PodDir, t.RequestedCPUs)

@@ -58,21 +58,17 @@ func Kinds() []Kind { return []Kind{KindNode, KindPods, KindNodeSLO, KindNodeMet
 type PodMeta struct {
 	// Pod is the pod; shared, read-only.
 	Pod *corev1.Pod
-	// QoS is the pod's Gleaner QoS class, as slov1alpha1.ClassOf decides it.
-	QoS slov1alpha1.QoSClass
-	// Priority is the pod's priority class, as slov1alpha1.ClassOf decides it.
-	Priority slov1alpha1.PriorityClass
-	// KubeQoS is the pod's Kubernetes QoS class (status.qosClass, else computed from its resources), which decides
-	// its cgroup directory.
-	KubeQoS corev1.PodQOSClass
+	// PodClass is who the pod is, as slov1alpha1.ClassOf decides it: its QoS and priority classes, whether it is
+	// best-effort (the only kind QoS plugins suppress or evict, so a plugin never picks a pod the evictor refuses)
+	// and its Kubernetes QoS class, which decides its cgroup directory.
+	slov1alpha1.PodClass
 }
 
 // Key is "namespace/name".
 func (m *PodMeta) Key() string { return m.Pod.Namespace + "/" + m.Pod.Name }
 
 func newPodMeta(p *corev1.Pod) *PodMeta {
-	c := slov1alpha1.ClassOf(p)
-	return &PodMeta{Pod: p, QoS: c.QoS, Priority: c.Priority, KubeQoS: c.KubeQoS}
+	return &PodMeta{Pod: p, PodClass: slov1alpha1.ClassOf(p)}
 }
 
 // ended reports whether a pod's containers have all stopped for good.

@@ -15,6 +15,8 @@
 //     resctrl/resctrltest holds fixture hosts for its tests.
 //
 // This package itself holds what they share: ErrUnsupported, bounded reads (ReadFile, LimitReader, ErrTooLarge),
-// the pressure-file parser (ParsePressure) and HostFS, which reads and writes /proc/sys and /sys/fs/resctrl under a
-// root.
+// the line and field loops of the kernel-file parsers (Lines, NextField), the pressure-file parser (ParsePressure),
+// kidled's scan period (KidledScanPeriod), the one atomic write of the agent's own files on the node, the QoS
+// plugins' state files and the prediction checkpoints (WriteFileAtomic: temporary file, fsync, rename, fsync of the
+// directory), and HostFS, which reads and writes /proc/sys and /sys/fs/resctrl under a root.
 package system

@@ -28,16 +28,7 @@ const MaxStallTotal = uint64(math.MaxInt64 / int64(time.Microsecond))
 // MaxStallTotal are refused, as are lines other than "some" and "full" and a file without "some".
 func ParsePressure(b []byte) (procfs.PSIStats, error) {
 	var s procfs.PSIStats
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	for line := range Lines(b) {
 		l, err := parsePressureLine(line)
 		if err == nil {
 			switch kind, _, _ := bytes.Cut(line, []byte{' '}); string(kind) {
@@ -65,14 +56,8 @@ func ParsePressure(b []byte) (procfs.PSIStats, error) {
 func parsePressureLine(line []byte) (*procfs.PSILine, error) {
 	var l procfs.PSILine
 	rest := line
-	next := func() []byte {
-		rest = bytes.TrimLeft(rest, " \t")
-		i := bytes.IndexAny(rest, " \t")
-		if i < 0 {
-			i = len(rest)
-		}
-		f := rest[:i]
-		rest = rest[i:]
+	next := func() (f []byte) {
+		f, rest = NextField(rest)
 		return f
 	}
 	next() // the kind

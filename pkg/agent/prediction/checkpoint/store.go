@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
 const (
@@ -103,60 +105,14 @@ func (s *Store) Save(name string, payload []byte) error {
 		return fmt.Errorf("saving checkpoint %q: %w: %d bytes would make %d, bound %d", name, ErrTooLarge, size, after, s.maxBytes)
 	}
 	path := s.path(name)
-	if err := writeAtomic(s.dir, path, encode(payload)); err != nil {
-		if errors.Is(err, errRenamed) {
+	if err := system.WriteFileAtomic(path, encode(payload), tempExt); err != nil {
+		if errors.Is(err, system.ErrNotDurable) {
 			s.account(name, size)
 		}
 		return fmt.Errorf("saving checkpoint %s: %w", path, err)
 	}
 	s.account(name, size)
 	return nil
-}
-
-// errRenamed marks an error that came after the new file was renamed into place (syncing the directory).
-var errRenamed = errors.New("file in place")
-
-// writeAtomic writes data to a temporary file in dir, fsyncs it, renames it to path and fsyncs dir.
-func writeAtomic(dir, path string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".*"+tempExt)
-	if err != nil {
-		return fmt.Errorf("creating temporary file: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil && !errors.Is(err, errRenamed) {
-			_ = f.Close() // a second Close after a failed one only reports os.ErrClosed
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing temporary file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing temporary file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing temporary file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("renaming temporary file into place: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("%w, but syncing the directory failed: %w", errRenamed, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return err
-	}
-	return d.Close()
 }
 
 // Load returns the payload stored under name: an error wrapping fs.ErrNotExist when there is none, ErrCorrupt or

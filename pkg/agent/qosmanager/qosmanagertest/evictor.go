@@ -1,5 +1,7 @@
-// Package qosmanagertest has what the QoS plugins' tests share: a recording stand-in for the evictor, the plugins'
-// collaborator (the real one, pkg/agent/evictor, is tested against the API server on its own).
+// Package qosmanagertest has what the QoS plugins' tests share: a simulated node with the cgroup tree, executor, store,
+// cache, clock, events and log a plugin runs on (Node), the four cgroup layouts (ForEachLayout), and a recording
+// stand-in for the evictor, the plugins' collaborator (the real one, pkg/agent/evictor, is tested against the API
+// server on its own).
 package qosmanagertest
 
 import (

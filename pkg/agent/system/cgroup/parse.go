@@ -83,6 +83,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 )
 
 // unlimitedV1 is the smallest value cgroup v1 memory.limit_in_bytes holds when no limit is set: the kernel
@@ -159,16 +161,7 @@ func parseKeyed(b []byte, set func(key, value []byte) error) error {
 
 // eachLine calls f for every non-blank line of b; an error is returned naming the line.
 func eachLine(b []byte, f func(line []byte) error) error {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	for line := range system.Lines(b) {
 		if err := f(line); err != nil {
 			return fmt.Errorf("malformed line %q: %w", line, err)
 		}

@@ -48,6 +48,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/procfs"
 
@@ -69,8 +70,8 @@ const (
 	maxMemBytes = system.MaxMemoryBytes
 )
 
-// userHZ is the unit of /proc/stat: the kernel always reports USER_HZ = 100 ticks per second there.
-const userHZ = 100
+// UserHZ is the unit of /proc/stat: the kernel always reports USER_HZ = 100 ticks per second there.
+const UserHZ = 100
 
 // FS reads a /proc tree.
 type FS struct {
@@ -154,19 +155,55 @@ func parseStat(r io.Reader) (CPUTime, error) {
 	return t, nil
 }
 
+// StatTotalBufSize is the buffer StatTotal reads into: the first line of /proc/stat (maxStatLine).
+const StatTotalBufSize = maxStatLine
+
+// StatTotal reads only the first line of /proc/stat, the CPU times summed over all CPUs, into buf (at least
+// StatTotalBufSize bytes), allocating nothing: for a caller that samples more often than the collectors (CPU
+// suppression, five times a second) and needs no per-CPU count. The CPUTime it returns has CPUs 0.
+func (f *FS) StatTotal(buf []byte) (CPUTime, error) {
+	p := filepath.Join(f.root, "stat")
+	fh, err := os.Open(p)
+	if err != nil {
+		return CPUTime{}, fmt.Errorf("reading %s: %w", p, err)
+	}
+	n, err := io.ReadFull(fh, buf[:min(len(buf), StatTotalBufSize)])
+	_ = fh.Close() // read-only
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return CPUTime{}, fmt.Errorf("reading %s: %w", p, err)
+	}
+	line, _, found := bytes.Cut(buf[:n], []byte{'\n'})
+	if !found {
+		return CPUTime{}, fmt.Errorf("reading %s: no complete first line in %d bytes", p, n)
+	}
+	t, err := parseStatTotal(line)
+	if err != nil {
+		return CPUTime{}, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return t, nil
+}
+
 // parseStatTotal parses the first line, "cpu" and the counters summed over all CPUs: at least user to softirq (7),
-// steal (8th) where the kernel writes it.
+// steal (8th) where the kernel writes it. It allocates nothing but its errors.
 func parseStatTotal(line []byte) (CPUTime, error) {
-	fields := bytes.Fields(line)
-	if len(fields) < 8 || string(fields[0]) != "cpu" {
+	rest := line
+	next := func() (f []byte) {
+		f, rest = system.NextField(rest)
+		return f
+	}
+	if string(next()) != "cpu" {
 		return CPUTime{}, fmt.Errorf("first line %q is not \"cpu\" and at least 7 counters", bytes.TrimSpace(line))
 	}
 	var v [8]uint64 // user nice system idle iowait irq softirq steal
 	for i := range v {
-		if i+1 >= len(fields) {
+		f := next()
+		if len(f) == 0 {
+			if i < 7 {
+				return CPUTime{}, fmt.Errorf("first line %q is not \"cpu\" and at least 7 counters", bytes.TrimSpace(line))
+			}
 			break // no steal column
 		}
-		n, err := strconv.ParseUint(string(fields[i+1]), 10, 64)
+		n, err := strconv.ParseUint(unsafe.String(&f[0], len(f)), 10, 64) // strconv keeps nothing of it
 		if err != nil {
 			return CPUTime{}, fmt.Errorf("counter %d of %q: %w", i+1, bytes.TrimSpace(line), err)
 		}
@@ -179,7 +216,7 @@ func parseStatTotal(line []byte) (CPUTime, error) {
 }
 
 // ticks converts USER_HZ ticks to a Duration, wrapping like the kernel's nanosecond counters.
-func ticks(n uint64) time.Duration { return time.Duration(n * uint64(time.Second/userHZ)) }
+func ticks(n uint64) time.Duration { return time.Duration(n * uint64(time.Second/UserHZ)) }
 
 // MemInfo is the part of /proc/meminfo the agent uses, in bytes.
 type MemInfo struct {
@@ -222,16 +259,7 @@ func (f *FS) MemInfo() (MemInfo, error) {
 func parseMeminfo(b []byte) (MemInfo, error) {
 	var m MemInfo
 	var seenTotal, seenAvailable bool
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	for line := range system.Lines(b) {
 		key, value, ok := bytes.Cut(line, []byte{':'})
 		if !ok || len(bytes.TrimSpace(value)) == 0 {
 			return MemInfo{}, fmt.Errorf("malformed line %q: want \"key: value\"", line)

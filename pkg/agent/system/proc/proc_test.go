@@ -204,6 +204,108 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+// TestStatTotal: StatTotal reads the first line only, into the caller's buffer, with parseStat's rules for it.
+func TestStatTotal(t *testing.T) {
+	tick := 10 * time.Millisecond
+	tests := []struct {
+		name    string
+		in      string
+		want    CPUTime
+		wantErr string
+	}{
+		// user 4705 + nice 356 + system 584 + irq 23 + softirq 12 = 5680 ticks.
+		{name: "kernel text", in: statCPUs("cpu  4705 356 584 3699 23 23 12 7 100 0", 2), want: CPUTime{Busy: 5680 * tick, Total: 9409 * tick}},
+		{name: "old kernel, 7 counters", in: "cpu 1 2 3 400 500 6 7\n", want: CPUTime{Busy: 19 * tick, Total: 919 * tick}},
+		{name: "the rest of the file is never read", in: "cpu 1 0 0 0 0 0 0\n" + strings.Repeat("x", 3*StatTotalBufSize), want: CPUTime{Busy: tick, Total: tick}},
+		{name: "no newline", in: "cpu  4705 356 584", wantErr: "no complete first line"},
+		{name: "a first line longer than the buffer", in: "cpu" + strings.Repeat(" 1", StatTotalBufSize) + "\n", wantErr: "no complete first line"},
+		{name: "not the total", in: "cpu0 1 2 3 4 5 6 7\n", wantErr: `is not "cpu" and at least 7 counters`},
+		{name: "too few counters", in: "cpu  1 2 3\n", wantErr: `is not "cpu" and at least 7 counters`},
+		{name: "not a number", in: "cpu  1 2 x 4 5 6 7\n", wantErr: "counter 3"},
+		{name: "a counter of 2^64", in: "cpu  18446744073709551616 0 0 0 0 0 0\n", wantErr: "value out of range"},
+		// Sums wrap modulo 2^64 like the kernel's counters: 2^64-1 + 2 ticks is 1 tick.
+		{name: "counters near 2^64", in: "cpu  18446744073709551615 2 0 0 0 0 0\n", want: CPUTime{Busy: tick, Total: tick}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "stat"), []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.StatTotal(make([]byte, StatTotalBufSize))
+			checkErr(t, err, tt.wantErr)
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("StatTotal (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStatTotalOfThisMachine reads the real /proc/stat's first line and compares it with the whole read.
+func TestStatTotalOfThisMachine(t *testing.T) {
+	f, err := New("/proc")
+	if err != nil {
+		t.Fatalf("reading /proc: %v", err)
+	}
+	first, err := f.StatTotal(make([]byte, StatTotalBufSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := f.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Busy > whole.Busy || first.Total > whole.Total || first.Total == 0 {
+		t.Errorf("first line %+v, whole file read just after %+v: the counters only grow", first, whole)
+	}
+}
+
+// FuzzParseStatTotal: never panics on whatever the first line of /proc/stat holds.
+func FuzzParseStatTotal(f *testing.F) {
+	for _, s := range []string{"cpu  4705 356 584 3699 23 23 7 0 0 0", "cpu 1 2 3", "cpu  18446744073709551615 2 0 0 0 0 0", "", "cpu "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = parseStatTotal(b)
+	})
+}
+
+// BenchmarkStatTotal is the first-line read of this machine's /proc/stat (CPU suppression's, five times a
+// second); BenchmarkCPUTime the collectors' read of all the CPU lines, for comparison.
+func BenchmarkStatTotal(b *testing.B) {
+	f, err := New("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, StatTotalBufSize)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.StatTotal(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCPUTime(b *testing.B) {
+	f, err := New("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.CPUTime(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestHugeProcFilesAreNotReadWhole: a 30 MB /proc/stat whose CPU lines never end, a 30 MB /proc/meminfo and a
 // 30 MB pressure file are refused with an error naming the file, after reading at most their bound; a /proc/stat
 // with a 30 MB line after its CPU lines (an intr line on a machine with very many interrupts) is read up to it.

@@ -12,7 +12,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
@@ -126,19 +126,15 @@ func readUint(path string) (uint64, error) {
 	return n, nil
 }
 
-// readSmall reads a one-value sysfs file, trimmed; more than maxFileSize bytes is an error.
+// readSmall reads a one-value sysfs file, trimmed; more than maxFileSize bytes is an error wrapping
+// system.ErrTooLarge.
 func readSmall(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
+	b, err := system.ReadFile(path, maxFileSize)
+	if errors.Is(err, system.ErrTooLarge) {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
-	if len(b) > maxFileSize {
-		return "", fmt.Errorf("reading %s: larger than %d bytes", path, maxFileSize)
+	if err != nil {
+		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
 }

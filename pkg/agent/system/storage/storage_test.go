@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/procfs"
 
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
@@ -135,5 +136,31 @@ func TestFileSystemOf(t *testing.T) {
 	}
 	if _, err := FileSystemOf([]*procfs.MountInfo{{MountPoint: "/", MajorMinorVer: "x"}}, "/"); err == nil {
 		t.Error("a malformed device number is not an error")
+	}
+}
+
+func TestLVMVG(t *testing.T) {
+	for name, want := range map[string]string{
+		"vg0-data": "vg0", "vg0-my--lv": "vg0", "my--vg-lv": "my-vg", "a--b--c-d--e": "a-b-c", "vg-lv-real": "vg", "nodash": "", "vg--": "",
+	} {
+		if got := lvmVG(name); got != want {
+			t.Errorf("lvmVG(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestDiskReadsAreBounded: the files Disk and VolumeGroupDisks read are bounded like Devices' (a dev file that
+// never ends is refused), and a device-mapper device whose name file is too large is passed over.
+func TestDiskReadsAreBounded(t *testing.T) {
+	huge := strings.Repeat("1", maxFileSize+1)
+	root := sysTree(t, map[string]string{
+		"block/vda/dev":  huge,
+		"block/dm-0/dev": "252:0\n", "block/dm-0/dm/name": huge, "block/dm-0/dm/uuid": "LVM-aaaa\n",
+	})
+	if _, err := Disk(root, "vda"); !errors.Is(err, system.ErrTooLarge) {
+		t.Errorf("Disk of a huge dev file: %v, want ErrTooLarge", err)
+	}
+	if _, err := Disk(root, "/dev/mapper/"+huge); err == nil || !strings.Contains(err.Error(), "no device-mapper device named") {
+		t.Errorf("Disk of a device-mapper name only a huge name file holds: %v", err)
 	}
 }

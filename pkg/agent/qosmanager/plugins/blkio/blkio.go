@@ -38,9 +38,9 @@ const field = "resourceQOSStrategy.beClass.blkioQOS"
 // bytes and operations per second and the proportional weight, on the besteffort QoS cgroup (the class's total)
 // and on each best-effort pod's cgroup.
 type Plugin struct {
-	d      qosmanager.Deps
-	sys    sysfs
-	qosDir string
+	d       qosmanager.Deps
+	sysRoot string
+	qosDir  string
 
 	// held are the cgroups this process handed caps or a weight to, with the devices; what a change of the
 	// configuration or turning it off must take back.
@@ -69,7 +69,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if d.SysRoot == "" {
 		return nil, fmt.Errorf("building the %s plugin: missing SysRoot", Name)
 	}
-	return &Plugin{d: d, sys: sysfs(d.SysRoot), qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort), held: map[string]*heldDir{}}, nil
+	return &Plugin{d: d, sysRoot: d.SysRoot, qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort), held: map[string]*heldDir{}}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -153,7 +153,7 @@ func (p *Plugin) plan(c *slov1alpha1.BlkIOQOS) (plan, error) {
 				weightFrom, pl.weight = i, uint64(*w)*defaultWeight/100
 			}
 		}
-		devs, err := p.sys.resolve(b)
+		devs, err := resolve(p.sysRoot, b)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s (%s %q): %v", f, b.Type, b.Name, err))
 		}
@@ -296,7 +296,7 @@ func (p *Plugin) bestEffortDirs() ([]string, map[string]bool) {
 	for _, m := range p.d.States.GetAllPods() {
 		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		known[dir] = true
-		if m.Pod.Status.Phase == corev1.PodRunning && qosmanager.IsBestEffort(m) {
+		if m.Pod.Status.Phase == corev1.PodRunning && m.BestEffort {
 			dirs = append(dirs, dir)
 		}
 	}

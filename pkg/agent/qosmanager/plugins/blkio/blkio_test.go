@@ -1,27 +1,19 @@
 package blkio
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
-	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
-	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -48,44 +40,27 @@ var (
 	loop0 = cgroup.Device{Major: 7, Minor: 0}
 )
 
-// rig is a simulated node (hostsim) with the plugin on it and the real executor.
+// rig is a simulated node (qosmanagertest.Node) with the plugin on it and the sysfs of sysFiles.
 type rig struct {
-	t     *testing.T
-	v     cgroup.Version
-	host  *hostsim.Host
-	store *statesinformer.Store
-	exec  *executor.Executor
-	fs    *cgroup.FS
-	p     *Plugin
-	logs  *bytes.Buffer
-	ctx   context.Context
+	*qosmanagertest.Node
+	t *testing.T
+	v cgroup.Version
+	p *Plugin
 }
 
 func newRig(t *testing.T, v cgroup.Version, driver cgroup.Driver) *rig {
 	t.Helper()
-	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: v, Driver: driver})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := qosmanagertest.NewNode(t, hostsim.Config{Version: v, Driver: driver})
 	for rel, content := range sysFiles {
-		if err := host.WriteFile(filepath.Join("sys", rel), content); err != nil {
+		if err := n.Host.WriteFile(filepath.Join("sys", rel), content); err != nil {
 			t.Fatal(err)
 		}
 	}
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	fs := cgroup.NewFS(host.CgroupRoot(), v)
-	exec, err := executor.New(fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
+	p, err := New(n.Deps(DefaultInterval))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := statesinformer.NewStore()
-	p, err := New(qosmanager.Deps{States: store, Executor: exec, Cgroups: fs, Layout: host.Layout(), SysRoot: host.SysRoot(), Interval: DefaultInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &bytes.Buffer{}
-	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logs))))
-	return &rig{t: t, v: v, host: host, store: store, exec: exec, fs: fs, p: p.(*Plugin), logs: logs, ctx: ctx}
+	return &rig{Node: n, t: t, v: v, p: p.(*Plugin)}
 }
 
 // blkioFiles gives cgroup dir the kernel's block I/O files, no caps and the default weight; without weight, no
@@ -111,7 +86,7 @@ func (r *rig) blkioFiles(dir string, weight bool) {
 		}
 	}
 	for f, c := range files {
-		if err := r.host.WriteFile(filepath.Join("cgroup", f), c); err != nil {
+		if err := r.Host.WriteFile(filepath.Join("cgroup", f), c); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -119,11 +94,8 @@ func (r *rig) blkioFiles(dir string, weight bool) {
 
 func (r *rig) addPod(pod *corev1.Pod, files bool) string {
 	r.t.Helper()
-	if err := r.host.AddPod(pod, hostsim.Usage{}); err != nil {
-		r.t.Fatal(err)
-	}
-	r.store.SetPod(pod)
-	dir := r.host.Layout().PodDir(pod)
+	r.AddPod(pod, hostsim.Usage{})
+	dir := r.Host.Layout().PodDir(pod)
 	if files {
 		r.blkioFiles(dir, true)
 	}
@@ -132,13 +104,13 @@ func (r *rig) addPod(pod *corev1.Pod, files bool) string {
 
 func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) error {
 	r.t.Helper()
-	return r.p.Run(r.ctx, spec)
+	return r.p.Run(r.Ctx, spec)
 }
 
 // writes are the executor's audit records from index from on, as "dir resource value result".
 func (r *rig) writes(from int) []string {
 	var out []string
-	for _, rec := range r.exec.Audit()[from:] {
+	for _, rec := range r.Exec.Audit()[from:] {
 		out = append(out, fmt.Sprintf("%s %s %s %s", rec.Dir, rec.Resource, rec.Value, rec.Result))
 	}
 	slices.Sort(out)
@@ -200,7 +172,7 @@ func service() *corev1.Pod {
 // step runs spec and compares the writes of the run with want (nil: none).
 func (r *rig) step(what string, spec *slov1alpha1.NodeSLOSpec, want []string) {
 	r.t.Helper()
-	n := len(r.exec.Audit())
+	n := len(r.Exec.Audit())
 	if err := r.run(spec); err != nil {
 		r.t.Fatalf("%s: %v", what, err)
 	}
@@ -225,7 +197,7 @@ func TestCapsFollowTheConfiguration(t *testing.T) {
 
 func capsFollowTheConfiguration(t *testing.T, v cgroup.Version, driver cgroup.Driver) {
 	r := newRig(t, v, driver)
-	qos := r.host.Layout().QoSDir(corev1.PodQOSBestEffort)
+	qos := r.Host.Layout().QoSDir(corev1.PodQOSBestEffort)
 	r.blkioFiles(qos, true)
 	dirs := []string{qos, r.addPod(bePod(), true), r.addPod(beBurstable(), true)}
 	r.addPod(bePending(), true)
@@ -242,15 +214,15 @@ func capsFollowTheConfiguration(t *testing.T, v cgroup.Version, driver cgroup.Dr
 	loopCap := executor.IOLimit{Device: loop0, Limit: cgroup.IOLimit{WriteBPS: 4 * mi}}
 	r.step("first run", spec, expect(dirs, vdaCap, loopCap, executor.IOWeight(50)))
 	for _, dir := range dirs {
-		if w, err := r.fs.IOWeight(dir); err != nil || w != 50 {
+		if w, err := r.FS.IOWeight(dir); err != nil || w != 50 {
 			t.Errorf("weight of %s = %d, %v; want 50", dir, w, err)
 		}
 	}
-	if w, _ := r.fs.IOWeight(web); w != 100 {
+	if w, _ := r.FS.IOWeight(web); w != 100 {
 		t.Errorf("the service's weight was changed to %d", w)
 	}
 	// The fixture's io.max keeps the last line written (the kernel keeps one per device).
-	if l, _ := r.fs.IOLimits(qos); v == cgroup.V2 && l[loop0] != loopCap.Limit {
+	if l, _ := r.FS.IOLimits(qos); v == cgroup.V2 && l[loop0] != loopCap.Limit {
 		t.Errorf("io.max of %s = %v, want %v for 7:0", qos, l, loopCap.Limit)
 	}
 	r.step("second run", spec, nil)
@@ -267,11 +239,11 @@ func capsFollowTheConfiguration(t *testing.T, v cgroup.Version, driver cgroup.Dr
 	r.step("off", off(), expect(dirs, executor.IOLimit{Device: vda}))
 	for _, dir := range dirs {
 		// The fixture's files keep the "no cap" line written; the kernel drops it.
-		if l, err := r.fs.IOLimits(dir); err != nil || l[vda] != (cgroup.IOLimit{}) {
+		if l, err := r.FS.IOLimits(dir); err != nil || l[vda] != (cgroup.IOLimit{}) {
 			t.Errorf("caps of %s after off: %v, %v", dir, l, err)
 		}
 	}
-	if err := r.exec.Resync(r.ctx); err != nil {
+	if err := r.Exec.Resync(r.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	r.step("a resync and another run after off: the values were released", off(), nil)
@@ -281,15 +253,15 @@ func capsFollowTheConfiguration(t *testing.T, v cgroup.Version, driver cgroup.Dr
 // on best-effort cgroups (by an agent before it), once, and leaves the service's alone.
 func TestOffClearsWhatAnEarlierAgentLeft(t *testing.T) {
 	r := newRig(t, cgroup.V2, cgroup.Systemd)
-	qos := r.host.Layout().QoSDir(corev1.PodQOSBestEffort)
+	qos := r.Host.Layout().QoSDir(corev1.PodQOSBestEffort)
 	r.blkioFiles(qos, true)
 	be := r.addPod(bePod(), true)
 	web := r.addPod(service(), true)
 	for _, dir := range []string{be, web} {
-		if err := r.fs.SetIOLimit(dir, vdb, cgroup.IOLimit{WriteBPS: mi}); err != nil {
+		if err := r.FS.SetIOLimit(dir, vdb, cgroup.IOLimit{WriteBPS: mi}); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.fs.SetIOWeight(dir, 30); err != nil {
+		if err := r.FS.SetIOWeight(dir, 30); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,10 +271,10 @@ func TestOffClearsWhatAnEarlierAgentLeft(t *testing.T) {
 	if d := cmp.Diff(expect([]string{be}, executor.IOLimit{Device: vdb}, executor.IOWeight(100)), r.writes(0)); d != "" {
 		t.Errorf("writes (-want +got):\n%s", d)
 	}
-	if l, _ := r.fs.IOLimits(web); l[vdb].WriteBPS != mi {
+	if l, _ := r.FS.IOLimits(web); l[vdb].WriteBPS != mi {
 		t.Errorf("the service's caps were touched: %v", l)
 	}
-	n := len(r.exec.Audit())
+	n := len(r.Exec.Audit())
 	if err := r.run(off()); err != nil {
 		t.Fatal(err)
 	}
@@ -328,11 +300,11 @@ func TestKernelLacksTheFiles(t *testing.T) {
 			if got := r.writes(0); len(got) > 0 {
 				t.Errorf("wrote %v on a kernel without the files", got)
 			}
-			if n := strings.Count(r.logs.String(), "this kernel lacks the block I/O throttle files"); n != 1 {
-				t.Errorf("said %d times that the throttle files are missing, want once:\n%s", n, r.logs)
+			if n := r.Log.Count("this kernel lacks the block I/O throttle files"); n != 1 {
+				t.Errorf("said %d times that the throttle files are missing, want once:\n%s", n, r.Log)
 			}
-			if n := strings.Count(r.logs.String(), "this kernel lacks the I/O weight file"); n != 1 {
-				t.Errorf("said %d times that the weight file is missing, want once:\n%s", n, r.logs)
+			if n := r.Log.Count("this kernel lacks the I/O weight file"); n != 1 {
+				t.Errorf("said %d times that the weight file is missing, want once:\n%s", n, r.Log)
 			}
 			if err := r.run(off()); err != nil {
 				t.Errorf("turning off on a kernel without the files: %v", err)
@@ -341,7 +313,7 @@ func TestKernelLacksTheFiles(t *testing.T) {
 	}
 	t.Run("v1-no-bfq", func(t *testing.T) {
 		r := newRig(t, cgroup.V1, cgroup.Systemd)
-		qos := r.host.Layout().QoSDir(corev1.PodQOSBestEffort)
+		qos := r.Host.Layout().QoSDir(corev1.PodQOSBestEffort)
 		r.blkioFiles(qos, false)
 		for range 2 {
 			if err := r.run(spec); err != nil {
@@ -351,8 +323,8 @@ func TestKernelLacksTheFiles(t *testing.T) {
 		if d := cmp.Diff(expect([]string{qos}, executor.IOLimit{Device: vda, Limit: cgroup.IOLimit{WriteBPS: mi}}), r.writes(0)); d != "" {
 			t.Errorf("writes (-want +got):\n%s", d)
 		}
-		if n := strings.Count(r.logs.String(), "this kernel lacks the I/O weight file"); n != 1 {
-			t.Errorf("said %d times that the weight file is missing, want once:\n%s", n, r.logs)
+		if n := r.Log.Count("this kernel lacks the I/O weight file"); n != 1 {
+			t.Errorf("said %d times that the weight file is missing, want once:\n%s", n, r.Log)
 		}
 	})
 }
@@ -361,7 +333,7 @@ func TestKernelLacksTheFiles(t *testing.T) {
 // devices are still capped.
 func TestDeviceGoneAfterValidate(t *testing.T) {
 	r := newRig(t, cgroup.V2, cgroup.Cgroupfs)
-	qos := r.host.Layout().QoSDir(corev1.PodQOSBestEffort)
+	qos := r.Host.Layout().QoSDir(corev1.PodQOSBestEffort)
 	r.blkioFiles(qos, true)
 	spec := on(dev("vda", slov1alpha1.IOCfg{ReadIOPS: i64(100)}), dev("loop1", slov1alpha1.IOCfg{ReadIOPS: i64(100)}))
 	err := r.run(spec)
@@ -415,20 +387,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := r.p.Validate(tt.spec)
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Errorf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("accepted, want errors %q", tt.wantErr)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			qosmanagertest.ExpectValidation(t, err, false, tt.wantErr...)
 		})
 	}
 }
@@ -447,23 +406,13 @@ func TestResolve(t *testing.T) {
 		{slov1alpha1.BlockCfg{Name: "vg0-x", Type: slov1alpha1.BlockVolumeGroup}, []cgroup.Device{vdb}},
 	}
 	for _, tt := range tests {
-		got, err := r.p.sys.resolve(tt.b)
+		got, err := resolve(r.p.sysRoot, tt.b)
 		if err != nil {
 			t.Errorf("%s %q: %v", tt.b.Type, tt.b.Name, err)
 			continue
 		}
 		if d := cmp.Diff(tt.want, got); d != "" {
 			t.Errorf("%s %q (-want +got):\n%s", tt.b.Type, tt.b.Name, d)
-		}
-	}
-}
-
-func TestLVMVG(t *testing.T) {
-	for name, want := range map[string]string{
-		"vg0-data": "vg0", "vg0-my--lv": "vg0", "my--vg-lv": "my-vg", "a--b--c-d--e": "a-b-c", "vg-lv-real": "vg", "nodash": "", "vg--": "",
-	} {
-		if got := lvmVG(name); got != want {
-			t.Errorf("lvmVG(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

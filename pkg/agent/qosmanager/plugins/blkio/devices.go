@@ -1,203 +1,28 @@
 package blkio
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/storage"
 )
 
-// sysfs is the node's /sys, read for the numbers of the block devices a NodeSLO names:
-//
-//	/sys/block/vda/dev                "253:0\n"               a whole disk (the only kind blkio caps take)
-//	/sys/block/vda/vda2/partition     "2\n"                   a partition of vda
-//	/sys/block/dm-0/dm/name           "vg0-data\n"            a device-mapper device; LVM names it <vg>-<lv>,
-//	                                                          doubling the dashes inside each name
-//	/sys/block/dm-0/dm/uuid           "LVM-<vg uuid><lv uuid>\n"
-//	/sys/block/dm-0/slaves/vda2       the devices under dm-0 (a symlink per device)
-type sysfs string
-
-func (s sysfs) path(elem ...string) string {
-	return filepath.Join(append([]string{string(s), "block"}, elem...)...)
-}
-
-// resolve returns the devices block b caps: one disk for BlockDevice, the disks under a volume group's logical
-// volumes for BlockVolumeGroup. BlockPodVolume is refused (see docs/qos.md).
-func (s sysfs) resolve(b slov1alpha1.BlockCfg) ([]cgroup.Device, error) {
+// resolve returns the devices block b caps, from the node's /sys at sysRoot: one disk for BlockDevice, the disks
+// under a volume group's logical volumes for BlockVolumeGroup. BlockPodVolume is refused (see docs/qos.md).
+func resolve(sysRoot string, b slov1alpha1.BlockCfg) ([]cgroup.Device, error) {
 	switch b.Type {
 	case slov1alpha1.BlockDevice:
-		d, err := s.device(b.Name)
+		d, err := storage.Disk(sysRoot, b.Name)
 		if err != nil {
 			return nil, err
 		}
 		return []cgroup.Device{d}, nil
 	case slov1alpha1.BlockVolumeGroup:
-		return s.volumeGroup(b.Name)
+		return storage.VolumeGroupDisks(sysRoot, b.Name)
 	case slov1alpha1.BlockPodVolume:
 		return nil, fmt.Errorf("type %q is not supported: finding a pod volume's device needs its CSI driver's mount; name the device (type %q) instead",
 			b.Type, slov1alpha1.BlockDevice)
 	}
 	return nil, fmt.Errorf("type %q is not one of %q, %q", b.Type, slov1alpha1.BlockDevice, slov1alpha1.BlockVolumeGroup)
-}
-
-// device returns the numbers of the whole disk called name: "vda" or "/dev/vda", or a device-mapper device as
-// "/dev/mapper/<name>" or "mapper/<name>".
-func (s sysfs) device(name string) (cgroup.Device, error) {
-	n := strings.TrimPrefix(name, "/dev/")
-	if m, ok := strings.CutPrefix(n, "mapper/"); ok {
-		dm, err := s.dmNamed(m)
-		if err != nil {
-			return cgroup.Device{}, err
-		}
-		n = dm
-	}
-	if !validName(n) {
-		return cgroup.Device{}, fmt.Errorf("%q is not a block device name (\"vda\", \"/dev/vda\", \"/dev/mapper/<name>\")", name)
-	}
-	d, err := s.readDev(n)
-	if errors.Is(err, fs.ErrNotExist) {
-		if parts, _ := filepath.Glob(s.path("*", n, "partition")); len(parts) > 0 {
-			disk := filepath.Base(filepath.Dir(filepath.Dir(parts[0])))
-			return cgroup.Device{}, fmt.Errorf("%s is a partition of %s; the kernel caps whole disks only: name %s", n, disk, disk)
-		}
-		return cgroup.Device{}, fmt.Errorf("no block device %s in %s", n, s.path())
-	}
-	return d, err
-}
-
-// validName reports whether n can be a kernel block device name: one path element, no glob characters.
-func validName(n string) bool {
-	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/*?[\\")
-}
-
-func (s sysfs) readDev(n string) (cgroup.Device, error) {
-	b, err := os.ReadFile(s.path(n, "dev"))
-	if err != nil {
-		return cgroup.Device{}, err
-	}
-	d, err := cgroup.ParseDevice(strings.TrimSpace(string(b)))
-	if err != nil {
-		return cgroup.Device{}, fmt.Errorf("reading %s: %w", s.path(n, "dev"), err)
-	}
-	return d, nil
-}
-
-// dms lists the device-mapper devices with their dm/name and dm/uuid.
-func (s sysfs) dms() ([]dmDevice, error) {
-	paths, err := filepath.Glob(s.path("dm-*"))
-	if err != nil {
-		return nil, err
-	}
-	var out []dmDevice
-	for _, p := range paths {
-		name, nerr := os.ReadFile(filepath.Join(p, "dm", "name"))
-		uuid, uerr := os.ReadFile(filepath.Join(p, "dm", "uuid"))
-		if nerr != nil || uerr != nil {
-			continue // removed while listing
-		}
-		out = append(out, dmDevice{dev: filepath.Base(p), name: strings.TrimSpace(string(name)), uuid: strings.TrimSpace(string(uuid))})
-	}
-	return out, nil
-}
-
-type dmDevice struct{ dev, name, uuid string }
-
-func (s sysfs) dmNamed(name string) (string, error) {
-	all, err := s.dms()
-	if err != nil {
-		return "", fmt.Errorf("listing device-mapper devices: %w", err)
-	}
-	for _, d := range all {
-		if d.name == name {
-			return d.dev, nil
-		}
-	}
-	return "", fmt.Errorf("no device-mapper device named %q in %s", name, s.path("dm-*", "dm", "name"))
-}
-
-// volumeGroup returns the disks under the active logical volumes of LVM volume group vg, sorted.
-func (s sysfs) volumeGroup(vg string) ([]cgroup.Device, error) {
-	all, err := s.dms()
-	if err != nil {
-		return nil, fmt.Errorf("listing device-mapper devices: %w", err)
-	}
-	var disks []cgroup.Device
-	lvs := 0
-	for _, d := range all {
-		if !strings.HasPrefix(d.uuid, "LVM-") || lvmVG(d.name) != vg {
-			continue
-		}
-		lvs++
-		if disks, err = s.disksUnder(d.dev, disks, 0); err != nil {
-			return nil, fmt.Errorf("volume group %q: %w", vg, err)
-		}
-	}
-	if lvs == 0 {
-		return nil, fmt.Errorf("no active logical volume of volume group %q in %s", vg, s.path("dm-*"))
-	}
-	slices.SortFunc(disks, func(a, b cgroup.Device) int {
-		if a.Major != b.Major {
-			return int(a.Major) - int(b.Major)
-		}
-		return int(a.Minor) - int(b.Minor)
-	})
-	return slices.Compact(disks), nil
-}
-
-// maxStack is how deep device-mapper devices are followed down (LVM on dm-crypt on multipath is three).
-const maxStack = 8
-
-// disksUnder appends the whole disks under device-mapper device dev to disks: its slaves, a partition's disk for
-// a partition, and the same again for a slave that is itself a device-mapper device.
-func (s sysfs) disksUnder(dev string, disks []cgroup.Device, depth int) ([]cgroup.Device, error) {
-	if depth >= maxStack {
-		return nil, fmt.Errorf("%s: device-mapper devices stacked deeper than %d", dev, maxStack)
-	}
-	slaves, err := os.ReadDir(s.path(dev, "slaves"))
-	if err != nil {
-		return nil, fmt.Errorf("reading the devices under %s: %w", dev, err)
-	}
-	for _, e := range slaves {
-		n := e.Name()
-		if strings.HasPrefix(n, "dm-") {
-			if disks, err = s.disksUnder(n, disks, depth+1); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if _, err := os.Stat(s.path(n, "dev")); err != nil && validName(n) {
-			// A partition: its directory is inside its disk's.
-			if parts, _ := filepath.Glob(s.path("*", n, "partition")); len(parts) > 0 {
-				n = filepath.Base(filepath.Dir(filepath.Dir(parts[0])))
-			}
-		}
-		d, err := s.readDev(n)
-		if err != nil {
-			return nil, fmt.Errorf("device %s under %s: %w", n, dev, err)
-		}
-		disks = append(disks, d)
-	}
-	return disks, nil
-}
-
-// lvmVG is the volume group part of an LVM device-mapper name: LVM joins VG and LV with "-" and writes a "-"
-// inside either as "--", so the first lone "-" separates them.
-func lvmVG(name string) string {
-	for i := 0; i < len(name); i++ {
-		if name[i] != '-' {
-			continue
-		}
-		if i+1 < len(name) && name[i+1] == '-' {
-			i++
-			continue
-		}
-		return strings.ReplaceAll(name[:i], "--", "-")
-	}
-	return ""
 }

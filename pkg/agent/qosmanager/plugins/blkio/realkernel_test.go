@@ -21,6 +21,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/storage"
 	"github.com/gleaner-sh/gleaner/test/cgrouptest"
 	"github.com/gleaner-sh/gleaner/test/ci"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -119,7 +120,7 @@ func newLoopNode(t *testing.T) *loopNode {
 		t.Fatal(err)
 	}
 	n.p = p.(*Plugin)
-	if n.numbers, err = n.p.sys.device(n.loop); err != nil {
+	if n.numbers, err = storage.Disk(n.p.sysRoot, n.loop); err != nil {
 		t.Fatal(err)
 	}
 	return n

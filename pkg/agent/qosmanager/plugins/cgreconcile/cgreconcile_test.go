@@ -1,7 +1,6 @@
 package cgreconcile
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -19,7 +16,6 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
-	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
@@ -27,45 +23,25 @@ import (
 
 const mi = 1 << 20
 
-// rig is a simulated node (hostsim) with the plugin, the real executor and states store on it, and a log that
-// records every line.
+// rig is a simulated node (qosmanagertest.Node) with the plugin on it and a state directory.
 type rig struct {
+	*qosmanagertest.Node
 	t     *testing.T
-	host  *hostsim.Host
-	fs    *cgroup.FS
-	store *statesinformer.Store
-	exec  *executor.Executor
 	p     *Plugin
 	state string // Deps.StateDir
-	ctx   context.Context
-	log   *qosmanagertest.Log
 }
 
 // newRig lays out the node; with memFiles the cgroups have memory.min, memory.low, memory.high and
 // memory.oom.group at the kernel's defaults (cgroup v2 with the memory controller on).
 func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, memFiles bool, pods ...*corev1.Pod) *rig {
 	t.Helper()
-	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: v, Driver: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := cgroup.NewFS(host.CgroupRoot(), v)
-	store := statesinformer.NewStore()
-	for _, pod := range pods {
-		if err := host.AddPod(pod, hostsim.Usage{}); err != nil {
-			t.Fatal(err)
-		}
-		store.SetPod(pod)
-	}
+	n := qosmanagertest.NewNode(t, hostsim.Config{Version: v, Driver: d}, pods...)
 	if memFiles {
 		for file, content := range map[string]string{"memory.min": "0\n", "memory.low": "0\n", "memory.high": "max\n", "memory.oom.group": "0\n"} {
-			if err := host.WriteEach(file, content); err != nil {
-				t.Fatal(err)
-			}
+			n.WriteEach(file, content)
 		}
 	}
-	l := &qosmanagertest.Log{}
-	r := &rig{t: t, host: host, fs: fs, store: store, state: t.TempDir(), ctx: klog.NewContext(context.Background(), l.Logger()), log: l}
+	r := &rig{Node: n, t: t, state: t.TempDir()}
 	r.restart()
 	return r
 }
@@ -73,24 +49,17 @@ func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, memFiles bool, pods
 // restart is a new agent on the node: a new executor and plugin, the same cgroups and state directory.
 func (r *rig) restart() {
 	r.t.Helper()
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	exec, err := executor.New(r.fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
+	r.NewExecutor()
+	d := r.Deps(DefaultInterval)
+	d.StateDir = r.state
+	p, err := New(d)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p, err := New(qosmanager.Deps{States: r.store, Executor: exec, Cgroups: r.fs, Layout: r.host.Layout(), StateDir: r.state, Clock: clk, Interval: DefaultInterval})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.exec, r.p = exec, p.(*Plugin)
+	r.p = p.(*Plugin)
 }
 
-func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
-	r.t.Helper()
-	if err := r.p.Run(r.ctx, spec); err != nil {
-		r.t.Fatal(err)
-	}
-}
+func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) { r.t.Helper(); r.Run(r.p, spec) }
 
 // mem is what a cgroup holds: min and low in MiB, high in MiB (-1 for max), oom.group.
 type mem struct {
@@ -103,10 +72,10 @@ func (r *rig) mem(dir string) mem {
 	var m mem
 	var err [4]error
 	var minB, lowB, highB int64
-	minB, err[0] = r.fs.MemoryMin(dir)
-	lowB, err[1] = r.fs.MemoryLow(dir)
-	highB, err[2] = r.fs.MemoryHigh(dir)
-	m.group, err[3] = r.fs.MemoryOOMGroup(dir)
+	minB, err[0] = r.FS.MemoryMin(dir)
+	lowB, err[1] = r.FS.MemoryLow(dir)
+	highB, err[2] = r.FS.MemoryHigh(dir)
+	m.group, err[3] = r.FS.MemoryOOMGroup(dir)
 	for _, e := range err {
 		if e != nil {
 			r.t.Fatalf("reading the memory QoS of %s: %v", dir, e)
@@ -130,18 +99,18 @@ func (r *rig) expectMem(want map[string]mem) {
 	}
 }
 
-func (r *rig) podDir(pod *corev1.Pod) string { return r.host.Layout().PodDir(pod) }
+func (r *rig) podDir(pod *corev1.Pod) string { return r.Host.Layout().PodDir(pod) }
 
 func (r *rig) containerDir(pod *corev1.Pod, id string) string {
 	r.t.Helper()
-	dir, err := r.host.Layout().ContainerDir(r.podDir(pod), id)
+	dir, err := r.Host.Layout().ContainerDir(r.podDir(pod), id)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return dir
 }
 
-func (r *rig) qosDir(c corev1.PodQOSClass) string { return r.host.Layout().QoSDir(c) }
+func (r *rig) qosDir(c corev1.PodQOSClass) string { return r.Host.Layout().QoSDir(c) }
 
 // spec is the NodeSLO spec with the defaults and edit applied to its resourceQOSStrategy.
 func spec(edit func(s *slov1alpha1.ResourceQOSStrategy)) *slov1alpha1.NodeSLOSpec {
@@ -209,7 +178,7 @@ func TestV2Values(t *testing.T) {
 			})
 			// Parents first when raising.
 			order := map[string]int{}
-			for i, rec := range r.exec.Audit() {
+			for i, rec := range r.Exec.Audit() {
 				if rec.Resource == executor.ResourceMemoryMin {
 					if _, seen := order[rec.Dir]; !seen {
 						order[rec.Dir] = i
@@ -221,14 +190,14 @@ func TestV2Values(t *testing.T) {
 			}
 
 			// LS off: web back to the defaults, burstable to 0, kubepods to LSR's 64; children first.
-			n := len(r.exec.Audit())
+			n := len(r.Exec.Audit())
 			r.run(spec(func(s *slov1alpha1.ResourceQOSStrategy) { memOn(s.LSRClass, 100, 0, 0, 0) }))
 			r.expectMem(map[string]mem{
 				wa: {0, 0, -1, false}, wb: {0, 0, -1, false}, r.podDir(w): {0, 0, -1, false},
 				burstable: {0, 0, -1, false}, kubepods: {64, 0, -1, false}, gc: {64, 0, -1, false},
 			})
 			order = map[string]int{}
-			for i, rec := range r.exec.Audit()[n:] {
+			for i, rec := range r.Exec.Audit()[n:] {
 				if rec.Resource == executor.ResourceMemoryLow {
 					order[rec.Dir] = i
 				}
@@ -237,13 +206,13 @@ func TestV2Values(t *testing.T) {
 				t.Errorf("memory.low not written children first when lowering: %v", order)
 			}
 			// Released: another writer's value is not overwritten at the resync; LSR's is still held.
-			if err := r.fs.SetMemoryMin(wa, 10*mi); err != nil {
+			if err := r.FS.SetMemoryMin(wa, 10*mi); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.fs.SetMemoryMin(gc, 1*mi); err != nil {
+			if err := r.FS.SetMemoryMin(gc, 1*mi); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.exec.Resync(r.ctx); err != nil {
+			if err := r.Exec.Resync(r.Ctx); err != nil {
 				t.Fatal(err)
 			}
 			if got := r.mem(wa).min; got != 10 {
@@ -291,16 +260,16 @@ func TestV1StepsAside(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			r := newRig(t, cgroup.V1, d, false, web(), batch())
 			r.run(spec(nil))
-			if n := r.log.Count("cgroup v1 has no memory.min"); n != 0 {
+			if n := r.Log.Count("cgroup v1 has no memory.min"); n != 0 {
 				t.Errorf("said the files are missing while no class asks for them")
 			}
 			for range 3 {
 				r.run(spec(lsAndLSR))
 			}
-			if n := r.log.Count("cgroup v1 has no memory.min"); n != 1 {
-				t.Errorf("said %d times that cgroup v1 lacks the files, want once; log:\n%s", n, r.log)
+			if n := r.Log.Count("cgroup v1 has no memory.min"); n != 1 {
+				t.Errorf("said %d times that cgroup v1 lacks the files, want once; log:\n%s", n, r.Log)
 			}
-			if a := r.exec.Audit(); len(a) != 0 {
+			if a := r.Exec.Audit(); len(a) != 0 {
 				t.Errorf("the plugin wrote on cgroup v1: %+v", a)
 			}
 		})
@@ -314,10 +283,10 @@ func TestV2WithoutFiles(t *testing.T) {
 	for range 3 {
 		r.run(spec(lsAndLSR))
 	}
-	if n := r.log.Count("has no memory.min"); n != 1 {
+	if n := r.Log.Count("has no memory.min"); n != 1 {
 		t.Errorf("said %d times that memory.min is missing, want once", n)
 	}
-	if a := r.exec.Audit(); len(a) != 0 {
+	if a := r.Exec.Audit(); len(a) != 0 {
 		t.Errorf("the plugin wrote without the files: %+v", a)
 	}
 }
@@ -326,13 +295,13 @@ func TestV2WithoutFiles(t *testing.T) {
 func TestAnolisFieldsSaidOnce(t *testing.T) {
 	r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, web())
 	r.run(spec(nil))
-	if n := r.log.Count("need Anolis OS"); n != 0 {
+	if n := r.Log.Count("need Anolis OS"); n != 0 {
 		t.Errorf("said the Anolis OS fields are not applied while memory QoS is off")
 	}
 	for range 3 {
 		r.run(spec(lsAndLSR))
 	}
-	if n := r.log.Count("wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable and priority need Anolis OS"); n != 1 {
+	if n := r.Log.Count("wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable and priority need Anolis OS"); n != 1 {
 		t.Errorf("said %d times, want once", n)
 	}
 }
@@ -345,18 +314,18 @@ func TestLeftovers(t *testing.T) {
 	wa, gc := r.containerDir(w, "containerd://web-a"), r.containerDir(g, "containerd://db")
 	burstable := r.qosDir(corev1.PodQOSBurstable)
 	r.run(spec(func(s *slov1alpha1.ResourceQOSStrategy) { memOn(s.LSClass, 50, 80, 90, 1) }))
-	if err := r.fs.SetMemoryMin(gc, 64*mi); err != nil { // someone else's, on a pod of a class that is off
+	if err := r.FS.SetMemoryMin(gc, 64*mi); err != nil { // someone else's, on a pod of a class that is off
 		t.Fatal(err)
 	}
 	r.restart()
 	r.run(spec(nil))
 	r.expectMem(map[string]mem{burstable: {0, 0, -1, false}, r.podDir(w): {0, 0, -1, false}, wa: {0, 0, -1, false}, gc: {64, 0, -1, false}})
-	n := len(r.exec.Audit())
+	n := len(r.Exec.Audit())
 	r.run(spec(nil))
-	if a := r.exec.Audit()[n:]; len(a) != 0 {
+	if a := r.Exec.Audit()[n:]; len(a) != 0 {
 		t.Errorf("wrote again with nothing to do: %+v", a)
 	}
-	rec, err := loadRecord(r.state, r.host.Layout().Kubepods())
+	rec, err := loadRecord(r.state, r.Host.Layout().Kubepods())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,11 +350,11 @@ func TestKubeletMemoryQoSLeftAlone(t *testing.T) {
 				burstable: {150, 0, -1, false}, kubepods: {214, 0, -1, false},
 			}
 			for dir, m := range kubelet {
-				if err := r.fs.SetMemoryMin(dir, m.min*mi); err != nil {
+				if err := r.FS.SetMemoryMin(dir, m.min*mi); err != nil {
 					t.Fatal(err)
 				}
 				if m.high >= 0 {
-					if err := r.fs.SetMemoryHigh(dir, m.high*mi); err != nil {
+					if err := r.FS.SetMemoryHigh(dir, m.high*mi); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -394,7 +363,7 @@ func TestKubeletMemoryQoSLeftAlone(t *testing.T) {
 				r.run(spec(nil))
 			}
 			r.expectMem(kubelet)
-			if a := r.exec.Audit(); len(a) != 0 {
+			if a := r.Exec.Audit(); len(a) != 0 {
 				t.Errorf("the plugin wrote with every class off: %+v", a)
 			}
 
@@ -423,12 +392,12 @@ func TestBadStateFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range []*slov1alpha1.NodeSLOSpec{spec(lsAndLSR), spec(nil)} {
-				err := r.p.Run(r.ctx, s)
+				err := r.p.Run(r.Ctx, s)
 				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "moving it away") {
 					t.Errorf("Run: want an error naming %s, got %v", path, err)
 				}
 			}
-			if a := r.exec.Audit(); len(a) != 0 {
+			if a := r.Exec.Audit(); len(a) != 0 {
 				t.Errorf("written with an unreadable state file: %+v", a)
 			}
 			if b, _ := os.ReadFile(path); string(b) != content {
@@ -444,11 +413,11 @@ func TestUnwritableStateDir(t *testing.T) {
 	r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, web())
 	r.state = "/proc/gleaner-cgreconcile-test"
 	r.restart()
-	err := r.p.Run(r.ctx, spec(lsAndLSR))
+	err := r.p.Run(r.Ctx, spec(lsAndLSR))
 	if err == nil || !strings.Contains(err.Error(), "leaving the memory QoS as it is") {
 		t.Errorf("Run: want an error saying nothing is written, got %v", err)
 	}
-	if a := r.exec.Audit(); len(a) != 0 {
+	if a := r.Exec.Audit(); len(a) != 0 {
 		t.Errorf("written without a record: %+v", a)
 	}
 }
@@ -497,22 +466,22 @@ func TestBadNodeSLOKeepsLastGood(t *testing.T) {
 	w := web()
 	r := newRig(t, cgroup.V2, cgroup.Cgroupfs, true, w)
 	clk := clocktesting.NewFakeClock(time.Now())
-	d := qosmanager.Deps{States: r.store, Executor: r.exec, Cgroups: r.fs, Layout: r.host.Layout(), Clock: clk}
+	d := qosmanager.Deps{States: r.Store, Executor: r.Exec, Cgroups: r.FS, Layout: r.Host.Layout(), Clock: clk}
 	m, err := qosmanager.NewManager(d, clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
 		New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}}, []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(lsAndLSR)})
-	if err := m.RunOnce(r.ctx); err != nil {
+	r.Store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(lsAndLSR)})
+	if err := m.RunOnce(r.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	r.store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(func(s *slov1alpha1.ResourceQOSStrategy) { memOn(s.LSClass, 50, 80, 900, 1) })})
-	if err := m.RunOnce(r.ctx); err != nil {
+	r.Store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(func(s *slov1alpha1.ResourceQOSStrategy) { memOn(s.LSClass, 50, 80, 900, 1) })})
+	if err := m.RunOnce(r.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	r.expectMem(map[string]mem{r.podDir(w): {75, 120, -1, true}})
-	if n := r.log.Count("throttlingPercent is 900, outside [0, 100]"); n != 1 {
+	if n := r.Log.Count("throttlingPercent is 900, outside [0, 100]"); n != 1 {
 		t.Errorf("the refusal was logged %d times, want once", n)
 	}
 }

@@ -193,7 +193,7 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	r.pods[m.Pod.UID] = true
 	cfg, k := node, knobs{}
 	// Only services: batch, free and mid pods run on reclaimed CPU, and their quotas are the runtime hook's.
-	other := m.Priority != slov1alpha1.PriorityProd || qosmanager.IsBestEffort(m)
+	other := m.Priority != slov1alpha1.PriorityProd || m.BestEffort
 	if !other {
 		var err error
 		if cfg, k, err = podConfig(m.Pod, node); err != nil {
@@ -210,13 +210,13 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	var raised time.Duration // how far the containers' quotas are above their limits, summed
 	limited, pinned := 0, 0
 	ap := applied(m.Pod)
-	forRunning(ap, func(c *corev1.Container, st *corev1.ContainerStatus) {
+	qosmanager.ForRunningContainerSpecs(ap, func(c *corev1.Container, st *corev1.ContainerStatus) {
 		base := cgroup.ContainerResources(ap, c).CPUQuota
 		if base.Unlimited() {
 			return
 		}
 		spec := base
-		if sc := specContainer(m.Pod, c.Name); sc != nil {
+		if sc := qosmanager.ContainerSpec(m.Pod, c.Name); sc != nil {
 			spec = cgroup.ContainerResources(m.Pod, sc).CPUQuota
 		}
 		dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID)
@@ -225,7 +225,7 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 		}
 		kc := k
 		limited++
-		if _, ok := p.pool.pinned[dir]; ok {
+		if p.pool.pinned(dir) {
 			kc = knobs{} // a pinned container cannot run beyond its CPUs: a burst gives it nothing
 			pinned++
 		}
@@ -301,16 +301,6 @@ func withCPULimit(spec, status corev1.ResourceList) corev1.ResourceList {
 	}
 	out[corev1.ResourceCPU] = q
 	return out
-}
-
-// specContainer is pod's container (or init container) name as its spec has it.
-func specContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		if i := slices.IndexFunc(list, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
-			return &list[i]
-		}
-	}
-	return nil
 }
 
 // bound is the quota a burst is a percentage of: the smallest of the limit applied (base), the spec's (which the

@@ -1,7 +1,6 @@
 package cpuburst
 
 import (
-	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,97 +9,61 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
-	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// rig is a simulated node (hostsim) of 8 CPUs with the plugin on it, a fake clock, the real executor, metric cache
-// and states store, and a recorder of events. The kubelet's part, writing each pod's quota from its limits, is
-// done by kubelet().
+// rig is a simulated node (qosmanagertest.Node) of 8 CPUs with the plugin on it. The kubelet's part, writing each
+// pod's quota from its limits, is done by kubelet().
 type rig struct {
-	t      *testing.T
-	v      cgroup.Version
-	host   *hostsim.Host
-	clk    *clocktesting.FakeClock
-	store  *statesinformer.Store
-	cache  *metriccache.MemoryCache
-	exec   *executor.Executor
-	fs     *cgroup.FS
-	events *record.FakeRecorder
-	p      *Plugin
-	ctx    context.Context
-	logs   func() string
+	*qosmanagertest.Node
+	t *testing.T
+	v cgroup.Version
+	p *Plugin
 }
 
 func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver) *rig {
 	t.Helper()
-	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: v, Driver: d, CPUs: 8})
+	n := qosmanagertest.NewNode(t, hostsim.Config{Version: v, Driver: d, CPUs: 8})
+	n.Store.SetNode(tu.Node("node-1").Capacity("cpu", "8").Allocatable("cpu", "8").Obj())
+	p, err := New(n.Deps(DefaultInterval))
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys := cgroup.NewFS(host.CgroupRoot(), v)
-	exec, err := executor.New(fsys, clk, prometheus.NewRegistry(), executor.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := statesinformer.NewStore()
-	store.SetNode(tu.Node("node-1").Capacity("cpu", "8").Allocatable("cpu", "8").Obj())
-	events := record.NewFakeRecorder(100)
-	p, err := New(qosmanager.Deps{States: store, Cache: cache, Executor: exec, Cgroups: fsys, Layout: host.Layout(), Events: events, Clock: clk, Interval: DefaultInterval})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	r := &rig{t: t, v: v, host: host, clk: clk, store: store, cache: cache, exec: exec, fs: fsys, events: events, p: p.(*Plugin),
-		ctx:  klog.NewContext(context.Background(), logger),
-		logs: func() string { return logger.GetSink().(ktesting.Underlier).GetBuffer().String() }}
-	return r
+	return &rig{Node: n, t: t, v: v, p: p.(*Plugin)}
 }
 
 // addPod creates the pod's cgroups with the kubelet's quotas and puts it in the store.
 func (r *rig) addPod(pod *corev1.Pod, u hostsim.Usage) {
 	r.t.Helper()
-	if err := r.host.AddPod(pod, u); err != nil {
-		r.t.Fatal(err)
-	}
+	r.AddPod(pod, u)
 	r.kubelet(pod)
-	r.store.SetPod(pod)
 }
 
 // kubelet writes the quotas the kubelet gives pod and its containers.
 func (r *rig) kubelet(pod *corev1.Pod) {
 	r.t.Helper()
-	l := r.host.Layout()
+	l := r.Host.Layout()
 	podDir := l.PodDir(pod)
-	if err := r.fs.SetCPUQuota(podDir, cgroup.PodResources(pod).CPUQuota); err != nil {
+	if err := r.FS.SetCPUQuota(podDir, cgroup.PodResources(pod).CPUQuota); err != nil {
 		r.t.Fatal(err)
 	}
-	forRunning(pod, func(c *corev1.Container, st *corev1.ContainerStatus) {
+	qosmanager.ForRunningContainerSpecs(pod, func(c *corev1.Container, st *corev1.ContainerStatus) {
 		dir, err := l.ContainerDir(podDir, st.ContainerID)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if err := r.fs.SetCPUQuota(dir, cgroup.ContainerResources(pod, c).CPUQuota); err != nil {
+		if err := r.FS.SetCPUQuota(dir, cgroup.ContainerResources(pod, c).CPUQuota); err != nil {
 			r.t.Fatal(err)
 		}
 	})
@@ -109,13 +72,13 @@ func (r *rig) kubelet(pod *corev1.Pod) {
 // dir is the cgroup of pod's container (by name), or of the pod for "".
 func (r *rig) dir(pod *corev1.Pod, container string) string {
 	r.t.Helper()
-	podDir := r.host.Layout().PodDir(pod)
+	podDir := r.Host.Layout().PodDir(pod)
 	if container == "" {
 		return podDir
 	}
 	for _, st := range pod.Status.ContainerStatuses {
 		if st.Name == container {
-			d, err := r.host.Layout().ContainerDir(podDir, st.ContainerID)
+			d, err := r.Host.Layout().ContainerDir(podDir, st.ContainerID)
 			if err != nil {
 				r.t.Fatal(err)
 			}
@@ -129,7 +92,7 @@ func (r *rig) dir(pod *corev1.Pod, container string) string {
 // burst is dir's burst in µs.
 func (r *rig) burst(dir string) int64 {
 	r.t.Helper()
-	b, err := r.fs.CPUBurst(dir)
+	b, err := r.FS.CPUBurst(dir)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -139,7 +102,7 @@ func (r *rig) burst(dir string) int64 {
 // quota is dir's quota in µs, -1 for none.
 func (r *rig) quota(dir string) int64 {
 	r.t.Helper()
-	q, err := r.fs.CPUQuota(dir)
+	q, err := r.FS.CPUQuota(dir)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -151,7 +114,7 @@ func (r *rig) quota(dir string) int64 {
 
 func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
 	r.t.Helper()
-	if err := r.p.Run(r.ctx, spec); err != nil {
+	if err := r.p.Run(r.Ctx, spec); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -159,11 +122,11 @@ func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
 // tick lets a second pass on the host and the clock, with the node using nodeCores, and runs the plugin.
 func (r *rig) tick(spec *slov1alpha1.NodeSLOSpec, nodeCores float64) {
 	r.t.Helper()
-	if err := r.host.Advance(time.Second); err != nil {
+	if err := r.Host.Advance(time.Second); err != nil {
 		r.t.Fatal(err)
 	}
-	r.clk.Step(time.Second)
-	r.cache.Append(r.clk.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodeCPUUsage), Value: nodeCores})
+	r.Clock.Step(time.Second)
+	r.Cache.Append(r.Clock.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.NodeCPUUsage), Value: nodeCores})
 	r.run(spec)
 }
 
@@ -229,7 +192,7 @@ func TestBurst(t *testing.T) {
 		if r.v == cgroup.V1 {
 			cpusetFile = "cgroup/cpuset/" + r.dir(pods["db"], "c") + "/cpuset.effective_cpus"
 		}
-		if err := r.host.WriteFile(cpusetFile, "6-7\n"); err != nil {
+		if err := r.Host.WriteFile(cpusetFile, "6-7\n"); err != nil {
 			t.Fatal(err)
 		}
 		type want struct {
@@ -260,20 +223,20 @@ func TestBurst(t *testing.T) {
 			{"mid", "c", 0}, {"mid", "", 0},
 			{"free", "c", 0},
 		})
-		if !strings.Contains(r.logs(), "cpuBurstPercent above 100 acts as 100") {
-			t.Errorf("the clamp of cpuBurstPercent 1000 was not said; logs:\n%s", r.logs())
+		if r.Log.Count("cpuBurstPercent above 100 acts as 100") == 0 {
+			t.Errorf("the clamp of cpuBurstPercent 1000 was not said; logs:\n%s", r.Log)
 		}
-		n := len(r.exec.Audit())
+		n := len(r.Exec.Audit())
 		r.run(strategy(slov1alpha1.CPUBurstOnly))
-		if w := r.exec.Audit()[n:]; len(w) != 0 {
+		if w := r.Exec.Audit()[n:]; len(w) != 0 {
 			t.Errorf("a second run with nothing changed wrote %v", w)
 		}
-		if got := strings.Count(r.logs(), "cpuBurstPercent above 100"); got != 1 {
+		if got := r.Log.Count("cpuBurstPercent above 100"); got != 1 {
 			t.Errorf("the clamp was said %d times, want once", got)
 		}
-		close(r.events.Events)
+		close(r.Events.Events)
 		var events []string
-		for e := range r.events.Events {
+		for e := range r.Events.Events {
 			events = append(events, e)
 		}
 		if len(events) != 1 || !strings.Contains(events[0], "Warning InvalidCPUBurstAnnotation") || !strings.Contains(events[0], "cpuBurstPercent is -5, outside [0, 10000]") {
@@ -307,7 +270,7 @@ func TestQuotaBurst(t *testing.T) {
 		if q := r.quota(app); q != 100000 {
 			t.Fatalf("the first run raised the quota to %d", q)
 		}
-		n := len(r.exec.Audit())
+		n := len(r.Exec.Audit())
 		for i, want := range []int64{120000, 144000, 172800, 207360, 248832, 298599, 300000, 300000} {
 			r.tick(s, 2)
 			if got := r.quota(app); got != want {
@@ -319,7 +282,7 @@ func TestQuotaBurst(t *testing.T) {
 		}
 		// Raising: the pod's quota (the parent) written before its container's, every time.
 		var order []string
-		for _, rec := range r.exec.Audit()[n:] {
+		for _, rec := range r.Exec.Audit()[n:] {
 			order = append(order, map[string]string{pod: "pod", app: "container"}[rec.Dir])
 		}
 		if got := strings.Join(order, ","); got != strings.Repeat("pod,container,", 7)[:len(strings.Repeat("pod,container,", 7))-1] {
@@ -327,14 +290,14 @@ func TestQuotaBurst(t *testing.T) {
 		}
 
 		// The pool at 5 of 8 CPUs, 62.5 %: lowered by a fifth a run, container first, to the limit.
-		n = len(r.exec.Audit())
+		n = len(r.Exec.Audit())
 		for i, want := range []int64{240000, 192000, 153600, 122880, 100000, 100000} {
 			r.tick(s, 5)
 			if got := r.quota(app); got != want {
 				t.Fatalf("lower %d: container quota %d µs, want %d", i, got, want)
 			}
 		}
-		if recs := r.exec.Audit()[n:]; len(recs) < 2 || recs[0].Dir != app || recs[1].Dir != pod {
+		if recs := r.Exec.Audit()[n:]; len(recs) < 2 || recs[0].Dir != app || recs[1].Dir != pod {
 			t.Errorf("lowering must write the container before the pod: %v", recs)
 		}
 		// Back under the threshold and still throttled: raised again; then no longer throttled and using 0.5 cores,
@@ -343,7 +306,7 @@ func TestQuotaBurst(t *testing.T) {
 		if got := r.quota(app); got != 120000 {
 			t.Fatalf("raised again to %d µs, want 120000", got)
 		}
-		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 0.5}); err != nil {
+		if err := r.Host.SetPodUsage(web.UID, hostsim.Usage{CPU: 0.5}); err != nil {
 			t.Fatal(err)
 		}
 		r.tick(s, 2)
@@ -352,7 +315,7 @@ func TestQuotaBurst(t *testing.T) {
 		}
 
 		// Raised again, then the policy off: the kubelet's quota back at once.
-		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 1, Throttled: 0.5}); err != nil {
+		if err := r.Host.SetPodUsage(web.UID, hostsim.Usage{CPU: 1, Throttled: 0.5}); err != nil {
 			t.Fatal(err)
 		}
 		r.tick(s, 2)
@@ -405,10 +368,10 @@ func TestLeftovers(t *testing.T) {
 		r.addPod(other, hostsim.Usage{CPU: 0.1})
 		app, pod := r.dir(web, "app"), r.dir(web, "")
 		for _, d := range []string{pod, app} {
-			if err := r.fs.SetCPUQuota(d, cgroup.CPUQuota{Quota: 250 * time.Millisecond, Period: cgroup.CFSPeriod}); err != nil {
+			if err := r.FS.SetCPUQuota(d, cgroup.CPUQuota{Quota: 250 * time.Millisecond, Period: cgroup.CFSPeriod}); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.fs.SetCPUBurst(d, 80*time.Millisecond); err != nil {
+			if err := r.FS.SetCPUBurst(d, 80*time.Millisecond); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -418,12 +381,12 @@ func TestLeftovers(t *testing.T) {
 				t.Errorf("%s: quota %d, burst %d µs, want the kubelet's 100000 and 0", d, q, b)
 			}
 		}
-		if recs := r.exec.Audit(); len(recs) != 4 {
+		if recs := r.Exec.Audit(); len(recs) != 4 {
 			t.Errorf("writes %v, want four (quota and burst of the one pod and its container)", recs)
 		}
-		n := len(r.exec.Audit())
+		n := len(r.Exec.Audit())
 		r.run(strategy(slov1alpha1.CPUBurstNone))
-		if recs := r.exec.Audit()[n:]; len(recs) != 0 {
+		if recs := r.Exec.Audit()[n:]; len(recs) != 0 {
 			t.Errorf("a second run wrote %v", recs)
 		}
 	})
@@ -436,26 +399,26 @@ func TestNoBurstFile(t *testing.T) {
 		web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
 			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
 		r.addPod(web, hostsim.Usage{CPU: 1, Throttled: 0.5})
-		removeBurstFiles(t, r.host.CgroupRoot())
+		removeBurstFiles(t, r.Host.CgroupRoot())
 		// A pod that arrives after the first run (its files lack burst too).
 		late := tu.Pod("late").UID("00000000-0000-4000-8000-00000000000b").
 			Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://late-app").Obj()
 		s := strategy(slov1alpha1.CPUBurstAuto)
 		for i := range 3 {
 			if i == 1 {
-				if err := r.host.AddPod(late, hostsim.Usage{CPU: 0.1}); err != nil {
+				if err := r.Host.AddPod(late, hostsim.Usage{CPU: 0.1}); err != nil {
 					t.Fatal(err)
 				}
 				r.kubelet(late)
-				removeBurstFiles(t, r.host.CgroupRoot())
-				r.store.SetPod(late)
+				removeBurstFiles(t, r.Host.CgroupRoot())
+				r.Store.SetPod(late)
 			}
 			r.tick(s, 2)
 		}
-		if got := strings.Count(r.logs(), "this kernel lacks the CFS burst file"); got != 1 {
-			t.Errorf("said %d times, want once; logs:\n%s", got, r.logs())
+		if got := r.Log.Count("this kernel lacks the CFS burst file"); got != 1 {
+			t.Errorf("said %d times, want once; logs:\n%s", got, r.Log)
 		}
-		for _, rec := range r.exec.Audit() {
+		for _, rec := range r.Exec.Audit() {
 			if rec.Resource == executor.ResourceCPUBurst {
 				t.Errorf("a burst write was asked for: %+v", rec)
 			}
@@ -477,12 +440,12 @@ func TestSharePoolPinned(t *testing.T) {
 		Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
 	r.addPod(db, hostsim.Usage{CPU: 4})
 	r.addPod(web, hostsim.Usage{CPU: 1, Throttled: 0.5})
-	if err := r.host.WriteFile("cgroup/cpuset/"+r.dir(db, "c")+"/cpuset.effective_cpus", "4-7\n"); err != nil {
+	if err := r.Host.WriteFile("cgroup/cpuset/"+r.dir(db, "c")+"/cpuset.effective_cpus", "4-7\n"); err != nil {
 		t.Fatal(err)
 	}
 	s := strategy(slov1alpha1.CFSQuotaBurstOnly)
 	for range 3 {
-		r.cache.Append(r.clk.Now().Add(time.Second), metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerCPUUsage, string(db.UID), "c"), Value: 4})
+		r.Cache.Append(r.Clock.Now().Add(time.Second), metriccache.Sample{Key: metriccache.ContainerKey(metriccache.ContainerCPUUsage, string(db.UID), "c"), Value: 4})
 		r.tick(s, 5)
 	}
 	if l := r.p.pool.load(r.p); !l.ok || l.percent != 25 || r.p.pool.size != 4 {
@@ -530,20 +493,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := p.Validate(tt.spec)
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("accepted, want an error naming %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			qosmanagertest.ExpectValidation(t, err, false, tt.want...)
 		})
 	}
 }
@@ -555,7 +505,7 @@ func TestManagerKeepsTheLastGoodStrategy(t *testing.T) {
 	web := tu.Pod("web").UID("00000000-0000-4000-8000-00000000000a").
 		Container("app").Requests("cpu", "500m").Limits("cpu", "1").Running("containerd://web-app").Obj()
 	r.addPod(web, hostsim.Usage{CPU: 0.1})
-	m, err := qosmanager.NewManager(r.p.d, r.clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
+	m, err := qosmanager.NewManager(r.p.d, r.Clock, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
 		New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}}, []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -569,8 +519,8 @@ func TestManagerKeepsTheLastGoodStrategy(t *testing.T) {
 		pct  int64
 		want int64
 	}{{40, 40000}, {-10, 40000}, {70, 70000}} {
-		r.store.SetNodeSLO(slo(st.pct))
-		if err := m.RunOnce(r.ctx); err != nil {
+		r.Store.SetNodeSLO(slo(st.pct))
+		if err := m.RunOnce(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.burst(app); got != st.want {
@@ -645,20 +595,20 @@ func TestResizeInPlace(t *testing.T) {
 
 		// Policy none: the spec asks for 500m, the kubelet has not applied it (deferred, or refused as infeasible).
 		r.run(strategy(slov1alpha1.CPUBurstNone))
-		n := len(r.exec.Audit())
-		r.store.SetPod(resized(web, "app", "500m", "1"))
+		n := len(r.Exec.Audit())
+		r.Store.SetPod(resized(web, "app", "500m", "1"))
 		r.run(strategy(slov1alpha1.CPUBurstNone))
-		r.store.SetPod(resized(web, "app", "500m", "")) // a status without resources: the spec alone
+		r.Store.SetPod(resized(web, "app", "500m", "")) // a status without resources: the spec alone
 		r.run(strategy(slov1alpha1.CPUBurstNone))
-		if recs := r.exec.Audit()[n:]; len(recs) != 0 {
+		if recs := r.Exec.Audit()[n:]; len(recs) != 0 {
 			t.Errorf("policy none wrote on a resize: %v", recs)
 		}
 		check("policy none, resize not applied", 100000, 0)
 		web = resized(web, "app", "500m", "500m")
 		r.kubelet(web) // applied
-		r.store.SetPod(web)
+		r.Store.SetPod(web)
 		r.run(strategy(slov1alpha1.CPUBurstNone))
-		if recs := r.exec.Audit()[n:]; len(recs) != 0 {
+		if recs := r.Exec.Audit()[n:]; len(recs) != 0 {
 			t.Errorf("policy none wrote after the kubelet applied a resize: %v", recs)
 		}
 		check("policy none, resize applied", 50000, 0)
@@ -685,15 +635,15 @@ func TestResizeInPlace(t *testing.T) {
 			if st.kubelet {
 				r.kubelet(web)
 			}
-			r.store.SetPod(web)
-			n := len(r.exec.Audit())
+			r.Store.SetPod(web)
+			n := len(r.Exec.Audit())
 			r.run(s)
-			if w := quotaWrites(r.exec.Audit()[n:]); len(w) != 0 {
+			if w := quotaWrites(r.Exec.Audit()[n:]); len(w) != 0 {
 				t.Errorf("%s: cpuBurstOnly wrote quotas %v", st.name, w)
 			}
 			check(st.name, st.quota, st.burst)
 		}
-		if n := r.exec.Release(Name, executor.ResourceCPUQuota, func(string) bool { return true }); n != 0 {
+		if n := r.Exec.Release(Name, executor.ResourceCPUQuota, func(string) bool { return true }); n != 0 {
 			t.Errorf("the executor held %d quotas of the plugin, which raised none", n)
 		}
 	})
@@ -712,7 +662,7 @@ func TestQuotaBurstResize(t *testing.T) {
 		s := strategy(slov1alpha1.CFSQuotaBurstOnly)
 		resync := func() {
 			t.Helper()
-			if err := r.exec.Resync(r.ctx); err != nil {
+			if err := r.Exec.Resync(r.Ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -725,7 +675,7 @@ func TestQuotaBurstResize(t *testing.T) {
 
 		// The spec asks for 2 CPUs, not applied: the raise goes on from the applied limit, 1 CPU.
 		web = resized(web, "app", "2", "1")
-		r.store.SetPod(web)
+		r.Store.SetPod(web)
 		r.tick(s, 2)
 		if q := r.quota(app); q != 172800 {
 			t.Errorf("resize asked, not applied: quota %d µs, want 172800 (raised from the applied 1 CPU)", q)
@@ -734,14 +684,14 @@ func TestQuotaBurstResize(t *testing.T) {
 		// The kubelet applies it: its write ends the raise; nothing is written over it, now or at the resync.
 		web = resized(web, "app", "2", "2")
 		r.kubelet(web)
-		r.store.SetPod(web)
-		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 0.5}); err != nil {
+		r.Store.SetPod(web)
+		if err := r.Host.SetPodUsage(web.UID, hostsim.Usage{CPU: 0.5}); err != nil {
 			t.Fatal(err)
 		}
-		n := len(r.exec.Audit())
+		n := len(r.Exec.Audit())
 		r.tick(s, 2)
 		resync()
-		if w := quotaWrites(r.exec.Audit()[n:]); len(w) != 0 {
+		if w := quotaWrites(r.Exec.Audit()[n:]); len(w) != 0 {
 			t.Errorf("after the kubelet's resize: quota writes %v", w)
 		}
 		if a, p := r.quota(app), r.quota(pod); a != 200000 || p != 200000 {
@@ -749,7 +699,7 @@ func TestQuotaBurstResize(t *testing.T) {
 		}
 
 		// Raised again, then given back: the base written, then released: a later resize is not undone by a resync.
-		if err := r.host.SetPodUsage(web.UID, hostsim.Usage{CPU: 2, Throttled: 0.5}); err != nil {
+		if err := r.Host.SetPodUsage(web.UID, hostsim.Usage{CPU: 2, Throttled: 0.5}); err != nil {
 			t.Fatal(err)
 		}
 		r.tick(s, 2)
@@ -762,11 +712,11 @@ func TestQuotaBurstResize(t *testing.T) {
 		}
 		web = resized(web, "app", "1500m", "1500m")
 		r.kubelet(web)
-		r.store.SetPod(web)
-		n = len(r.exec.Audit())
+		r.Store.SetPod(web)
+		n = len(r.Exec.Audit())
 		r.tick(strategy(slov1alpha1.CPUBurstNone), 2)
 		resync()
-		if w := quotaWrites(r.exec.Audit()[n:]); len(w) != 0 {
+		if w := quotaWrites(r.Exec.Audit()[n:]); len(w) != 0 {
 			t.Errorf("after a raise was given back, a resize: quota writes %v", w)
 		}
 		if a, p := r.quota(app), r.quota(pod); a != 150000 || p != 150000 {

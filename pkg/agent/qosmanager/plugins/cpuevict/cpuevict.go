@@ -158,7 +158,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		}
 		remaining += req
 		// A best-effort pod outside the requests would not change the satisfaction: it is not evicted for it.
-		if qosmanager.IsBestEffort(m) && req > 0 {
+		if m.BestEffort && req > 0 {
 			candidates = append(candidates, qosmanager.Candidate{Meta: m, Usage: p.podUsage(m, w)})
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/test/hostsim"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -57,23 +59,19 @@ func flat(n int, limit, request, usage float64) series {
 	return s
 }
 
+// env is one node (qosmanagertest.Node) and the recording evictor.
 type env struct {
-	clk     *clocktesting.FakeClock
-	store   *statesinformer.Store
-	cache   *metriccache.MemoryCache
+	*qosmanagertest.Node
 	evictor *qosmanagertest.Evictor
 	deps    qosmanager.Deps
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{clk: clk, store: statesinformer.NewStore(), cache: cache, evictor: &qosmanagertest.Evictor{Reason: Reason}}
-	e.deps = qosmanager.Deps{States: e.store, Cache: cache, Evictor: e.evictor, Clock: clk, Interval: DefaultInterval}
+	n := qosmanagertest.NewNode(t, hostsim.Config{Version: cgroup.V2, Driver: cgroup.Cgroupfs})
+	e := &env{Node: n, evictor: &qosmanagertest.Evictor{Reason: Reason}}
+	e.deps = n.Deps(DefaultInterval)
+	e.deps.Evictor = e.evictor
 	return e
 }
 
@@ -81,22 +79,22 @@ func newEnv(t *testing.T) *env {
 // every second of them.
 func (e *env) fill(s series, pods ...pod) {
 	n := max(len(s.limit), len(s.request), len(s.usage))
-	newest := e.clk.Now().Add(-s.age)
+	newest := e.Clock.Now().Add(-s.age)
 	at := func(i, n int) time.Time { return newest.Add(-time.Duration(n-1-i) * time.Second) }
 	for i, v := range s.limit {
-		e.cache.Append(at(i, len(s.limit)), metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURealLimit), Value: v})
+		e.Cache.Append(at(i, len(s.limit)), metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURealLimit), Value: v})
 	}
 	for i, v := range s.request {
-		e.cache.Append(at(i, len(s.request)), metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURequest), Value: v})
+		e.Cache.Append(at(i, len(s.request)), metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPURequest), Value: v})
 	}
 	for i, v := range s.usage {
-		e.cache.Append(at(i, len(s.usage)), metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPUUsage), Value: v})
+		e.Cache.Append(at(i, len(s.usage)), metriccache.Sample{Key: metriccache.NodeKey(metriccache.BECPUUsage), Value: v})
 	}
 	for _, p := range pods {
 		o := p.b.Obj()
-		e.store.SetPod(o)
+		e.Store.SetPod(o)
 		for i := range n {
-			e.cache.Append(at(i, n), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, string(o.UID)), Value: p.usage})
+			e.Cache.Append(at(i, n), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, string(o.UID)), Value: p.usage})
 		}
 	}
 }
@@ -261,7 +259,7 @@ func TestRunCountsItsOwnRequests(t *testing.T) {
 		if err := p.Run(context.Background(), enabled()); err != nil {
 			t.Fatal(err)
 		}
-		e.clk.Step(time.Second)
+		e.Clock.Step(time.Second)
 		e.fill(flat(1, 2, 5, 1.9), usual()...)
 		if diff := cmp.Diff([]string{"be-b", "be-a"}, e.evictor.Asked()); diff != "" {
 			t.Fatalf("run %d: pods asked for (-want +got):\n%s", i, diff)
@@ -358,23 +356,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := v.Validate(tt.spec)
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("refused a valid spec: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("accepted; want errors %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
-			if n := len(strings.Split(err.Error(), "\n")); n != len(tt.want) {
-				t.Errorf("error has %d lines, want %d: %q", n, len(tt.want), err)
-			}
+			qosmanagertest.ExpectValidation(t, err, true, tt.want...)
 		})
 	}
 }
@@ -385,7 +367,7 @@ func TestValidateWindowAgainstTheCache(t *testing.T) {
 	e := newEnv(t)
 	cfg := metriccache.DefaultConfig()
 	cfg.CoarseSlots = 60 // 30 minutes
-	cache, err := metriccache.New(cfg, e.clk)
+	cache, err := metriccache.New(cfg, e.Clock)
 	if err != nil {
 		t.Fatal(err)
 	}

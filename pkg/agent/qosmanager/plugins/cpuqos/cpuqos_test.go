@@ -1,102 +1,54 @@
 package cpuqos
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
-	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
-	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// trees are the fixture trees every test runs on: cgroup v1 and v2, systemd and cgroupfs drivers.
-var trees = []struct {
-	v cgroup.Version
-	d cgroup.Driver
-}{{cgroup.V1, cgroup.Cgroupfs}, {cgroup.V1, cgroup.Systemd}, {cgroup.V2, cgroup.Cgroupfs}, {cgroup.V2, cgroup.Systemd}}
-
-func forTrees(t *testing.T, fn func(t *testing.T, v cgroup.Version, d cgroup.Driver)) {
-	for _, tr := range trees {
-		t.Run(fmt.Sprintf("%s-%s", tr.v, tr.d), func(t *testing.T) { fn(t, tr.v, tr.d) })
-	}
-}
-
-// rig is a simulated node (hostsim) with the plugin, the real executor and states store on it, and a log that
-// records every line.
+// rig is a simulated node (qosmanagertest.Node) with the plugin on it.
 type rig struct {
-	t     *testing.T
-	host  *hostsim.Host
-	fs    *cgroup.FS
-	store *statesinformer.Store
-	exec  *executor.Executor
-	p     *Plugin
-	ctx   context.Context
-	log   *qosmanagertest.Log
+	*qosmanagertest.Node
+	t *testing.T
+	p *Plugin
 }
 
 // newRig lays out the node; with idleFile the kernel has cpu.idle (5.15+) in every cgroup, holding 0.
-func newRig(t *testing.T, v cgroup.Version, d cgroup.Driver, idleFile bool, pods ...*corev1.Pod) *rig {
+func newRig(t *testing.T, l qosmanagertest.Layout, idleFile bool, pods ...*corev1.Pod) *rig {
 	t.Helper()
-	host, err := hostsim.New(t.TempDir(), hostsim.Config{Version: v, Driver: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := cgroup.NewFS(host.CgroupRoot(), v)
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	exec, err := executor.New(fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := statesinformer.NewStore()
-	for _, pod := range pods {
-		if err := host.AddPod(pod, hostsim.Usage{}); err != nil {
-			t.Fatal(err)
-		}
-		store.SetPod(pod)
-	}
+	n := qosmanagertest.NewNode(t, hostsim.Config{Version: l.Version, Driver: l.Driver}, pods...)
 	if idleFile {
 		file := "cpu.idle"
-		if v == cgroup.V1 {
+		if l.Version == cgroup.V1 {
 			file = "cpu/cpu.idle"
 		}
-		if err := host.WriteEach(file, "0\n"); err != nil {
-			t.Fatal(err)
-		}
+		n.WriteEach(file, "0\n")
 	}
-	p, err := New(qosmanager.Deps{States: store, Executor: exec, Cgroups: fs, Layout: host.Layout(), Clock: clk, Interval: DefaultInterval})
+	p, err := New(n.Deps(DefaultInterval))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &qosmanagertest.Log{}
-	return &rig{t: t, host: host, fs: fs, store: store, exec: exec, p: p.(*Plugin), ctx: klog.NewContext(context.Background(), l.Logger()), log: l}
+	return &rig{Node: n, t: t, p: p.(*Plugin)}
 }
 
-func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
-	r.t.Helper()
-	if err := r.p.Run(r.ctx, spec); err != nil {
-		r.t.Fatal(err)
-	}
-}
+func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) { r.t.Helper(); r.Run(r.p, spec) }
 
 // idle is cpu.idle of dir.
 func (r *rig) idle(dir string) bool {
 	r.t.Helper()
-	on, err := r.fs.CPUIdle(dir)
+	on, err := r.FS.CPUIdle(dir)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -105,14 +57,14 @@ func (r *rig) idle(dir string) bool {
 
 func (r *rig) setIdle(dir string, on bool) {
 	r.t.Helper()
-	if err := r.fs.SetCPUIdle(dir, on); err != nil {
+	if err := r.FS.SetCPUIdle(dir, on); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
-func (r *rig) podDir(pod *corev1.Pod) string { return r.host.Layout().PodDir(pod) }
+func (r *rig) podDir(pod *corev1.Pod) string { return r.Host.Layout().PodDir(pod) }
 
-func (r *rig) beDir() string { return r.host.Layout().QoSDir(corev1.PodQOSBestEffort) }
+func (r *rig) beDir() string { return r.Host.Layout().QoSDir(corev1.PodQOSBestEffort) }
 
 // expectIdle checks cpu.idle of each cgroup.
 func (r *rig) expectIdle(want map[string]bool) {
@@ -154,16 +106,16 @@ func beOutside() *corev1.Pod {
 // TestDefaultIdlesBestEffort: by default class BE runs idle: the besteffort QoS cgroup and the BE pod outside it
 // get cpu.idle 1, nothing else does; turning BE's cpuQOS off writes 0 back and the executor stops asserting it.
 func TestDefaultIdlesBestEffort(t *testing.T) {
-	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
 		w, b, o := web(), batch(), beOutside()
-		r := newRig(t, v, d, true, w, b, o)
+		r := newRig(t, l, true, w, b, o)
 		r.run(spec(nil))
 		r.expectIdle(map[string]bool{r.beDir(): true, r.podDir(o): true, r.podDir(b): false, r.podDir(w): false,
-			r.host.Layout().QoSDir(corev1.PodQOSBurstable): false, r.host.Layout().Kubepods(): false})
+			r.Host.Layout().QoSDir(corev1.PodQOSBurstable): false, r.Host.Layout().Kubepods(): false})
 
 		// Held: a change behind the executor's back is undone at the resync.
 		r.setIdle(r.beDir(), false)
-		if err := r.exec.Resync(r.ctx); err != nil {
+		if err := r.Exec.Resync(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		r.expectIdle(map[string]bool{r.beDir(): true})
@@ -176,15 +128,15 @@ func TestDefaultIdlesBestEffort(t *testing.T) {
 
 		// Leaving idle the kernel resets the weight to 1024 (as here); the kubelet's values are written back.
 		for _, dir := range []string{r.beDir(), r.podDir(o)} {
-			if err := r.fs.SetCPUShares(dir, 1024); err != nil {
+			if err := r.FS.SetCPUShares(dir, 1024); err != nil {
 				t.Fatal(err)
 			}
 		}
 		r.run(spec(beOff))
 		r.expectIdle(map[string]bool{r.beDir(): false, r.podDir(o): false})
 		for dir, want := range map[string]uint64{r.beDir(): cgroup.MinShares, r.podDir(o): cgroup.MilliCPUToShares(500)} {
-			got, err := r.fs.CPUShares(dir)
-			if v == cgroup.V2 {
+			got, err := r.FS.CPUShares(dir)
+			if l.Version == cgroup.V2 {
 				want = cgroup.WeightToShares(cgroup.SharesToWeight(want))
 			}
 			if err != nil || got != want {
@@ -196,7 +148,7 @@ func TestDefaultIdlesBestEffort(t *testing.T) {
 		}
 		// Released: the executor no longer writes 0 over another writer's value.
 		r.setIdle(r.beDir(), true)
-		if err := r.exec.Resync(r.ctx); err != nil {
+		if err := r.Exec.Resync(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		r.expectIdle(map[string]bool{r.beDir(): true})
@@ -207,13 +159,13 @@ func TestDefaultIdlesBestEffort(t *testing.T) {
 // cpu.shares at the kubelet's value (the kubelet's own update stops at the refused besteffort write), follows a new
 // Burstable pod, and lets the value go, without writing, once BE's cpuQOS is off.
 func TestStandsInForTheKubelet(t *testing.T) {
-	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
 		w, b, o := web(), batch(), beOutside()
-		r := newRig(t, v, d, true, w, b, o)
-		burstable := r.host.Layout().QoSDir(corev1.PodQOSBurstable)
+		r := newRig(t, l, true, w, b, o)
+		burstable := r.Host.Layout().QoSDir(corev1.PodQOSBurstable)
 		shares := func() uint64 {
 			t.Helper()
-			n, err := r.fs.CPUShares(burstable)
+			n, err := r.FS.CPUShares(burstable)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +173,7 @@ func TestStandsInForTheKubelet(t *testing.T) {
 		}
 		before := shares()
 		r.run(spec(nil))
-		if v == cgroup.V2 {
+		if l.Version == cgroup.V2 {
 			// Not on v2: the kubelet's runtime library has its own shares-to-weight curve.
 			if got := shares(); got != before {
 				t.Errorf("v2: cpu.shares of %s changed from %d to %d; the plugin stands in on v1 only", burstable, before, got)
@@ -233,19 +185,19 @@ func TestStandsInForTheKubelet(t *testing.T) {
 			t.Errorf("cpu.shares of %s = %d, want the kubelet's %d", burstable, got, want)
 		}
 		more := tu.Pod("api").UID("0000000d-0000-4000-8000-000000000004").Container("c").Requests("cpu", "250m").Running("containerd://api").Obj()
-		if err := r.host.AddPod(more, hostsim.Usage{}); err != nil {
+		if err := r.Host.AddPod(more, hostsim.Usage{}); err != nil {
 			t.Fatal(err)
 		}
-		r.store.SetPod(more)
+		r.Store.SetPod(more)
 		r.run(spec(nil))
 		if got, want := shares(), cgroup.MilliCPUToShares(1750); got != want {
 			t.Errorf("after a new Burstable pod cpu.shares of %s = %d, want %d", burstable, got, want)
 		}
 		// Not held: the kubelet's own value is not overwritten at the resync, only corrected at the next run.
-		if err := r.fs.SetCPUShares(burstable, 4000); err != nil {
+		if err := r.FS.SetCPUShares(burstable, 4000); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.exec.Resync(r.ctx); err != nil {
+		if err := r.Exec.Resync(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := shares(); got != 4000 {
@@ -257,10 +209,10 @@ func TestStandsInForTheKubelet(t *testing.T) {
 		}
 
 		r.run(spec(beOff))
-		if err := r.fs.SetCPUShares(burstable, 4096); err != nil { // the kubelet, whose updates go through again
+		if err := r.FS.SetCPUShares(burstable, 4096); err != nil { // the kubelet, whose updates go through again
 			t.Fatal(err)
 		}
-		if err := r.exec.Resync(r.ctx); err != nil {
+		if err := r.Exec.Resync(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := shares(), uint64(4096); got != want {
@@ -273,12 +225,12 @@ func TestStandsInForTheKubelet(t *testing.T) {
 // kubelet, and the runtime hook writes its pod cgroup's cpu.shares, which the kernel would refuse while idle: the
 // plugin does not make it idle on its own.
 func TestHookOwnedPodsStayOutOfIdle(t *testing.T) {
-	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
 		hooked := tu.Pod("batch-burstable").UID("0000000e-0000-4000-8000-000000000005").Label(slov1alpha1.LabelQoSClass, "BE").
 			PriorityClass("gleaner-batch").Container("c").Requests(string(slov1alpha1.BatchCPU), "500", "memory", "64Mi").
 			Running("containerd://hooked").Obj()
 		o := beOutside()
-		r := newRig(t, v, d, true, hooked, o)
+		r := newRig(t, l, true, hooked, o)
 		r.run(spec(nil))
 		r.expectIdle(map[string]bool{r.beDir(): true, r.podDir(o): true, r.podDir(hooked): false})
 	})
@@ -287,9 +239,9 @@ func TestHookOwnedPodsStayOutOfIdle(t *testing.T) {
 // TestPerClassSwitch: groupIdentity -1 idles any class's pods; 0..2 need Anolis OS, leave cpu.idle 0 and are said
 // once; a class that is off is left alone.
 func TestPerClassSwitch(t *testing.T) {
-	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
 		w, b := web(), batch()
-		r := newRig(t, v, d, true, w, b)
+		r := newRig(t, l, true, w, b)
 		lsIdle := func(s *slov1alpha1.ResourceQOSStrategy) {
 			beOff(s)
 			s.LSClass.CPUQOS.Enable, s.LSClass.CPUQOS.GroupIdentity = ptr.To(true), ptr.To[int64](-1)
@@ -303,7 +255,7 @@ func TestPerClassSwitch(t *testing.T) {
 		r.run(spec(lsAnolis))
 		r.run(spec(lsAnolis))
 		r.expectIdle(map[string]bool{r.podDir(w): false, r.beDir(): true})
-		if n := r.log.Count("need Anolis OS group identity"); n != 1 {
+		if n := r.Log.Count("need Anolis OS group identity"); n != 1 {
 			t.Errorf("the Anolis OS line was logged %d times, want once", n)
 		}
 	})
@@ -311,18 +263,18 @@ func TestPerClassSwitch(t *testing.T) {
 
 // TestOldKernel: a kernel before 5.15 has no cpu.idle: the plugin says so once, writes nothing and fails nothing.
 func TestOldKernel(t *testing.T) {
-	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
-		r := newRig(t, v, d, false, web(), beOutside())
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
+		r := newRig(t, l, false, web(), beOutside())
 		for range 3 {
 			r.run(spec(nil))
 		}
-		if n := r.log.Count("this kernel has no cpu.idle"); n != 1 {
-			t.Errorf("the missing cpu.idle was said %d times, want once; log:\n%s", n, r.log)
+		if n := r.Log.Count("this kernel has no cpu.idle"); n != 1 {
+			t.Errorf("the missing cpu.idle was said %d times, want once; log:\n%s", n, r.Log)
 		}
-		if a := r.exec.Audit(); len(a) != 0 {
+		if a := r.Exec.Audit(); len(a) != 0 {
 			t.Errorf("the plugin wrote on a kernel without cpu.idle: %+v", a)
 		}
-		if _, err := r.fs.CPUIdle(r.beDir()); !errors.Is(err, system.ErrUnsupported) {
+		if _, err := r.FS.CPUIdle(r.beDir()); !errors.Is(err, system.ErrUnsupported) {
 			t.Errorf("cpu.idle appeared in the besteffort cgroup (%v)", err)
 		}
 	})
@@ -331,22 +283,22 @@ func TestOldKernel(t *testing.T) {
 // TestLeftovers: cpu.idle 1 that an earlier agent left where the strategy no longer asks for it is written back
 // to 0 at the first run; a pod that left is let go without a write.
 func TestLeftovers(t *testing.T) {
-	forTrees(t, func(t *testing.T, v cgroup.Version, d cgroup.Driver) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
 		w, o := web(), beOutside()
-		r := newRig(t, v, d, true, w, o)
+		r := newRig(t, l, true, w, o)
 		r.setIdle(r.beDir(), true)
 		r.setIdle(r.podDir(w), true)
 		r.run(spec(nil))
 		r.expectIdle(map[string]bool{r.beDir(): true, r.podDir(w): false, r.podDir(o): true})
 
 		// The BE pod leaves: its cgroup is gone, nothing is written to it.
-		if err := r.host.RemovePod(o.UID); err != nil {
+		if err := r.Host.RemovePod(o.UID); err != nil {
 			t.Fatal(err)
 		}
-		r.store.DeletePod(o.UID)
-		n := len(r.exec.Audit())
+		r.Store.DeletePod(o.UID)
+		n := len(r.Exec.Audit())
 		r.run(spec(beOff))
-		for _, rec := range r.exec.Audit()[n:] {
+		for _, rec := range r.Exec.Audit()[n:] {
 			if rec.Dir == r.podDir(o) {
 				t.Errorf("wrote to the cgroup of a pod that left: %+v", rec)
 			}
@@ -393,27 +345,27 @@ func TestValidate(t *testing.T) {
 // TestBadNodeSLOKeepsLastGood runs the plugin under the QoS manager: a NodeSLO with an out-of-range groupIdentity
 // is refused, and the last good one (BE idle) stays in force.
 func TestBadNodeSLOKeepsLastGood(t *testing.T) {
-	r := newRig(t, cgroup.V1, cgroup.Cgroupfs, true, batch())
+	r := newRig(t, qosmanagertest.Layout{Version: cgroup.V1, Driver: cgroup.Cgroupfs}, true, batch())
 	clk := clocktesting.NewFakeClock(time.Now())
-	d := qosmanager.Deps{States: r.store, Executor: r.exec, Cgroups: r.fs, Layout: r.host.Layout(), Clock: clk}
+	d := qosmanager.Deps{States: r.Store, Executor: r.Exec, Cgroups: r.FS, Layout: r.Host.Layout(), Clock: clk}
 	m, err := qosmanager.NewManager(d, clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
 		New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}}, []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(nil)})
-	if err := m.RunOnce(r.ctx); err != nil {
+	r.Store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(nil)})
+	if err := m.RunOnce(r.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	r.expectIdle(map[string]bool{r.beDir(): true})
-	r.store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(func(s *slov1alpha1.ResourceQOSStrategy) {
+	r.Store.SetNodeSLO(&slov1alpha1.NodeSLO{Spec: *spec(func(s *slov1alpha1.ResourceQOSStrategy) {
 		s.BEClass.CPUQOS.GroupIdentity = ptr.To[int64](5)
 	})})
-	if err := m.RunOnce(r.ctx); err != nil {
+	if err := m.RunOnce(r.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	r.expectIdle(map[string]bool{r.beDir(): true})
-	if n := r.log.Count("beClass.cpuQOS.groupIdentity is 5, outside [-1, 2]"); n != 1 {
+	if n := r.Log.Count("beClass.cpuQOS.groupIdentity is 5, outside [-1, 2]"); n != 1 {
 		t.Errorf("the refusal was logged %d times, want once", n)
 	}
 }

@@ -29,47 +29,22 @@ func BenchmarkRun(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r.p.statPath = pr.Root() + "/stat"
+			r.p.d.Proc = pr
 			s := spec(slov1alpha1.CPUSuppressPolicy(policy), 65, 0)
 			ctx := context.Background()
 			for range 3 { // the first sample, the first decision and its writes
-				r.clk.Step(DefaultInterval)
+				r.Clock.Step(DefaultInterval)
 				if err := r.p.Run(ctx, s); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				r.clk.Step(DefaultInterval)
+				r.Clock.Step(DefaultInterval)
 				if err := r.p.Run(ctx, s); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkReadBusy is the plugin's read of this machine's /proc/stat.
-func BenchmarkReadBusy(b *testing.B) {
-	buf := make([]byte, statBufSize)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := readBusy("/proc/stat", buf); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkProcStatFull is the agent's procfs read of the whole of /proc/stat, for comparison.
-func BenchmarkProcStatFull(b *testing.B) {
-	pr, err := proc.New("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := pr.CPUTime(); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

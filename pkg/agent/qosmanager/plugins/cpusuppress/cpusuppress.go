@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,11 +15,10 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
-	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
-	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 )
 
 // Name is the plugin's name in --qos-plugins, logs, the executor's audit trail and metrics.
@@ -48,23 +46,19 @@ const (
 	minWindow = 50 * time.Millisecond
 	// cacheWindow is how old the collectors' system and host application usage may be.
 	cacheWindow = 5 * time.Second
-	// cpusRefresh is how often the CPUs that Guaranteed pods hold exclusively, and the CPUs of the kubepods
-	// cgroup, are read again when no pod changed (the kubelet's CPU manager reconciles every 10 s by default).
-	cpusRefresh = 10 * time.Second
 )
 
 // Plugin suppresses the CPU of best-effort pods so that the node's services keep the CPU they use, with the
 // NodeSLO's cpuSuppressPolicy: a CFS quota on the besteffort QoS cgroup, or a set of whole CPUs for best-effort
 // pods. It is a prometheus.Collector of its one gauge.
 type Plugin struct {
-	d        qosmanager.Deps
-	statPath string
-	buf      []byte
-	v1       bool // each cpuset cgroup holds its own cpuset.cpus, which must be within its parent's
-	qosDir   string
-	qosDirs  []string // qosDir alone: what the cfsQuota policy confines
-	minCPUs  int      // minCPUSetCPUs; tests on a two-CPU machine lower it
-	limit    prometheus.Gauge
+	d       qosmanager.Deps
+	buf     []byte // for proc.FS.StatTotal
+	v1      bool   // each cpuset cgroup holds its own cpuset.cpus, which must be within its parent's
+	qosDir  string
+	qosDirs []string // qosDir alone: what the cfsQuota policy confines
+	minCPUs int      // minCPUSetCPUs; tests on a two-CPU machine lower it
+	limit   prometheus.Gauge
 
 	// prev is the last sample, the next one is measured against; spare is a buffer for the next one's usages.
 	prev  sample
@@ -74,7 +68,7 @@ type Plugin struct {
 	share   float64                       // the limit in force, cores; < 0 until read from the kernel
 	pending bool                          // the limit in force has not reached the executor yet (or failed)
 	cpus    cpuset.CPUSet                 // the cpuset in force
-	dirsKey uint64                        // the best-effort pods the cpuset was written to
+	dirsKey qosmanager.Fingerprint        // the best-effort pods the cpuset was written to
 
 	// restored says the knob is back at its unlimited value and needs nothing more; set says this process has
 	// handed the executor a limit of the knob (which the executor keeps in force until it is replaced).
@@ -97,14 +91,13 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		return nil, err
 	}
 	p := &Plugin{
-		d:        d,
-		statPath: filepath.Join(d.Proc.Root(), "stat"),
-		buf:      make([]byte, statBufSize),
-		v1:       true,
-		qosDir:   d.Layout.QoSDir(corev1.PodQOSBestEffort),
-		qosDirs:  []string{d.Layout.QoSDir(corev1.PodQOSBestEffort)},
-		minCPUs:  minCPUSetCPUs,
-		share:    -1,
+		d:       d,
+		buf:     make([]byte, proc.StatTotalBufSize),
+		v1:      true,
+		qosDir:  d.Layout.QoSDir(corev1.PodQOSBestEffort),
+		qosDirs: []string{d.Layout.QoSDir(corev1.PodQOSBestEffort)},
+		minCPUs: minCPUSetCPUs,
+		share:   -1,
 		limit: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gleaner_agent_cpusuppress_be_cpu_limit_cores",
 			Help: "CPU that CPU suppression leaves best-effort pods, cores: the besteffort cgroup's CFS quota (cfsQuota policy) or the number of CPUs of their cpuset (cpuset policy); -1 while suppression is off.",
@@ -316,11 +309,11 @@ func (p *Plugin) applyCPUSet(ctx context.Context, log klog.Logger, pods []*state
 	}
 	explain := d.String()
 	if !cpus.Equals(p.cpus) {
-		log.V(2).Info("best-effort cpuset", "from", p.cpus.String(), "cpus", cpus.String(), "share", share, "exclusive", p.set.exclusive.String(), "numbers", explain)
+		log.V(2).Info("best-effort cpuset", "from", p.cpus.String(), "cpus", cpus.String(), "share", share, "exclusive", p.set.Exclusive.String(), "numbers", explain)
 	}
 	p.share, p.cpus, p.dirsKey, p.cpusetSet = share, cpus, p.be.key, true
 	p.limit.Set(float64(cpus.Size()))
-	reason := fmt.Sprintf("%d CPUs for a share of %.3f cores (at least %d, away from exclusive CPUs %s) %s", cpus.Size(), share, p.minCPUs, p.set.exclusive, explain)
+	reason := fmt.Sprintf("%d CPUs for a share of %.3f cores (at least %d, away from exclusive CPUs %s) %s", cpus.Size(), share, p.minCPUs, p.set.Exclusive, explain)
 	updates := make([]executor.Update, 0, len(p.be.dirs))
 	for _, dir := range p.be.dirs {
 		updates = append(updates, executor.Update{Dir: dir, Value: executor.NewCPUSet(cpus), Reason: reason})
@@ -360,13 +353,13 @@ func (p *Plugin) restoreCPUSet(ctx context.Context, reason string) error {
 	}
 	if !p.cpusetSet {
 		// As for the quota: only a cpuset left by an earlier agent needs writing.
-		if cpus, err := p.d.Cgroups.CPUSet(p.qosDir); err == nil && cpus.Equals(p.set.universe) {
+		if cpus, err := p.d.Cgroups.CPUSet(p.qosDir); err == nil && cpus.Equals(p.set.Universe) {
 			p.cpusetRestored = true
 			return nil
 		}
 	}
 	p.be.update(p, pods)
-	all, shared := executor.NewCPUSet(p.set.universe), executor.NewCPUSet(p.set.universe.Difference(p.set.exclusive))
+	all, shared := executor.NewCPUSet(p.set.Universe), executor.NewCPUSet(p.set.Universe.Difference(p.set.Exclusive))
 	updates := make([]executor.Update, 0, len(p.be.dirs))
 	for i, dir := range p.be.dirs {
 		v := all
@@ -401,21 +394,12 @@ func (p *Plugin) current(capacity float64) (float64, error) {
 	return min(q.Cores(), capacity), nil
 }
 
-func (p *Plugin) topology() *topology.Topology {
-	if v, ok := p.d.Cache.Info(metriccache.InfoNodeTopology); ok {
-		if t, ok := v.(*topology.Topology); ok {
-			return t
-		}
-	}
-	return nil
-}
-
 // minChange is the smallest change of the limit made, in cores: skipBelow of capacity, and at least skipTicks of
 // /proc/stat's resolution over a window of w.
 func minChange(capacity float64, w time.Duration) float64 {
 	resolution := 0.0
 	if w > 0 {
-		resolution = skipTicks * float64(time.Second/userHZ) / float64(w)
+		resolution = skipTicks * float64(time.Second/proc.UserHZ) / float64(w)
 	}
 	return max(skipBelow*capacity, resolution)
 }

@@ -12,117 +12,81 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
-	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
-	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// rig is a simulated node (hostsim: /proc, /sys and a cgroup tree in a temporary directory) with the plugin on it,
-// a fake clock, and the real executor, metric cache and states store. Usages are multiples of 0.25 cores, so that
-// 200 ms of them is a whole number of /proc/stat's 10 ms ticks and the arithmetic below is exact.
+// rig is a simulated node (qosmanagertest.Node, cgroupfs driver) with the plugin on it and the node's topology in
+// the cache. Usages are multiples of 0.25 cores, so that 200 ms of them is a whole number of /proc/stat's 10 ms
+// ticks and the arithmetic below is exact.
 type rig struct {
-	t     testing.TB
-	v     cgroup.Version
-	host  *hostsim.Host
-	clk   *clocktesting.FakeClock
-	store *statesinformer.Store
-	cache *metriccache.MemoryCache
-	exec  *executor.Executor
-	fs    *cgroup.FS
-	p     *Plugin
+	*qosmanagertest.Node
+	t testing.TB
+	v cgroup.Version
+	p *Plugin
 }
 
 func newRig(t testing.TB, v cgroup.Version, cpus int, allocatable string, cfg hostsim.Config) *rig {
 	t.Helper()
 	cfg.Version, cfg.Driver, cfg.CPUs = v, cgroup.Cgroupfs, cpus
-	host, err := hostsim.New(t.TempDir(), cfg)
+	n := qosmanagertest.NewNode(t, cfg)
+	top, err := topology.Read(n.Host.SysRoot())
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
+	n.Cache.SetInfo(metriccache.InfoNodeTopology, top)
+	n.Store.SetNode(tu.Node("node-1").Capacity("cpu", strconv.Itoa(cpus)).Allocatable("cpu", allocatable).Obj())
+	p, err := New(n.Deps(DefaultInterval))
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := topology.Read(host.SysRoot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache.SetInfo(metriccache.InfoNodeTopology, top)
-	fs := cgroup.NewFS(host.CgroupRoot(), v)
-	exec, err := executor.New(fs, clk, prometheus.NewRegistry(), executor.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := proc.New(host.ProcRoot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := statesinformer.NewStore()
-	store.SetNode(tu.Node("node-1").Capacity("cpu", strconv.Itoa(cpus)).Allocatable("cpu", allocatable).Obj())
-	p, err := New(qosmanager.Deps{
-		States: store, Cache: cache, Executor: exec, Cgroups: fs, Layout: host.Layout(), Proc: pr, Clock: clk, Interval: DefaultInterval,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rig{t: t, v: v, host: host, clk: clk, store: store, cache: cache, exec: exec, fs: fs, p: p.(*Plugin)}
+	return &rig{Node: n, t: t, v: v, p: p.(*Plugin)}
 }
 
 func (r *rig) addPod(pod *corev1.Pod, cores float64) {
 	r.t.Helper()
-	if err := r.host.AddPod(pod, hostsim.Usage{CPU: cores}); err != nil {
-		r.t.Fatal(err)
-	}
-	r.store.SetPod(pod)
+	r.AddPod(pod, hostsim.Usage{CPU: cores})
 }
 
 func (r *rig) setPod(pod *corev1.Pod, cores float64) {
 	r.t.Helper()
-	if err := r.host.SetPodUsage(pod.UID, hostsim.Usage{CPU: cores}); err != nil {
+	if err := r.Host.SetPodUsage(pod.UID, hostsim.Usage{CPU: cores}); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
 // cacheSystem is the system usage the system resource collector would have put in the cache now.
 func (r *rig) cacheSystem(cores float64) {
-	r.cache.Append(r.clk.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.SystemCPUUsage), Value: cores})
+	r.Cache.Append(r.Clock.Now(), metriccache.Sample{Key: metriccache.NodeKey(metriccache.SystemCPUUsage), Value: cores})
 }
 
-func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
-	r.t.Helper()
-	if err := r.p.Run(context.Background(), spec); err != nil {
-		r.t.Fatal(err)
-	}
-}
+func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) { r.t.Helper(); r.Run(r.p, spec) }
 
 // cycle lets 200 ms pass on the host and the clock, and runs the plugin.
 func (r *rig) cycle(spec *slov1alpha1.NodeSLOSpec) {
 	r.t.Helper()
-	if err := r.host.Advance(DefaultInterval); err != nil {
+	if err := r.Host.Advance(DefaultInterval); err != nil {
 		r.t.Fatal(err)
 	}
-	r.clk.Step(DefaultInterval)
+	r.Clock.Step(DefaultInterval)
 	r.run(spec)
 }
 
 // quota is the besteffort cgroup's quota in cores, -1 when unlimited.
 func (r *rig) quota() float64 {
 	r.t.Helper()
-	q, err := r.fs.CPUQuota(r.host.Layout().QoSDir(corev1.PodQOSBestEffort))
+	q, err := r.FS.CPUQuota(r.Host.Layout().QoSDir(corev1.PodQOSBestEffort))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -131,16 +95,16 @@ func (r *rig) quota() float64 {
 
 // cpus is the cpuset.cpus file of dir as written ("" where the file does not exist).
 func (r *rig) cpus(dir string) string {
-	p := filepath.Join(r.host.CgroupRoot(), dir, "cpuset.cpus")
+	p := filepath.Join(r.Host.CgroupRoot(), dir, "cpuset.cpus")
 	if r.v == cgroup.V1 {
-		p = filepath.Join(r.host.CgroupRoot(), "cpuset", dir, "cpuset.cpus")
+		p = filepath.Join(r.Host.CgroupRoot(), "cpuset", dir, "cpuset.cpus")
 	}
 	b, _ := os.ReadFile(p)
 	return strings.TrimSpace(string(b))
 }
 
 // writes are the executor's audit records from index i on.
-func (r *rig) writes(from int) []executor.Record { return r.exec.Audit()[from:] }
+func (r *rig) writes(from int) []executor.Record { return r.Exec.Audit()[from:] }
 
 func (r *rig) gauge() float64 { return promtestutil.ToFloat64(r.p.limit) }
 
@@ -179,7 +143,7 @@ func TestQuotaFollowsTheServices(t *testing.T) {
 			w, b := web(), batch()
 			r.addPod(w, 1)
 			r.addPod(b, 1.5)
-			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+			r.Host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
 			r.cacheSystem(0.25)
 
 			r.run(s)
@@ -229,7 +193,7 @@ func TestQuotaFollowsTheServices(t *testing.T) {
 
 			// System usage 0.2: 5.2 - 1.25 - (0.5 - 0.2) = 3.65, 0.05 below 3.7: under 1 % of 8 cores (0.08),
 			// skipped, with nothing written.
-			n := len(r.exec.Audit())
+			n := len(r.Exec.Audit())
 			r.cacheSystem(0.2)
 			r.cycle(s)
 			if q := r.quota(); !near(q, 3.7) || len(r.writes(n)) != 0 {
@@ -243,7 +207,7 @@ func TestQuotaFollowsTheServices(t *testing.T) {
 			}
 			// System usage 0.75 above the 0.5 reserved: max(system, reserved) is the system's, already in non-BE.
 			// node 1 + 1.5 + 0.75 = 3.25; non-BE 1.75; 5.2 - 1.75 - 0 = 3.45.
-			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.75})
+			r.Host.SetSystemUsage(hostsim.Usage{CPU: 0.75})
 			r.cacheSystem(0.75)
 			r.cycle(s)
 			if q := r.quota(); !near(q, 3.45) {
@@ -268,22 +232,22 @@ func TestQuotaClampsBatchPodsOnV1(t *testing.T) {
 			r.addPod(w, 1)
 			r.addPod(b, 1.5)
 			r.addPod(small, 0)
-			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
-			l := r.host.Layout()
+			r.Host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+			l := r.Host.Layout()
 			podDir := l.PodDirOf(corev1.PodQOSBestEffort, b.UID)
 			ctrA, ctrB, fresh := podDir+"/batch-a", podDir+"/batch-b", podDir+"/batch-new"
-			if err := os.MkdirAll(r.fs.Dir("cpu", fresh), 0o755); err != nil {
+			if err := os.MkdirAll(r.FS.Dir("cpu", fresh), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range []string{"cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.max"} {
-				if err := os.WriteFile(filepath.Join(r.fs.Dir("cpu", fresh), f), []byte("max 100000"), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(r.FS.Dir("cpu", fresh), f), []byte("max 100000"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			smallDir := l.PodDirOf(corev1.PodQOSBestEffort, small.UID)
 			hook := map[string]float64{podDir: 2, ctrA: 2, ctrB: 1, fresh: 2, smallDir: 0.5, smallDir + "/small-c": 0.5}
 			for dir, cores := range hook {
-				if err := r.fs.SetCPUQuota(dir, cgroup.CPUQuota{Quota: time.Duration(cores * float64(100*time.Millisecond)), Period: 100 * time.Millisecond}); err != nil {
+				if err := r.FS.SetCPUQuota(dir, cgroup.CPUQuota{Quota: time.Duration(cores * float64(100*time.Millisecond)), Period: 100 * time.Millisecond}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -291,7 +255,7 @@ func TestQuotaClampsBatchPodsOnV1(t *testing.T) {
 			r.run(s)
 			r.cacheSystem(0.25)
 			r.cycle(s) // steady: 3.7 cores, above every pod's quota
-			n := len(r.exec.Audit())
+			n := len(r.Exec.Audit())
 			r.setPod(w, 4)
 			r.cacheSystem(0.25)
 			r.cycle(s) // spike: 0.7 cores
@@ -314,7 +278,7 @@ func TestQuotaClampsBatchPodsOnV1(t *testing.T) {
 				if v == cgroup.V1 && cores > 0.7 {
 					want = 0.7
 				}
-				q, err := r.fs.CPUQuota(dir)
+				q, err := r.FS.CPUQuota(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -367,14 +331,14 @@ func TestBestEffortHostApplications(t *testing.T) {
 			r := newRig(t, cgroup.V1, 8, "7500m", hostsim.Config{})
 			s := spec(slov1alpha1.CPUSuppressCFSQuota, 65, 0, tt.app)
 			base, parent, rel := tt.app.CgroupLocation()
-			if err := r.host.AddHostApp(tt.app.Name, r.host.Layout().HostDir(cgroup.HostBase(base), parent, rel), hostsim.Usage{CPU: 0.5}); err != nil {
+			if err := r.Host.AddHostApp(tt.app.Name, r.Host.Layout().HostDir(cgroup.HostBase(base), parent, rel), hostsim.Usage{CPU: 0.5}); err != nil {
 				t.Fatal(err)
 			}
 			r.addPod(web(), 1)
 			r.addPod(batch(), 1.5)
-			r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+			r.Host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
 			r.cacheSystem(0.25)
-			r.cache.Append(r.clk.Now(), metriccache.Sample{Key: metriccache.NamedKey(metriccache.HostAppCPUUsage, tt.app.Name), Value: 0.5})
+			r.Cache.Append(r.Clock.Now(), metriccache.Sample{Key: metriccache.NamedKey(metriccache.HostAppCPUUsage, tt.app.Name), Value: 0.5})
 			r.run(s)
 			r.cycle(s)
 			if q := r.quota(); !near(q, tt.want) {
@@ -400,7 +364,7 @@ type cpusetScene struct {
 
 func newCPUSetScene(t *testing.T, v cgroup.Version) *cpusetScene {
 	sc := &cpusetScene{rig: newRig(t, v, 8, "8", hostsim.Config{BEQuotaCores: 1})}
-	sc.l = sc.host.Layout()
+	sc.l = sc.Host.Layout()
 	sc.qos = sc.l.QoSDir(corev1.PodQOSBestEffort)
 	sc.db = tu.Pod("db").UID("db-uid").Container("c").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Running("containerd://db").Obj()
 	sc.etl = tu.Pod("etl").UID("etl-uid").Label(slov1alpha1.LabelQoSClass, "BE").Container("c").Requests("cpu", "500m").Running("containerd://etl").Obj()
@@ -415,12 +379,12 @@ func newCPUSetScene(t *testing.T, v cgroup.Version) *cpusetScene {
 		effective = sc.ctr(sc.db, "containerd://db") + "/cpuset.cpus.effective"
 		// hostsim's v2 tree has no cpuset.cpus files: give the two cgroups the plugin writes on v2 one.
 		for _, d := range []string{sc.qos, sc.l.PodDir(sc.etl)} {
-			if err := sc.host.WriteFile("cgroup/"+d+"/cpuset.cpus", "\n"); err != nil {
+			if err := sc.Host.WriteFile("cgroup/"+d+"/cpuset.cpus", "\n"); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := sc.host.WriteFile("cgroup/"+effective, "7\n"); err != nil {
+	if err := sc.Host.WriteFile("cgroup/"+effective, "7\n"); err != nil {
 		t.Fatal(err)
 	}
 	sc.containers = []string{sc.ctr(sc.b, "containerd://batch-a"), sc.ctr(sc.b, "containerd://batch-b"), sc.ctr(sc.etl, "containerd://etl"), sc.ctr(sc.plain, "containerd://plain")}
@@ -474,7 +438,7 @@ func TestCPUSetPolicy(t *testing.T) {
 			}
 			// Threshold 50 %: 4 cores. node 0.5 + 1 + 1 = 2.5; BE: the besteffort cgroup (1) and etl (1) = 2;
 			// non-BE 0.5; 4 - 0.5 - 0 = 3.5: 4 CPUs, whole cores from the top, without db's CPU 7: 3-6.
-			n := len(sc.exec.Audit())
+			n := len(sc.Exec.Audit())
 			sc.cycle(s)
 			sc.expectCPUSets(t, n, func(string) string { return "3-6" })
 			if got := sc.cpus(sc.l.PodDir(sc.db)); v == cgroup.V1 && got != "0-7" {
@@ -493,7 +457,7 @@ func TestCPUSetPolicy(t *testing.T) {
 			// db back to 0.5: target 3.5, loosened by 0.16 a run: 1.16, 1.32 ... still 2 CPUs, nothing written,
 			// until the share passes 2 (after 7 runs: 1 + 7 x 0.16 = 2.12): 3 CPUs, 4-6.
 			sc.setPod(sc.db, 0.5)
-			n = len(sc.exec.Audit())
+			n = len(sc.Exec.Audit())
 			for range 6 {
 				sc.cycle(s)
 			}
@@ -508,7 +472,7 @@ func TestCPUSetPolicy(t *testing.T) {
 			// Switch to cfsQuota: the cpusets go back to every CPU (containers: every CPU but db's), and the
 			// quota follows the formula at once, etl now outside what the knob confines, so non-BE:
 			// node 2.5 - BE 1 = 1.5; 4 - 1.5 = 2.5 cores.
-			n = len(sc.exec.Audit())
+			n = len(sc.Exec.Audit())
 			sc.cycle(spec(slov1alpha1.CPUSuppressCFSQuota, 50, 0))
 			sc.expectCPUSets(t, n, func(d string) string {
 				if slices.Contains(sc.containers, d) {
@@ -521,7 +485,7 @@ func TestCPUSetPolicy(t *testing.T) {
 			}
 
 			// Off: the quota is lifted, once; the cpusets, restored already, are not written again.
-			n = len(sc.exec.Audit())
+			n = len(sc.Exec.Audit())
 			sc.cycle(off())
 			sc.cycle(off())
 			if got := sc.writes(n); len(got) != 1 || got[0].Resource != executor.ResourceCPUQuota || sc.quota() != -1 {
@@ -582,7 +546,7 @@ func TestNewPodsGetTheCPUSet(t *testing.T) {
 	late := tu.Pod("late").UID("late-uid").Container("c").Running("containerd://late").Obj()
 	r.addPod(late, 0)
 	r.cycle(s)
-	l := r.host.Layout()
+	l := r.Host.Layout()
 	ctr, _ := l.ContainerDir(l.PodDir(late), "containerd://late")
 	for _, d := range []string{l.PodDir(late), ctr} {
 		if got := r.cpus(d); got != "2-3" {
@@ -685,20 +649,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := p.Validate(tt.spec)
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			qosmanagertest.ExpectValidation(t, err, false, tt.want...)
 		})
 	}
 }
@@ -709,19 +660,19 @@ func TestRefusedNodeSLOKeepsTheLastLimit(t *testing.T) {
 	r := newRig(t, cgroup.V1, 8, "7500m", hostsim.Config{})
 	r.addPod(web(), 1)
 	r.addPod(batch(), 1.5)
-	r.host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
-	m, err := qosmanager.NewManager(r.p.d, r.clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
+	r.Host.SetSystemUsage(hostsim.Usage{CPU: 0.25})
+	m, err := qosmanager.NewManager(r.p.d, r.Clock, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true,
 		New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}}, []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slo := &slov1alpha1.NodeSLO{Spec: *spec(slov1alpha1.CPUSuppressCFSQuota, 65, 0)}
 	slo.Name = "node-1"
-	r.store.SetNodeSLO(slo)
+	r.Store.SetNodeSLO(slo)
 	once := func() {
 		t.Helper()
-		_ = r.host.Advance(DefaultInterval)
-		r.clk.Step(DefaultInterval)
+		_ = r.Host.Advance(DefaultInterval)
+		r.Clock.Step(DefaultInterval)
 		r.cacheSystem(0.25)
 		if err := m.RunOnce(context.Background()); err != nil {
 			t.Fatal(err)
@@ -731,7 +682,7 @@ func TestRefusedNodeSLOKeepsTheLastLimit(t *testing.T) {
 	once() // 3.7, as in TestQuotaFollowsTheServices.
 	bad := slo.DeepCopy()
 	bad.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent = ptr.To[int64](0)
-	r.store.SetNodeSLO(bad)
+	r.Store.SetNodeSLO(bad)
 	once()
 	if q := r.quota(); !near(q, 3.7) {
 		t.Errorf("with a refused NodeSLO the quota is %v, want 3.7 kept", q)
@@ -742,70 +693,6 @@ func TestNewNeedsItsDeps(t *testing.T) {
 	_, err := New(qosmanager.Deps{})
 	if err == nil || !strings.Contains(err.Error(), "missing States, Cache, Executor, Cgroups, Proc, Clock") {
 		t.Errorf("New without deps: %v", err)
-	}
-}
-
-// FuzzParseBusy: never panics on whatever the first statBufSize bytes of /proc/stat hold.
-func FuzzParseBusy(f *testing.F) {
-	for _, s := range []string{"cpu  4705 356 584 3699 23 23 7 0 0 0\n", "cpu 1 2 3\n", "cpu  18446744073709551615 2 0 0 0 0 0\n", "", "\n", "cpu "} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseBusy(b[:min(len(b), statBufSize)])
-	})
-}
-
-func TestParseBusy(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    time.Duration
-		wantErr string
-	}{
-		// user 4705 + nice 356 + system 584 + irq 23 + softirq 7 = 5675 ticks of 10 ms.
-		{name: "kernel text", in: "cpu  4705 356 584 3699 23 23 7 0 0 0\ncpu0 1393 280 32 1813 10 12 0 0 0 0\n", want: 56750 * time.Millisecond},
-		{name: "old kernel, 7 counters", in: "cpu 1 2 3 400 500 6 7\n", want: 190 * time.Millisecond},
-		{name: "no newline", in: "cpu  4705 356 584", wantErr: "no complete first line"},
-		{name: "not the total", in: "cpu0 1 2 3 4 5 6 7\n", wantErr: "is not the \"cpu\" total"},
-		{name: "too few counters", in: "cpu  1 2 3\n", wantErr: "has 3 counters, want at least 7"},
-		{name: "not a number", in: "cpu  1 2 x 4 5 6 7\n", wantErr: "counter 3"},
-		{name: "a counter of 2^64", in: "cpu  18446744073709551616 0 0 0 0 0 0\n", wantErr: "value out of range"},
-		// Sums wrap modulo 2^64 like the kernel's counters: 2^64-1 + 2 ticks is 1 tick.
-		{name: "counters near 2^64", in: "cpu  18446744073709551615 2 0 0 0 0 0\n", want: 10 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseBusy([]byte(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("parseBusy = %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-}
-
-// TestReadBusyOfThisMachine reads the real /proc/stat the way the plugin does and compares it with the agent's
-// proc reader.
-func TestReadBusyOfThisMachine(t *testing.T) {
-	pr, err := proc.New("/proc")
-	if err != nil {
-		t.Fatalf("reading /proc: %v", err)
-	}
-	got, err := readBusy("/proc/stat", make([]byte, statBufSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct, err := pr.CPUTime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := ct.Busy - got; d < 0 || d > time.Second {
-		t.Errorf("busy %v here, %v by proc.FS read just after: they must agree within a second", got, ct.Busy)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
@@ -60,11 +61,11 @@ func (p *Plugin) measure(now time.Time, confined []string, spec *slov1alpha1.Nod
 	if !p.prev.at.IsZero() && now.Sub(p.prev.at) < minWindow {
 		return in, false, nil
 	}
-	busy, err := readBusy(p.statPath, p.buf)
+	stat, err := p.d.Proc.StatTotal(p.buf)
 	if err != nil {
-		return in, false, err
+		return in, false, fmt.Errorf("reading the node's CPU time: %w", err)
 	}
-	s := sample{at: now, busy: busy, dirs: confined, use: p.spare[:0]}
+	s := sample{at: now, busy: stat.Busy, dirs: confined, use: p.spare[:0]}
 	for i, dir := range confined {
 		u, err := p.d.Cgroups.CPUUsage(dir)
 		switch {
@@ -80,12 +81,12 @@ func (p *Plugin) measure(now time.Time, confined []string, spec *slov1alpha1.Nod
 	}
 	prev := p.prev
 	p.prev, p.spare = s, prev.use
-	if prev.at.IsZero() || busy < prev.busy {
+	if prev.at.IsZero() || s.busy < prev.busy {
 		return in, false, nil
 	}
 	in.window = now.Sub(prev.at)
 	secs := in.window.Seconds()
-	in.node = (busy - prev.busy).Seconds() / secs
+	in.node = (s.busy - prev.busy).Seconds() / secs
 	in.be = confinedDelta(prev, s).Seconds() / secs
 	if in.capacity, in.reserved, err = p.capacity(); err != nil {
 		return in, false, err
@@ -153,7 +154,7 @@ func (p *Plugin) capacity() (capacity, reserved float64, err error) {
 		}
 	}
 	if capacity <= 0 {
-		if t := p.topology(); t != nil {
+		if t := qosmanager.NodeTopology(p.d.Cache); t != nil {
 			capacity = float64(t.NumCPUs())
 		}
 	}

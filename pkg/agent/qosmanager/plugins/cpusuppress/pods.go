@@ -1,10 +1,7 @@
 package cpusuppress
 
 import (
-	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
@@ -18,7 +15,7 @@ import (
 // containers change. Pods not running yet are listed too: a cgroup created before suppression started would
 // otherwise keep its wider cpuset and make the kernel refuse the besteffort cgroup's narrower one.
 type beView struct {
-	key   uint64
+	key   qosmanager.Fingerprint
 	built bool
 	// confined are the cgroups the cpuset policy confines: the besteffort QoS cgroup and the pod cgroups of
 	// best-effort pods outside it (a pod of Gleaner QoS class BE that requests CPU lives in the burstable one).
@@ -32,13 +29,13 @@ type beView struct {
 }
 
 func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
-	key := uint64(hashInit)
+	key := qosmanager.NewFingerprint()
 	for _, m := range pods {
 		if !confinedPod(m) {
 			continue
 		}
-		key = hash(hash(key, string(m.Pod.UID)), string(m.KubeQoS))
-		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) { key = hash(key, st.ContainerID) })
+		key = key.Add(string(m.Pod.UID)).Add(string(m.KubeQoS))
+		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) { key = key.Add(st.ContainerID) })
 	}
 	if v.built && key == v.key {
 		return
@@ -68,24 +65,17 @@ func (v *beView) update(p *Plugin, pods []*statesinformer.PodMeta) {
 	}
 }
 
-// confinedPod reports whether the cpuset policy confines pod m: a best-effort pod (qosmanager.IsBestEffort), or any
+// confinedPod reports whether the cpuset policy confines pod m: a best-effort pod (PodMeta.BestEffort), or any
 // pod in the besteffort QoS cgroup, which the kernel confines with it whatever its Gleaner class (on v1 a parent's
 // cpuset must hold its children's, so those pods' cgroups must be written too).
 func confinedPod(m *statesinformer.PodMeta) bool {
-	return m.KubeQoS == corev1.PodQOSBestEffort || qosmanager.IsBestEffort(m)
+	return m.KubeQoS == corev1.PodQOSBestEffort || m.BestEffort
 }
 
-// cpuView is the CPUs best-effort pods may be given, read again every cpusRefresh or when a Guaranteed pod's
-// containers change.
+// cpuView is the CPUs best-effort pods may be given (qosmanager.CPUPool), with the last choice among them.
 type cpuView struct {
-	key uint64
-	at  time.Time
-	// universe is the CPUs of the kubepods cgroup (the most a pod may get), else the node's online CPUs.
-	universe cpuset.CPUSet
-	// exclusive are the CPUs that Guaranteed pods hold exclusively: under the CPU manager's static policy, each
-	// container of a Guaranteed pod that requests whole CPUs gets a cpuset of its own, smaller than the node's.
-	exclusive cpuset.CPUSet
-	// chosen is the last choice of chooseCPUs, for n CPUs, from this view.
+	qosmanager.CPUPool
+	// chosen is the last choice of chooseCPUs, for n CPUs, from the pool as last read; empty after each read.
 	chosen  cpuset.CPUSet
 	chosenN int
 }
@@ -93,90 +83,28 @@ type cpuView struct {
 // choose is chooseCPUs of n CPUs from the view, computed again only when n or the view changed.
 func (v *cpuView) choose(p *Plugin, n int) cpuset.CPUSet {
 	if v.chosenN != n || v.chosen.IsEmpty() {
-		v.chosen, v.chosenN = chooseCPUs(p.topology(), v.universe, v.exclusive, n, p.minCPUs), n
+		v.chosen, v.chosenN = chooseCPUs(qosmanager.NodeTopology(p.d.Cache), v.Universe, v.Exclusive, n, p.minCPUs), n
 	}
 	return v.chosen
 }
 
+// update reads the CPUs again every qosmanager.CPUPoolRefresh or when the pods that count changed.
 func (v *cpuView) update(p *Plugin, pods []*statesinformer.PodMeta) error {
-	if !v.at.IsZero() && guaranteedKey(pods) == v.key && p.d.Clock.Since(v.at) < cpusRefresh {
-		return nil
+	before := v.ReadAt
+	if err := v.Update(p.d, pods); err != nil {
+		return fmt.Errorf("finding the CPUs best-effort pods may use: %w", err)
 	}
-	return v.refresh(p, pods)
-}
-
-func (v *cpuView) refresh(p *Plugin, pods []*statesinformer.PodMeta) error {
-	universe, err := p.d.Cgroups.CPUSet(p.d.Layout.Kubepods())
-	if err == nil && universe.IsEmpty() {
-		err = errors.New("it is empty")
+	if !v.ReadAt.Equal(before) {
+		v.chosen = cpuset.CPUSet{}
 	}
-	if err != nil {
-		if t := p.topology(); t != nil {
-			universe = t.CPUSet()
-		}
-	}
-	if universe.IsEmpty() {
-		return fmt.Errorf("finding the CPUs best-effort pods may use: the kubepods cgroup's cpuset cannot be read (%w) and the CPU topology is not known yet", err)
-	}
-	var exclusive []int
-	for _, m := range pods {
-		if m.KubeQoS != corev1.PodQOSGuaranteed || qosmanager.IsBestEffort(m) || m.Pod.Status.Phase != corev1.PodRunning {
-			continue
-		}
-		podDir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
-		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) {
-			if !wholeCPUs(m.Pod, st.Name) {
-				return
-			}
-			dir, err := p.d.Layout.ContainerDir(podDir, st.ContainerID)
-			if err != nil {
-				return
-			}
-			cpus, err := p.d.Cgroups.CPUSet(dir)
-			if err != nil || cpus.IsEmpty() || cpus.Size() >= universe.Size() {
-				return // gone, or not pinned
-			}
-			exclusive = append(exclusive, cpus.Intersection(universe).List()...)
-		})
-	}
-	*v = cpuView{key: guaranteedKey(pods), at: p.d.Clock.Now(), universe: universe, exclusive: cpuset.New(exclusive...)}
 	return nil
 }
 
-// wholeCPUs reports whether the pod's container requests a whole number of CPUs: what the CPU manager's static
-// policy gives exclusive CPUs (in a Guaranteed pod).
-func wholeCPUs(pod *corev1.Pod, container string) bool {
-	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-		if c.Name == container {
-			milli := c.Resources.Requests.Cpu().MilliValue()
-			return milli > 0 && milli%1000 == 0
-		}
+// refresh reads the CPUs now.
+func (v *cpuView) refresh(p *Plugin, pods []*statesinformer.PodMeta) error {
+	if err := v.Refresh(p.d, pods); err != nil {
+		return fmt.Errorf("finding the CPUs best-effort pods may use: %w", err)
 	}
-	return false
-}
-
-// guaranteedKey fingerprints the running containers of Guaranteed pods.
-func guaranteedKey(pods []*statesinformer.PodMeta) uint64 {
-	key := uint64(hashInit)
-	for _, m := range pods {
-		if m.KubeQoS != corev1.PodQOSGuaranteed {
-			continue
-		}
-		key = hash(key, string(m.Pod.UID))
-		qosmanager.ForRunningContainers(m.Pod, func(st *corev1.ContainerStatus) { key = hash(key, st.ContainerID) })
-	}
-	return key
-}
-
-// FNV-1a, 64 bits; each string is followed by a separator byte so that ("ab", "c") and ("a", "bc") differ.
-const (
-	hashInit  = 14695981039346656037
-	hashPrime = 1099511628211
-)
-
-func hash(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint64(s[i])) * hashPrime
-	}
-	return (h ^ 0xff) * hashPrime
+	v.chosen = cpuset.CPUSet{}
+	return nil
 }

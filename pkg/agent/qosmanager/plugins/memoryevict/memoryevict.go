@@ -109,7 +109,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	projected, going, unknown := used, 0, 0
 	var candidates []qosmanager.Candidate
 	for _, m := range p.states.GetAllPods() {
-		if !qosmanager.IsBestEffort(m) {
+		if !m.BestEffort {
 			continue
 		}
 		usage, ok := p.usage(m, now)

@@ -18,9 +18,8 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
-	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
-	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+	"github.com/gleaner-sh/gleaner/test/hostsim"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -43,30 +42,22 @@ func svc(name string, usageMiB float64) pod {
 	return pod{testutil.Pod(name).Priority(9500).Label(slov1alpha1.LabelQoSClass, string(slov1alpha1.QoSLS)), usageMiB}
 }
 
-// env is one node: a fixture /proc, a store of pods, a metric cache with their samples, a fake clock.
+// env is one node (qosmanagertest.Node; the plugin reads its /proc/meminfo, which setUsed writes) and the
+// recording evictor.
 type env struct {
-	clk     *clocktesting.FakeClock
+	*qosmanagertest.Node
 	procDir string
-	store   *statesinformer.Store
-	cache   *metriccache.MemoryCache
 	evictor *qosmanagertest.Evictor
 	deps    qosmanager.Deps
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	cache, err := metriccache.New(metriccache.DefaultConfig(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{clk: clk, procDir: t.TempDir(), store: statesinformer.NewStore(), cache: cache, evictor: &qosmanagertest.Evictor{Reason: Reason}}
+	n := qosmanagertest.NewNode(t, hostsim.Config{Version: cgroup.V2, Driver: cgroup.Cgroupfs})
+	e := &env{Node: n, procDir: n.Host.ProcRoot(), evictor: &qosmanagertest.Evictor{Reason: Reason}}
 	e.setUsed(t, 0)
-	fs, err := proc.New(e.procDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.deps = qosmanager.Deps{States: e.store, Cache: cache, Proc: fs, Evictor: e.evictor, Clock: clk, Interval: DefaultInterval}
+	e.deps = n.Deps(DefaultInterval)
+	e.deps.Evictor = e.evictor
 	return e
 }
 
@@ -85,9 +76,9 @@ func (e *env) setUsed(t *testing.T, usedMiB int64) {
 func (e *env) add(sampleAge time.Duration, pods ...pod) {
 	for _, p := range pods {
 		o := p.b.Obj()
-		e.store.SetPod(o)
+		e.Store.SetPod(o)
 		if p.usageMiB >= 0 {
-			e.cache.Append(e.clk.Now().Add(-sampleAge), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodMemoryUsage, string(o.UID)), Value: p.usageMiB * mi})
+			e.Cache.Append(e.Clock.Now().Add(-sampleAge), metriccache.Sample{Key: metriccache.PodKey(metriccache.PodMemoryUsage, string(o.UID)), Value: p.usageMiB * mi})
 		}
 	}
 }
@@ -259,7 +250,7 @@ func TestRunCountsItsOwnRequests(t *testing.T) {
 	spec := enabled(70, 60)
 	run := func(after time.Duration, want []string) {
 		t.Helper()
-		e.clk.Step(after)
+		e.Clock.Step(after)
 		// Fresh samples, as the pod collector writes every second; the node's use does not move.
 		e.add(0, be("free-a", 3500, 1000), be("batch-a", 5500, 1000))
 		if err := p.Run(context.Background(), spec); err != nil {
@@ -332,23 +323,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := p.Validate(tt.spec)
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("refused a valid spec: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("accepted; want errors %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
-			if n := len(strings.Split(err.Error(), "\n")); n != len(tt.want) {
-				t.Errorf("error has %d lines, want %d: %q", n, len(tt.want), err)
-			}
+			qosmanagertest.ExpectValidation(t, err, true, tt.want...)
 		})
 	}
 }
@@ -359,7 +334,7 @@ func TestManagerKeepsTheLastGoodThresholds(t *testing.T) {
 	e := newEnv(t)
 	e.setUsed(t, 8192)
 	e.add(0, be("free-a", 3500, 1500), be("batch-a", 5500, 500), be("batch-b", 5500, 400))
-	m, err := qosmanager.NewManager(e.deps, e.clk, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true, New: New}}, []string{"*"}, nil)
+	m, err := qosmanager.NewManager(e.deps, e.Clock, []qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true, New: New}}, []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +343,7 @@ func TestManagerKeepsTheLastGoodThresholds(t *testing.T) {
 			Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower),
 		}}}
 	}
-	e.store.SetNodeSLO(nodeSLO(70, 60))
+	e.Store.SetNodeSLO(nodeSLO(70, 60))
 	if err := m.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -379,12 +354,12 @@ func TestManagerKeepsTheLastGoodThresholds(t *testing.T) {
 
 	// The evicted pods are gone, the use dropped to 7000 and a new batch pod arrived; the NodeSLO now says 0/0.
 	for _, n := range []string{"free-a", "batch-a", "batch-b"} {
-		e.store.DeletePod(testutil.Pod(n).Obj().UID)
+		e.Store.DeletePod(testutil.Pod(n).Obj().UID)
 	}
 	e.evictor.Reset()
 	e.setUsed(t, 7000)
 	e.add(0, be("batch-c", 5500, 200))
-	e.store.SetNodeSLO(nodeSLO(0, 0))
+	e.Store.SetNodeSLO(nodeSLO(0, 0))
 	if err := m.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +410,7 @@ func TestRunKillsLocallyWhenTheAPIServerIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 8192 > 7168; 8192-1500 (free-a) = 6692 >= 6144; -1000 (batch-a) = 5692 < 6144: both killed, web untouched.
-	uid := func(name string) string { return string(e.store.GetAllPods()[indexOf(e, name)].Pod.UID) }
+	uid := func(name string) string { return string(e.Store.GetAllPods()[indexOf(e, name)].Pod.UID) }
 	want := []string{"free-a in kubepods/besteffort/pod" + uid("free-a"), "batch-a in kubepods/besteffort/pod" + uid("batch-a")}
 	if diff := cmp.Diff(want, e.evictor.Killed()); diff != "" {
 		t.Errorf("pods killed (-want +got):\n%s", diff)
@@ -451,7 +426,7 @@ func TestRunKillsLocallyWhenTheAPIServerIsGone(t *testing.T) {
 }
 
 func indexOf(e *env, name string) int {
-	for i, m := range e.store.GetAllPods() {
+	for i, m := range e.Store.GetAllPods() {
 		if m.Pod.Name == name {
 			return i
 		}

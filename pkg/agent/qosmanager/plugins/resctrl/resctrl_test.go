@@ -8,11 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +22,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
@@ -43,25 +42,7 @@ type rig struct {
 	store  *statesinformer.Store
 	exec   *executor.Executor
 	p      *Plugin
-	logs   *logs
-}
-
-// logs collects the plugin's log lines.
-type logs struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logs) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.lines {
-		if strings.Contains(s, substr) {
-			n++
-		}
-	}
-	return n
+	logs   *qosmanagertest.Log
 }
 
 func newRig(t *testing.T, v cgroup.Version, host resctrltest.Host) *rig {
@@ -89,7 +70,7 @@ func newRig(t *testing.T, v cgroup.Version, host resctrltest.Host) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, root: root, v: v, layout: layout, kernel: kernel, clk: clk, store: store, exec: exec, p: p.(*Plugin), logs: &logs{}}
+	return &rig{t: t, root: root, v: v, layout: layout, kernel: kernel, clk: clk, store: store, exec: exec, p: p.(*Plugin), logs: &qosmanagertest.Log{}}
 }
 
 // addPod puts pod in the store and its containers' threads in its cgroup and, as the kernel does with every new
@@ -128,11 +109,7 @@ func (r *rig) setThreads(pod *corev1.Pod, threads map[string][]int) {
 }
 
 func (r *rig) ctx() context.Context {
-	return klog.NewContext(context.Background(), funcr.New(func(prefix, args string) {
-		r.logs.mu.Lock()
-		defer r.logs.mu.Unlock()
-		r.logs.lines = append(r.logs.lines, prefix+" "+args)
-	}, funcr.Options{}))
+	return klog.NewContext(context.Background(), r.logs.Logger())
 }
 
 func (r *rig) run(spec *slov1alpha1.NodeSLOSpec) {
@@ -345,8 +322,8 @@ func TestSchemataPerHost(t *testing.T) {
 				t.Errorf("schemata %q, want %q", got, tt.want)
 			}
 			if tt.wantSaid != "" {
-				if n := r.logs.count(tt.wantSaid); n != 1 {
-					t.Errorf("%q logged %d times, want once: %q", tt.wantSaid, n, r.logs.lines)
+				if n := r.logs.Count(tt.wantSaid); n != 1 {
+					t.Errorf("%q logged %d times, want once: %q", tt.wantSaid, n, r.logs)
 				}
 			}
 		})
@@ -371,8 +348,8 @@ func TestStepsAside(t *testing.T) {
 			if err := r.p.Validate(s); err != nil {
 				t.Errorf("Validate on a host without resctrl: %v; want only the range checks", err)
 			}
-			if n := r.logs.count("steps aside"); n != 1 {
-				t.Errorf("'steps aside' logged %d times, want once: %q", n, r.logs.lines)
+			if n := r.logs.Count("steps aside"); n != 1 {
+				t.Errorf("'steps aside' logged %d times, want once: %q", n, r.logs)
 			}
 			if a := r.exec.Audit(); len(a) != 0 {
 				t.Errorf("the executor wrote %v", a)
@@ -382,7 +359,7 @@ func TestStepsAside(t *testing.T) {
 			}
 			r.clk.Step(redetect)
 			r.run(s)
-			if n := r.logs.count("steps aside"); n != 1 {
+			if n := r.logs.Count("steps aside"); n != 1 {
 				t.Errorf("looking again with the same result logged again (%d)", n)
 			}
 		})
@@ -449,20 +426,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, cgroup.V2, host)
 			err := r.p.Validate(tt.spec)
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate = nil, want %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate = %q, want it to say %q", err, w)
-				}
-			}
+			qosmanagertest.ExpectValidation(t, err, false, tt.want...)
 		})
 	}
 }

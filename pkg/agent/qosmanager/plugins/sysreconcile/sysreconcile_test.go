@@ -20,6 +20,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
@@ -383,20 +384,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := n.p.Validate((&slov1alpha1.NodeSLOSpec{SystemStrategy: &tt.s}).WithDefaults())
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Errorf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate accepted %+v", tt.s)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate = %q, want it to say %q", err, w)
-				}
-			}
+			qosmanagertest.ExpectValidation(t, err, false, tt.want...)
 		})
 	}
 	unset := &slov1alpha1.NodeSLOSpec{SystemStrategy: &slov1alpha1.SystemStrategy{Enable: ptr.To(true)}}
