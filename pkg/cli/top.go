@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,6 +127,10 @@ type MetricState struct {
 	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
 	// Problem says why it is not current, in gleaner-manager's words.
 	Problem string `json:"problem,omitempty"`
+	// Corrected says, per resource, which reported quantities lay outside [0, the node's capacity] and what they
+	// were clamped to, in gleaner-manager's words: the numbers shown are the clamped ones, as the manager
+	// calculates with them (slov1alpha1.ClampReported).
+	Corrected []string `json:"corrected,omitempty"`
 }
 
 // States of a MetricState.
@@ -255,16 +262,17 @@ func runTopNodes(ctx context.Context, f *Factory, o *topOptions, names []string)
 	report := TopNodesReport{RequestsSource: alloc.Source, Nodes: make([]TopNode, 0, len(nodes))}
 	for i := range nodes {
 		node := &nodes[i]
-		m := metrics[node.Name]
-		report.Nodes = append(report.Nodes, topNode(node, m, judge.state(node, m), summaries[node.Name]))
+		rd := reading{node: node, metric: metrics[node.Name], known: true}
+		report.Nodes = append(report.Nodes, topNode(rd, judge.state(rd), summaries[node.Name]))
 	}
 	sortTopNodes(report.Nodes, o.sortBy)
-	warnStale(f, report.Nodes)
+	warnNodes(f, report.Nodes)
 	return printTopNodes(f, report, o.output)
 }
 
-// topNode is one node's line, from its NodeMetric m (nil when it has none) and its allocation summary.
-func topNode(node *corev1.Node, m *slov1alpha1.NodeMetric, state MetricState, s allocation.Summary) TopNode {
+// topNode is one node's line, from its NodeMetric and its allocation summary.
+func topNode(rd reading, state MetricState, s allocation.Summary) TopNode {
+	node, m := rd.node, rd.metric
 	t := TopNode{Name: node.Name, Metric: state}
 	var usage corev1.ResourceList
 	if m != nil && m.Status.NodeMetric != nil {
@@ -275,13 +283,13 @@ func topNode(node *corev1.Node, m *slov1alpha1.NodeMetric, state MetricState, s 
 		use  *NodeUse
 	}{{corev1.ResourceCPU, &t.CPU}, {corev1.ResourceMemory, &t.Memory}} {
 		alloc := s.Allocatable[r.name]
-		r.use.Allocatable = amount(r.name, alloc)
-		r.use.Requests = amount(r.name, s.Requests[r.name])
+		r.use.Allocatable = slov1alpha1.AmountOf(alloc, r.name)
+		r.use.Requests = slov1alpha1.AmountOf(s.Requests[r.name], r.name)
 		if p, ok := allocation.Percent(r.name, s.Requests[r.name], alloc); ok {
 			r.use.RequestsPercent = &p
 		}
 		if q, ok := usage[r.name]; ok {
-			r.use.Used = ptr.To(amount(r.name, q))
+			r.use.Used = ptr.To(rd.amount(q, r.name))
 			if r.use.Allocatable > 0 {
 				r.use.UsedPercent = ptr.To(*r.use.Used * 100 / r.use.Allocatable)
 			}
@@ -298,7 +306,7 @@ func topNode(node *corev1.Node, m *slov1alpha1.NodeMetric, state MetricState, s 
 			}
 			r.res.Requests = s.Requests.Name(r.name, resource.DecimalSI).Value()
 			if m != nil && m.Status.NodeMetric != nil {
-				r.res.Used = ptr.To(tierUsage(m, class, r.base))
+				r.res.Used = ptr.To(rd.tierUsage(class, r.base))
 			}
 		}
 		return u
@@ -308,23 +316,51 @@ func topNode(node *corev1.Node, m *slov1alpha1.NodeMetric, state MetricState, s 
 	return t
 }
 
+// reading is a node's NodeMetric read as gleaner-manager reads it: every quantity held to [0, the node's capacity]
+// (slov1alpha1.ClampReported), so that a report of negative usage, or of more than an int64 of millicores holds,
+// shows what the manager calculates with, and says so (corrections).
+type reading struct {
+	node *corev1.Node
+	// metric is the node's NodeMetric, nil when it has none.
+	metric *slov1alpha1.NodeMetric
+	// known says whether node is the Node object; a pod bound to a node that is gone has only its name, and nothing
+	// bounds the report but what an int64 holds.
+	known bool
+}
+
+func (rd reading) bound(r corev1.ResourceName) int64 {
+	if !rd.known {
+		return math.MaxInt64
+	}
+	return slov1alpha1.ReportBound(rd.node, r)
+}
+
+// amount is a reported quantity of r in millicores (cpu) or bytes, clamped.
+func (rd reading) amount(q resource.Quantity, r corev1.ResourceName) int64 {
+	v, _ := slov1alpha1.ClampReported(q, r, rd.bound(r))
+	return v
+}
+
+// corrections says, for cpu and memory, which reported quantities were clamped (slov1alpha1.NodeMetricOutOfRange).
+func (rd reading) corrections() []string {
+	var out []string
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if w := slov1alpha1.NodeMetricOutOfRange(rd.node.Name, rd.metric, r, rd.bound(r)); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // tierUsage is the measured usage of r (cpu or memory) of the pods of one priority class the NodeMetric reports.
-func tierUsage(m *slov1alpha1.NodeMetric, class slov1alpha1.PriorityClass, r corev1.ResourceName) int64 {
+func (rd reading) tierUsage(class slov1alpha1.PriorityClass, r corev1.ResourceName) int64 {
 	var sum int64
-	for _, pm := range m.Status.PodsMetric {
+	for _, pm := range rd.metric.Status.PodsMetric {
 		if pm.EffectivePriority() == class {
-			sum += amount(r, pm.Usage[r])
+			sum += rd.amount(pm.Usage[r], r)
 		}
 	}
 	return sum
-}
-
-// amount is a quantity of cpu in millicores, of anything else in whole units (bytes).
-func amount(r corev1.ResourceName, q resource.Quantity) int64 {
-	if r == corev1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
 }
 
 // listNodeMetrics returns the NodeMetrics by node name.
@@ -394,26 +430,39 @@ func loadStaleness(ctx context.Context, f *Factory, cs kubernetes.Interface, o *
 	return &staleness{config: store.Current(), now: f.Clock.Now()}, nil
 }
 
-// state is the state of node's NodeMetric m (nil when it has none).
-func (s *staleness) state(node *corev1.Node, m *slov1alpha1.NodeMetric) MetricState {
+// state is the state of the node's NodeMetric, with what reading it corrected.
+func (s *staleness) state(rd reading) MetricState {
+	node, m := rd.node, rd.metric
 	limit := time.Duration(ptr.Deref(s.config.Colocation(node.Labels).DegradeTimeMinutes, 0)) * time.Minute
 	problem := slov1alpha1.NodeMetricProblem(node.Name, m, limit, s.now)
 	switch {
 	case m == nil:
 		return MetricState{State: MetricMissing, Problem: problem}
 	case problem != "":
-		return MetricState{State: MetricStale, UpdateTime: m.Status.UpdateTime, Problem: problem}
+		return MetricState{State: MetricStale, UpdateTime: m.Status.UpdateTime, Problem: problem, Corrected: rd.corrections()}
 	}
-	return MetricState{State: MetricCurrent, UpdateTime: m.Status.UpdateTime}
+	return MetricState{State: MetricCurrent, UpdateTime: m.Status.UpdateTime, Corrected: rd.corrections()}
 }
 
-// warnStale says, once per node, why its NodeMetric's numbers are not current.
-func warnStale(f *Factory, nodes []TopNode) {
+// warnNodes says, once per node, why its NodeMetric's numbers are not current and what reading them corrected.
+func warnNodes(f *Factory, nodes []TopNode) {
 	for _, n := range nodes {
-		if n.Metric.Problem != "" {
-			fmt.Fprintf(f.ErrOut, "warning: node %s: %s; its usage is not current\n", n.Name, n.Metric.Problem)
+		for _, w := range metricWarnings(n.Name, n.Metric, "its usage") {
+			fmt.Fprintln(f.ErrOut, w)
 		}
 	}
+}
+
+// metricWarnings are the warning lines about one node's NodeMetric; what names the numbers they concern.
+func metricWarnings(node string, m MetricState, what string) []string {
+	var out []string
+	if m.Problem != "" {
+		out = append(out, fmt.Sprintf("warning: node %s: %s; %s is not current", node, m.Problem, what))
+	}
+	for _, c := range m.Corrected {
+		out = append(out, fmt.Sprintf("warning: node %s: %s; %s is shown clamped, as gleaner-manager reads it", node, c, what))
+	}
+	return out
 }
 
 func sortTopNodes(nodes []TopNode, key string) {
@@ -485,10 +534,10 @@ func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) 
 	if err != nil {
 		return err
 	}
-	report, problems := topPods(pods, nodes, metrics, judge)
+	report, warnings := topPods(pods, nodes, metrics, judge)
 	sortTopPods(report.Pods, o.sortBy)
-	for _, p := range problems {
-		fmt.Fprintf(f.ErrOut, "warning: node %s; the usage of its pods is not current\n", p)
+	for _, w := range warnings {
+		fmt.Fprintln(f.ErrOut, w)
 	}
 	return printTopPods(f, report, o.output, o.allNamespaces)
 }
@@ -512,36 +561,38 @@ func selectPods(ctx context.Context, cs kubernetes.Interface, namespace, selecto
 	return pods, checkPodNames(names, pods, namespace)
 }
 
-// topPods builds the pods' lines, and says, sorted by node, what is wrong with each of their nodes' NodeMetrics
-// ("NODE: PROBLEM").
+// topPods builds the pods' lines, and the warning lines, sorted by node, about their nodes' NodeMetrics.
 func topPods(pods []*corev1.Pod, nodes []corev1.Node, metrics map[string]*slov1alpha1.NodeMetric, judge *staleness) (TopPodsReport, []string) {
 	byName := make(map[string]*corev1.Node, len(nodes))
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
 	}
 	report := TopPodsReport{Pods: make([]TopPod, 0, len(pods))}
-	states := map[string]MetricState{}
-	indexes := map[string]podIndex{}
-	var problems []string
+	type nodeOfPods struct {
+		rd    reading
+		state MetricState
+		index podIndex
+	}
+	seen := map[string]*nodeOfPods{}
 	for _, pod := range pods {
 		nodeName := pod.Spec.NodeName
-		state, ok := states[nodeName]
+		n, ok := seen[nodeName]
 		if !ok {
-			node := byName[nodeName]
-			if node == nil {
-				// Bound to a node that is gone; the manager's rule needs only its name and labels.
-				node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+			rd := reading{node: byName[nodeName], metric: metrics[nodeName], known: true}
+			if rd.node == nil {
+				// Bound to a node that is gone; the manager's staleness rule needs only its name and labels.
+				rd.node, rd.known = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, false
 			}
-			state = judge.state(node, metrics[nodeName])
-			states[nodeName], indexes[nodeName] = state, newPodIndex(metrics[nodeName])
-			if state.Problem != "" {
-				problems = append(problems, nodeName+": "+state.Problem)
-			}
+			n = &nodeOfPods{rd: rd, state: judge.state(rd), index: newPodIndex(rd.metric)}
+			seen[nodeName] = n
 		}
-		report.Pods = append(report.Pods, topPod(pod, indexes[nodeName].record(pod), state))
+		report.Pods = append(report.Pods, topPod(pod, n.rd, n.index.record(pod), n.state))
 	}
-	slices.Sort(problems)
-	return report, problems
+	var warnings []string
+	for _, name := range slices.Sorted(maps.Keys(seen)) {
+		warnings = append(warnings, metricWarnings(name, seen[name].state, "the usage of its pods")...)
+	}
+	return report, warnings
 }
 
 // checkPodNames reports the names no listed pod has, worded as kubectl words it.
@@ -590,22 +641,22 @@ func (idx podIndex) record(pod *corev1.Pod) *slov1alpha1.PodMetricInfo {
 	return idx["name/"+pod.Namespace+"/"+pod.Name]
 }
 
-// topPod is one pod's line, from its NodeMetric record pm (nil when there is none).
-func topPod(pod *corev1.Pod, pm *slov1alpha1.PodMetricInfo, state MetricState) TopPod {
+// topPod is one pod's line, from its record pm (nil when there is none) in its node's NodeMetric.
+func topPod(pod *corev1.Pod, rd reading, pm *slov1alpha1.PodMetricInfo, state MetricState) TopPod {
 	class := slov1alpha1.ClassOf(pod)
 	reqs, _ := allocation.EffectivePodRequestsAndLimits(pod)
 	t := TopPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName, QoS: class.QoS,
 		Priority: class.Priority, KubeQoS: class.KubeQoS, Requests: reqs, Metric: state}
-	t.CPU.Requests = amount(corev1.ResourceCPU, reqs[corev1.ResourceCPU]) +
+	t.CPU.Requests = slov1alpha1.AmountOf(reqs[corev1.ResourceCPU], corev1.ResourceCPU) +
 		reqs.Name(slov1alpha1.BatchCPU, resource.DecimalSI).Value() + reqs.Name(slov1alpha1.MidCPU, resource.DecimalSI).Value()
-	t.Memory.Requests = amount(corev1.ResourceMemory, reqs[corev1.ResourceMemory]) +
+	t.Memory.Requests = slov1alpha1.AmountOf(reqs[corev1.ResourceMemory], corev1.ResourceMemory) +
 		reqs.Name(slov1alpha1.BatchMemory, resource.BinarySI).Value() + reqs.Name(slov1alpha1.MidMemory, resource.BinarySI).Value()
 	if pm != nil {
 		if q, ok := pm.Usage[corev1.ResourceCPU]; ok {
-			t.CPU.Used = ptr.To(amount(corev1.ResourceCPU, q))
+			t.CPU.Used = ptr.To(rd.amount(q, corev1.ResourceCPU))
 		}
 		if q, ok := pm.Usage[corev1.ResourceMemory]; ok {
-			t.Memory.Used = ptr.To(amount(corev1.ResourceMemory, q))
+			t.Memory.Used = ptr.To(rd.amount(q, corev1.ResourceMemory))
 		}
 	}
 	return t
@@ -665,22 +716,23 @@ func tierCell(r TierResource, cell func(*int64) string) string {
 	return cell(r.Used) + "/" + cell(&r.Requests) + "/" + cell(r.Capacity)
 }
 
-// metricCell is the NodeMetric's age, or what is wrong with it.
+// metricCell is the NodeMetric's age, or what is wrong with it. A report stamped ahead of the clock (by less than
+// the clock skew gleaner-manager allows, or stale for more) says how far ahead.
 func metricCell(f *Factory, m MetricState) string {
-	var at time.Time
-	if m.UpdateTime != nil {
-		at = m.UpdateTime.Time
-	}
-	switch m.State {
-	case MetricMissing:
+	if m.State == MetricMissing {
 		return "missing"
-	case MetricStale:
-		if m.UpdateTime == nil {
-			return "stale (no usage yet)"
-		}
-		return "stale (" + age(f.Clock, at) + ")"
 	}
-	return age(f.Clock, at)
+	if m.UpdateTime == nil {
+		return "stale (no usage yet)"
+	}
+	when := age(f.Clock, m.UpdateTime.Time)
+	if ahead := m.UpdateTime.Sub(f.Clock.Now()); ahead > 0 {
+		when = duration.HumanDuration(ahead) + " ahead"
+	}
+	if m.State == MetricStale {
+		return "stale (" + when + ")"
+	}
+	return when
 }
 
 // topTable prints r encoded when format asks for it, or, with no rows, kubectl's "No KIND found." on stderr and no
