@@ -201,7 +201,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(calcErr, "calculating node resources")
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "CalculationFailed", "Calculate", "%v", calcErr)
 	}
-	c.metrics.observe(node.Name, nr, statusOf(in))
+	status := statusOf(in)
+	c.metrics.observe(node.Name, nr, status)
 	if err := c.registry.PreUpdate(ctx, in, nr); err != nil {
 		log.FromContext(ctx).Error(err, "pre-update of node resources")
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "PreUpdateFailed", "PreUpdate", "%v", err)
@@ -217,6 +218,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if why == "" && legacy {
 		why = "removing the " + slov1alpha1.LegacyAnnotationResourceExplanation + " annotation of an earlier gleaner-manager"
 	}
+	if why == "" && status.degraded && !c.times.explainedDegraded(node) {
+		// A degraded node that has nothing to remove (it never published, its first NodeMetric is stamped ahead,
+		// or its resources are gone already) would otherwise never be written, and `kubectl glean explain` could
+		// not say why gleaner_noderesource_degraded is 1 for it.
+		why = "degraded, and its explanation does not say so yet: " + in.MetricProblem()
+	}
 	if why == "" {
 		return requeueAt(in.Now, nextDue(in, last, written)), nil
 	}
@@ -225,12 +232,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
 	}
-	if err := c.client.Status().Patch(ctx, updated, client.RawPatch(patch.Type(), data)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("writing resources of node %s (%s): %w", node.Name, why, err)
+	// An empty patch (only the explanation was due) is not sent: the node already holds what it explains.
+	if string(data) != "{}" {
+		if err := c.client.Status().Patch(ctx, updated, client.RawPatch(patch.Type(), data)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("writing resources of node %s (%s): %w", node.Name, why, err)
+		}
+		c.metrics.writes.Inc()
 	}
-	c.metrics.writes.Inc()
 	stamp := in.Now.Truncate(time.Second)
-	c.times.wrote(node.Name, stamp)
+	c.times.wrote(node.Name, stamp, status.degraded)
 	// The explanation only for a write, and after it: most reconciles (a NodeMetric report that moves nothing
 	// much) end above. It is written by a queue of its own (explanation.go) and cannot hold this write up.
 	c.explanations.set(node, stamp, strategyName(snap, node), nr)
@@ -416,6 +426,9 @@ type nodeTimes struct {
 type times struct {
 	lastWrite time.Time
 	written   bool
+	// degraded says whether the node was degraded when the explanation was last handed over: the explanation then
+	// says why. Unknown after a restart (false): a degraded node's explanation is written once more.
+	degraded bool
 	// reservationProblem is what was last said about the node's reservation annotations.
 	reservationProblem string
 }
@@ -453,12 +466,20 @@ func (d *nodeTimes) reservationProblemChanged(node *corev1.Node, msg string) boo
 	return changed
 }
 
-func (d *nodeTimes) wrote(node string, at time.Time) {
+// wrote records that the node was written (and its explanation handed over) at at, degraded or not.
+func (d *nodeTimes) wrote(node string, at time.Time, degraded bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t, ok := d.nodes[node]; ok {
-		t.lastWrite, t.written = at, true
+		t.lastWrite, t.written, t.degraded = at, true, degraded
 	}
+}
+
+// explainedDegraded says whether the explanation last handed over for the node was written while it was degraded.
+func (d *nodeTimes) explainedDegraded(node *corev1.Node) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.get(node).degraded
 }
 
 func (d *nodeTimes) forget(node string) {
