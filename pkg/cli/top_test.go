@@ -400,7 +400,7 @@ func TestTopWithoutTheNodeMetricAPI(t *testing.T) {
 // 1E CPU "0m 0%", and a report stamped ahead "stale (<invalid>)", none with a warning).
 func TestTopReadsReportsAsTheManagerDoes(t *testing.T) {
 	e := env.Start(t)
-	now := time.Now()
+	now := time.Now().Truncate(time.Second) // as the API server stores updateTime
 	e.CreateNode(t, testutil.Node("bogus-neg").Label("bogus", "yes").Allocatable("cpu", "16", "memory", "64Gi").Obj())
 	e.CreateNode(t, testutil.Node("bogus-huge").Label("bogus", "yes").Allocatable("cpu", "8", "memory", "16Gi").Obj())
 	e.CreateNode(t, testutil.Node("bogus-ahead").Label("bogus", "yes").Allocatable("cpu", "4", "memory", "8Gi").Obj())
