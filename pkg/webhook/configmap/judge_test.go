@@ -58,7 +58,7 @@ func TestHandleJudgesTheKeysARequestWrites(t *testing.T) {
 		{name: "remove one of two", op: admissionv1.Update, old: twoBad, data: with(twoBad, sloconfig.ColocationConfigKey, ""),
 			warnings: []string{stored(windowErr)}},
 		{name: "a bad value over a bad key", op: admissionv1.Update, old: twoBad,
-			data: with(twoBad, sloconfig.ColocationConfigKey, `{"metricReportIntervalSeconds": 86400, "enable": true}`),
+			data:   with(twoBad, sloconfig.ColocationConfigKey, `{"metricReportIntervalSeconds": 86400, "enable": true}`),
 			denied: []string{intervalErr}, warnings: []string{stored(windowErr)}},
 		{name: "adding a bad key", op: admissionv1.Update, old: with(twoBad, sloconfig.ResourceThresholdConfigKey, ""), data: twoBad,
 			denied: []string{windowErr}, warnings: []string{stored(intervalErr)}},
