@@ -572,7 +572,8 @@ func TestMetricAheadOfTheClock(t *testing.T) {
 		Pod(prod, "cpu", "1", "memory", "3Gi").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj().Status
 	must(t, h.c.Status().Update(ctx, nm))
 
-	h.waitBatchCPU(t, "ahead", "")
+	// The explanation follows the node's write through its own queue: wait for it before explain reads it.
+	explanation(t, h.waitBatchCPU(t, "ahead", ""))
 	want := fmt.Sprintf("degraded: NodeMetric ahead was updated at %s, 3m0s ahead of the manager's clock, more than the clock skew allowed (1m0s)",
 		stamp.UTC().Format(time.RFC3339))
 	if out := explain(t, h, "ahead"); !strings.Contains(out, "kubernetes.io/batch-cpu: not offered (plugin batch)\n  "+want) {
