@@ -394,3 +394,74 @@ func TestTopWithoutTheNodeMetricAPI(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestTopReadsReportsAsTheManagerDoes: bogus reports are shown as gleaner-manager calculates with them, held to
+// [0, the node's capacity], and each node says what was corrected (issue 34: a negative usage printed "-5000m -31%",
+// 1E CPU "0m 0%", and a report stamped ahead "stale (<invalid>)", none with a warning).
+func TestTopReadsReportsAsTheManagerDoes(t *testing.T) {
+	e := env.Start(t)
+	now := time.Now().Truncate(time.Second) // as the API server stores updateTime
+	e.CreateNode(t, testutil.Node("bogus-neg").Label("bogus", "yes").Allocatable("cpu", "16", "memory", "64Gi").Obj())
+	e.CreateNode(t, testutil.Node("bogus-huge").Label("bogus", "yes").Allocatable("cpu", "8", "memory", "16Gi").Obj())
+	e.CreateNode(t, testutil.Node("bogus-ahead").Label("bogus", "yes").Allocatable("cpu", "4", "memory", "8Gi").Obj())
+	neg := e.CreatePod(t, batchPod("bogus-neg-pod", "bogus-neg", "500", "512Mi").Label("bogus", "yes").Obj())
+	createNodeMetric(t, e, testutil.NodeMetric("bogus-neg").Updated(now.Add(-30*time.Second)).
+		NodeUsage("cpu", "-5000m", "memory", "-14336Mi").Pod(neg, "cpu", "-3000m", "memory", "100Mi").Obj())
+	createNodeMetric(t, e, testutil.NodeMetric("bogus-huge").Updated(now.Add(-30*time.Second)).
+		NodeUsage("cpu", "1E", "memory", "1e30").Obj())
+	createNodeMetric(t, e, testutil.NodeMetric("bogus-ahead").Updated(now.Add(time.Hour)).
+		NodeUsage("cpu", "1", "memory", "1Gi").Obj())
+
+	out, errOut, err := gleanAt(t, now, "--kubeconfig", e.Kubeconfig, "top", "nodes", "-l", "bogus=yes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `NODE          CPU(cores)   CPU%   CPU REQUESTS   MEMORY(bytes)   MEMORY%   MEMORY REQUESTS   BATCH CPU USED/REQ/CAP   BATCH MEMORY USED/REQ/CAP   NODEMETRIC
+bogus-ahead   1000m        25%    0m (0%)        1024Mi          12%       0Mi (0%)          0m/0m/-                  0Mi/0Mi/-                   stale (60m ahead)
+bogus-huge    8000m        100%   0m (0%)        16384Mi         100%      0Mi (0%)          0m/0m/-                  0Mi/0Mi/-                   30s
+bogus-neg     0m           0%     0m (0%)        0Mi             0%        0Mi (0%)          0m/500m/-                100Mi/512Mi/-               30s
+`
+	if out != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
+	}
+	for _, want := range []string{
+		"warning: node bogus-ahead: NodeMetric bogus-ahead was updated at " + now.Add(time.Hour).UTC().Format(time.RFC3339) +
+			", 1h0m0s ahead of the manager's clock, more than the clock skew allowed (1m0s); its usage is not current",
+		"warning: node bogus-huge: NodeMetric bogus-huge reports cpu outside [0, capacity 8]; clamped nodeUsage 1E to 8; its usage is shown clamped, as gleaner-manager reads it",
+		"warning: node bogus-huge: NodeMetric bogus-huge reports memory outside [0, capacity 16Gi]; clamped nodeUsage 1e30 to 16Gi; its usage is shown clamped, as gleaner-manager reads it",
+		"warning: node bogus-neg: NodeMetric bogus-neg reports cpu outside [0, capacity 16]; clamped nodeUsage -5 to 0, pod default/bogus-neg-pod -3 to 0; its usage is shown clamped, as gleaner-manager reads it",
+		"warning: node bogus-neg: NodeMetric bogus-neg reports memory outside [0, capacity 64Gi]; clamped nodeUsage -14Gi to 0; its usage is shown clamped, as gleaner-manager reads it",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+
+	// -o json carries the corrections.
+	out, _, err = gleanAt(t, now, "--kubeconfig", e.Kubeconfig, "top", "nodes", "bogus-neg", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r TopNodesReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Nodes) != 1 || len(r.Nodes[0].Metric.Corrected) != 2 || *r.Nodes[0].CPU.Used != 0 {
+		t.Errorf("-o json: %+v", r.Nodes)
+	}
+
+	// top pods: the pod's negative usage is clamped too, and its node says so.
+	out, errOut, err = gleanAt(t, now, "--kubeconfig", e.Kubeconfig, "top", "pods", "-l", "bogus=yes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `NAME            CPU(cores)   CPU REQUESTS   MEMORY(bytes)   MEMORY REQUESTS   QOS   PRIORITY
+bogus-neg-pod   0m           500m           100Mi           512Mi             BE    batch
+`
+	if out != want {
+		t.Errorf("top pods output:\n%s\nwant:\n%s", out, want)
+	}
+	if w := "warning: node bogus-neg: NodeMetric bogus-neg reports cpu outside [0, capacity 16]; clamped nodeUsage -5 to 0, pod default/bogus-neg-pod -3 to 0; the usage of its pods is shown clamped, as gleaner-manager reads it"; !strings.Contains(errOut, w) {
+		t.Errorf("top pods stderr lacks %q:\n%s", w, errOut)
+	}
+}

@@ -201,7 +201,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(calcErr, "calculating node resources")
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "CalculationFailed", "Calculate", "%v", calcErr)
 	}
-	c.metrics.observe(node.Name, nr, statusOf(in))
+	status := statusOf(in)
+	c.metrics.observe(node.Name, nr, status)
 	if err := c.registry.PreUpdate(ctx, in, nr); err != nil {
 		log.FromContext(ctx).Error(err, "pre-update of node resources")
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "PreUpdateFailed", "PreUpdate", "%v", err)
@@ -217,6 +218,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if why == "" && legacy {
 		why = "removing the " + slov1alpha1.LegacyAnnotationResourceExplanation + " annotation of an earlier gleaner-manager"
 	}
+	degradedBy := degradedReport(in, status)
+	if why == "" && degradedBy != "" && c.times.explainedDegraded(node) != degradedBy {
+		// A degraded node that has nothing to remove (it never published, its first NodeMetric is stamped ahead,
+		// or its resources are gone already) would otherwise never be written, and `kubectl glean explain` could
+		// not say why gleaner_noderesource_degraded is 1 for it, or would give the reason of an earlier report.
+		why = "degraded, and its explanation does not say why yet: " + in.MetricProblem()
+	}
 	if why == "" {
 		return requeueAt(in.Now, nextDue(in, last, written)), nil
 	}
@@ -225,12 +233,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
 	}
-	if err := c.client.Status().Patch(ctx, updated, client.RawPatch(patch.Type(), data)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("writing resources of node %s (%s): %w", node.Name, why, err)
+	// An empty patch (only the explanation was due) is not sent: the node already holds what it explains.
+	if string(data) != "{}" {
+		if err := c.client.Status().Patch(ctx, updated, client.RawPatch(patch.Type(), data)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("writing resources of node %s (%s): %w", node.Name, why, err)
+		}
+		c.metrics.writes.Inc()
 	}
-	c.metrics.writes.Inc()
 	stamp := in.Now.Truncate(time.Second)
-	c.times.wrote(node.Name, stamp)
+	c.times.wrote(node.Name, stamp, degradedBy)
 	// The explanation only for a write, and after it: most reconciles (a NodeMetric report that moves nothing
 	// much) end above. It is written by a queue of its own (explanation.go) and cannot hold this write up.
 	c.explanations.set(node, stamp, strategyName(snap, node), nr)
@@ -246,6 +257,21 @@ func statusOf(in *framework.Input) nodeStatus {
 		st.metricUpdated = in.Metric.Status.UpdateTime.Time
 	}
 	return st
+}
+
+// degradedReport names the NodeMetric report a degraded node is degraded by ("missing", or its updateTime), or is
+// "" when the node is not degraded: an explanation handed over for one report need not be written again until
+// another report comes (a stale report stays the same; one stamped ahead is replaced at each report interval).
+func degradedReport(in *framework.Input, st nodeStatus) string {
+	switch {
+	case !st.degraded:
+		return ""
+	case in.Metric == nil:
+		return "missing"
+	case in.Metric.Status.UpdateTime == nil:
+		return "no updateTime"
+	}
+	return in.Metric.Status.UpdateTime.UTC().Format(time.RFC3339Nano)
 }
 
 // informerStore returns the store of the manager's informer for obj's kind.
@@ -416,6 +442,10 @@ type nodeTimes struct {
 type times struct {
 	lastWrite time.Time
 	written   bool
+	// degradedBy is the degradedReport of the node when its explanation was last handed over ("" when it was not
+	// degraded): the explanation says why. Unknown after a restart: a degraded node's explanation is written once
+	// more.
+	degradedBy string
 	// reservationProblem is what was last said about the node's reservation annotations.
 	reservationProblem string
 }
@@ -453,12 +483,21 @@ func (d *nodeTimes) reservationProblemChanged(node *corev1.Node, msg string) boo
 	return changed
 }
 
-func (d *nodeTimes) wrote(node string, at time.Time) {
+// wrote records that the node was written (and its explanation handed over) at at, degraded by degradedBy ("" when
+// not degraded).
+func (d *nodeTimes) wrote(node string, at time.Time, degradedBy string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t, ok := d.nodes[node]; ok {
-		t.lastWrite, t.written = at, true
+		t.lastWrite, t.written, t.degradedBy = at, true, degradedBy
 	}
+}
+
+// explainedDegraded is the degradedReport the explanation last handed over for the node was written with.
+func (d *nodeTimes) explainedDegraded(node *corev1.Node) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.get(node).degradedBy
 }
 
 func (d *nodeTimes) forget(node string) {

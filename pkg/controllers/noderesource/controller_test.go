@@ -134,6 +134,13 @@ func start(t *testing.T) *harness {
 // makeNode creates a node of 8 cores and 16Gi with a prod pod using 1 core, and its NodeMetric with 800m of
 // system usage: batch-cpu = 8000 - 3200 (40% margin) - 800 - 1000 = 3000.
 func (h *harness) makeNode(t *testing.T, name string, labels map[string]string) *corev1.Pod {
+	prod := h.makeNodeWithoutMetric(t, name, labels)
+	h.writeMetric(t, name, prod, "800m")
+	return prod
+}
+
+// makeNodeWithoutMetric is makeNode before the node's agent reports: no NodeMetric.
+func (h *harness) makeNodeWithoutMetric(t *testing.T, name string, labels map[string]string) *corev1.Pod {
 	ctx := context.Background()
 	nb := tu.Node(name).Capacity("cpu", "8", "memory", "16Gi", "pods", "110").Allocatable("cpu", "8", "memory", "16Gi", "pods", "110")
 	for k, v := range labels {
@@ -147,7 +154,6 @@ func (h *harness) makeNode(t *testing.T, name string, labels map[string]string) 
 	prod := tu.Pod(name+"-prod").Node(name).PriorityClass("gleaner-prod").Requests("cpu", "2", "memory", "4Gi").Obj()
 	prod.UID = ""
 	must(t, h.c.Create(ctx, prod))
-	h.writeMetric(t, name, prod, "800m")
 	return prod
 }
 
@@ -562,7 +568,8 @@ func TestMetricAheadOfTheClock(t *testing.T) {
 		Pod(prod, "cpu", "1", "memory", "3Gi").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj().Status
 	must(t, h.c.Status().Update(ctx, nm))
 
-	h.waitBatchCPU(t, "ahead", "")
+	// The explanation follows the node's write through its own queue: wait for it before explain reads it.
+	explanation(t, h.waitBatchCPU(t, "ahead", ""))
 	want := fmt.Sprintf("degraded: NodeMetric ahead was updated at %s, 3m0s ahead of the manager's clock, more than the clock skew allowed (1m0s)",
 		stamp.UTC().Format(time.RFC3339))
 	if out := explain(t, h, "ahead"); !strings.Contains(out, "kubernetes.io/batch-cpu: not offered (plugin batch)\n  "+want) {
@@ -584,6 +591,45 @@ func explain(t *testing.T, h *harness, node string) string {
 		t.Fatalf("kubectl glean explain %s: %v (%s)", node, err, errOut.String())
 	}
 	return out.String()
+}
+
+// TestDegradedNodeThatNeverPublishedIsExplained: a node degraded from its start, whose first NodeMetric is stamped
+// ahead of the clock or that has none, has nothing to remove and so was never written; it must still have an
+// explanation that says why gleaner_noderesource_degraded is 1 for it (issue 34: `kubectl glean explain` said only
+// that the node had not published).
+func TestDegradedNodeThatNeverPublishedIsExplained(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	h.makeNodeWithoutMetric(t, "unreported", nil)
+	prod := h.makeNodeWithoutMetric(t, "early", nil)
+	stamp := h.clock.Now().Add(time.Hour)
+	nm := &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "early"}}
+	must(t, h.c.Create(ctx, nm))
+	nm.Status = tu.NodeMetric("early").Updated(stamp).
+		NodeUsage("cpu", "2", "memory", "6Gi").SystemUsage("cpu", "800m", "memory", "1Gi").
+		Pod(prod, "cpu", "1", "memory", "3Gi").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj().Status
+	must(t, h.c.Status().Update(ctx, nm))
+
+	for node, reason := range map[string]string{
+		"early": fmt.Sprintf("degraded: NodeMetric early was updated at %s, 1h0m0s ahead of the manager's clock, more than the clock skew allowed (1m0s)",
+			stamp.UTC().Format(time.RFC3339)),
+		"unreported": "degraded: NodeMetric unreported does not exist",
+	} {
+		// The node may have been explained while it had no NodeMetric yet: wait for the explanation of its report.
+		testenv.Eventually(t, "node "+node+" explained as degraded: "+reason, func() error {
+			d := derivation(explanation(t, h.node(t, node)), slov1alpha1.BatchCPU)
+			if d == nil || d.Value != nil || d.Reason != reason {
+				return fmt.Errorf("batch-cpu explained as %+v", d)
+			}
+			return nil
+		})
+		if out := explain(t, h, node); !strings.Contains(out, "kubernetes.io/batch-cpu: not offered (plugin batch)\n  "+reason) {
+			t.Errorf("explain %s does not give the reason %q:\n%s", node, reason, out)
+		}
+		if v := h.gauge(t, "gleaner_noderesource_degraded", map[string]string{"node": node}); v != 1 {
+			t.Errorf("degraded gauge of node %s = %v, want 1", node, v)
+		}
+	}
 }
 
 func TestDisablingColocationResetsOnlyThatNode(t *testing.T) {

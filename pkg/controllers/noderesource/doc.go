@@ -6,7 +6,9 @@
 // cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
 // status (resources), only when a plugin's NeedSync asks for it, or the last write is older than
 // updateTimeThresholdSeconds and the values moved, or the node still carries the explanation annotation of an
-// earlier manager (which the write removes). The write is a merge patch of the node status subresource carrying only
+// earlier manager (which the write removes), or the node is degraded and its explanation does not say so yet (a
+// node that never published, or one degraded by a newer report: only the explanation is written then, the patch
+// being empty). The write is a merge patch of the node status subresource carrying only
 // what changed, so it never conflicts with the kubelet. After a write, the derivation goes to the node's
 // NodeResourceExplanation through a queue and client of their own (explanation.go), so that the Node carries only
 // what the scheduler needs and the explanation never holds up a Node write.

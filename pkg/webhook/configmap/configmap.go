@@ -3,8 +3,10 @@ package configmap
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,9 +51,67 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	if err := json.Unmarshal(req.Object.Raw, cm); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ConfigMap: %w", err))
 	}
-	res := sloconfig.ParseConfigMap(cm.Data)
-	if err := res.Err(); err != nil {
-		return admission.Denied(err.Error()).WithWarnings(res.Warnings()...)
+	var stored map[string]string // nil on create: every key is new
+	if req.Operation == admissionv1.Update {
+		old := &corev1.ConfigMap{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ConfigMap: %w", err))
+		}
+		stored = old.Data
 	}
-	return admission.Allowed("").WithWarnings(res.Warnings()...)
+	return judge(cm.Data, stored, req.Operation == admissionv1.Update)
 }
+
+// judge parses data and refuses it for the keys the request writes: those that are new or whose value differs from
+// stored (every key when update is false). A stored key that is invalid and that the request leaves as it is (it
+// reached the API server while the webhook was away, or before an upgrade that tightened a bound) does not block
+// the request: it is reported as a warning, so that an operator can mend one key at a time, or change only the
+// labels, while another key is still bad. Findings (unknown fields and keys) are reported for the written keys only.
+func judge(data, stored map[string]string, update bool) admission.Response {
+	written := func(key string) bool {
+		if !update {
+			return true
+		}
+		old, had := stored[key]
+		return !had || old != data[key]
+	}
+	res := sloconfig.ParseConfigMap(data)
+	var errs []error
+	var warnings []string
+	for _, k := range res.Keys {
+		if !k.Present {
+			continue
+		}
+		switch {
+		case written(k.Key):
+			if k.Err != nil {
+				errs = append(errs, k.Err)
+			}
+			for _, f := range k.Findings {
+				warnings = append(warnings, k.Key+": "+f.String())
+			}
+		case k.Err != nil:
+			for _, line := range strings.Split(k.Err.Error(), "\n") {
+				warnings = append(warnings, StoredInvalidWarning+line)
+			}
+		}
+	}
+	var unknown []string
+	for _, k := range res.UnknownKeys {
+		if written(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	for _, k := range unknown {
+		warnings = append(warnings, fmt.Sprintf("%s: unknown key, ignored (known keys: %s)", k, strings.Join(sloconfig.Keys(), ", ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return admission.Denied(err.Error()).WithWarnings(warnings...)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// StoredInvalidWarning begins the warning about a stored key that is invalid and that a request leaves unchanged;
+// the key's error follows, as the manager's InvalidSLOConfig event gives it. The manager keeps such a key on its last
+// good value, or on its defaults when it never had one, until the key is fixed or removed.
+const StoredInvalidWarning = "left unchanged and still rejected (the manager keeps its last good value or its defaults until it is fixed or removed): "

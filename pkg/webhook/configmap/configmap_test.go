@@ -14,14 +14,17 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	gleanermanager "github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
+	"github.com/gleaner-sh/gleaner/pkg/webhook/configmap"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 )
 
@@ -257,4 +260,145 @@ func TestWebhookNamesFieldAndRange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeWithoutWebhook writes data into the SLO ConfigMap while the webhook does not judge it, as a ConfigMap comes
+// to hold bad keys that were written while the webhook was away or before an upgrade tightened a bound: the webhook
+// configuration's match condition is pointed at another name until the write passes, then restored, and the webhook
+// is seen judging again (a dry run of a bad value is refused) before it returns.
+func storeWithoutWebhook(t *testing.T, e *testenv.Env, data map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	setCondition := func(expression string) {
+		t.Helper()
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Name: "gleaner-validating-webhook-configuration"}, vwc); err != nil {
+			t.Fatal(err)
+		}
+		vwc.Webhooks[0].MatchConditions[0].Expression = expression
+		if err := e.Client.Update(ctx, vwc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const shipped = "request.name == 'slo-controller-config'"
+	setCondition("request.name == 'no-such-configmap'")
+	defer setCondition(shipped)
+	key := types.NamespacedName{Namespace: namespace, Name: "slo-controller-config"}
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		cm := &corev1.ConfigMap{}
+		err := e.Client.Get(ctx, key, cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: key.Name}, Data: data}
+			err = e.Client.Create(ctx, cm)
+		case err == nil:
+			cm.Data = data
+			err = e.Client.Update(ctx, cm)
+		}
+		if err == nil {
+			break
+		}
+		if last = err; time.Now().After(deadline) {
+			t.Fatalf("the API server still sends the ConfigMap to the webhook after 30s: %v", last)
+		}
+	}
+	setCondition(shipped)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		cm := &corev1.ConfigMap{}
+		if err := e.Client.Get(ctx, key, cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{sloconfig.ColocationConfigKey: "{,"}
+		if err := e.Client.Update(ctx, cm, client.DryRunAll); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook does not judge the ConfigMap again 30s after its match condition was restored")
+		}
+	}
+}
+
+// TestWebhookJudgesOnlyChangedKeys: with two bad keys stored, an operator can mend them one at a time (issue 34):
+// the webhook judges the keys a request writes, and a stored bad key that the request leaves alone is a warning.
+func TestWebhookJudgesOnlyChangedKeys(t *testing.T) {
+	e := env.Start(t)
+	startManager(t, e)
+	ctx := context.Background()
+	badInterval := `{"metricReportIntervalSeconds": 86400}`
+	badWindow := `{"clusterStrategy": {"cpuEvictTimeWindowSeconds": 9223372036854775807}}`
+	twoBad := map[string]string{
+		sloconfig.ColocationConfigKey:        badInterval,
+		sloconfig.ResourceThresholdConfigKey: badWindow,
+		sloconfig.CPUBurstConfigKey:          `{"clusterStrategy": {"policy": "auto"}}`,
+	}
+	const (
+		intervalErr = "colocation-config: metricReportIntervalSeconds: Invalid value: 86400: must be from 1 to 3600"
+		windowErr   = "resource-threshold-config: clusterStrategy.cpuEvictTimeWindowSeconds: Invalid value: 9223372036854775807: must be from 1 to 3600"
+	)
+	stored := func(key string) (string, bool) {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "slo-controller-config"}, cm); err != nil {
+			t.Fatal(err)
+		}
+		v, ok := cm.Data[key]
+		return v, ok
+	}
+	warned := func(out, keyErr string) bool {
+		return strings.Contains(out, "Warning: "+configmap.StoredInvalidWarning+keyErr)
+	}
+
+	t.Run("label only", func(t *testing.T) {
+		storeWithoutWebhook(t, e, twoBad)
+		out, err := kubectl(t, e, nil, "label", "configmap", "-n", namespace, "slo-controller-config", "mended=no")
+		if err != nil {
+			t.Fatalf("adding a label was refused:\n%s", out)
+		}
+		if !warned(out, intervalErr) || !warned(out, windowErr) {
+			t.Errorf("the two stored bad keys are not reported as warnings:\n%s", out)
+		}
+	})
+
+	t.Run("fix one of two", func(t *testing.T) {
+		storeWithoutWebhook(t, e, twoBad)
+		patch := `{"data": {"colocation-config": "{\"metricReportIntervalSeconds\": 60}"}}`
+		out, err := kubectl(t, e, nil, "patch", "configmap", "-n", namespace, "slo-controller-config", "--type=merge", "-p", patch)
+		if err != nil {
+			t.Fatalf("fixing one of two bad keys was refused:\n%s", out)
+		}
+		if !warned(out, windowErr) || strings.Contains(out, intervalErr) {
+			t.Errorf("want a warning about the other bad key only:\n%s", out)
+		}
+		if v, _ := stored(sloconfig.ColocationConfigKey); v != `{"metricReportIntervalSeconds": 60}` {
+			t.Errorf("the fix was not stored: colocation-config is %q", v)
+		}
+		// A key the request writes is still judged: the other one rewritten with another bad value is refused, for
+		// its own error only.
+		patch = `{"data": {"resource-threshold-config": "{\"clusterStrategy\": {\"cpuEvictTimeWindowSeconds\": 0}}"}}`
+		out, err = kubectl(t, e, nil, "patch", "configmap", "-n", namespace, "slo-controller-config", "--type=merge", "-p", patch)
+		if err == nil || !strings.Contains(out, "resource-threshold-config: clusterStrategy.cpuEvictTimeWindowSeconds: Invalid value: 0: must be from 1 to 3600") {
+			t.Errorf("a bad value written over a bad key was not refused for itself:\n%s", out)
+		}
+		if v, _ := stored(sloconfig.ResourceThresholdConfigKey); v != badWindow {
+			t.Errorf("the refused patch changed resource-threshold-config to %q", v)
+		}
+	})
+
+	t.Run("remove one of two", func(t *testing.T) {
+		storeWithoutWebhook(t, e, twoBad)
+		out, err := kubectl(t, e, nil, "patch", "configmap", "-n", namespace, "slo-controller-config", "--type=json",
+			"-p", `[{"op": "remove", "path": "/data/resource-threshold-config"}]`)
+		if err != nil {
+			t.Fatalf("removing one of two bad keys was refused:\n%s", out)
+		}
+		if !warned(out, intervalErr) || strings.Contains(out, windowErr) {
+			t.Errorf("want a warning about the remaining bad key only:\n%s", out)
+		}
+		if _, ok := stored(sloconfig.ResourceThresholdConfigKey); ok {
+			t.Error("resource-threshold-config is still stored")
+		}
+	})
+
+	_ = e.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "slo-controller-config"}})
 }

@@ -12,19 +12,13 @@ import (
 )
 
 // Amount is a quantity as an integer in the resource's calculation unit: millicores for CPU, bytes otherwise.
-func Amount(q resource.Quantity, r corev1.ResourceName) int64 {
-	if r == corev1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
-}
+// It is slov1alpha1.AmountOf, named here for the plugins.
+func Amount(q resource.Quantity, r corev1.ResourceName) int64 { return slov1alpha1.AmountOf(q, r) }
 
 // Quantity turns an Amount back into a quantity of r: 1200 CPU becomes 1200m, memory stays bytes.
+// It is slov1alpha1.QuantityOf, named here for the plugins.
 func Quantity(amount int64, r corev1.ResourceName) resource.Quantity {
-	if r == corev1.ResourceCPU {
-		return *resource.NewMilliQuantity(amount, resource.DecimalSI)
-	}
-	return *resource.NewQuantity(amount, resource.BinarySI)
+	return slov1alpha1.QuantityOf(amount, r)
 }
 
 // ExtendedQuantity is how a reclaimed resource is published: CPU as an integer count of millicores (the
@@ -87,12 +81,10 @@ func (in *Input) PodRequest(pod *corev1.Pod, r corev1.ResourceName) int64 {
 	return amount
 }
 
-// NodeCapacity is the node's capacity of r, falling back to allocatable when the node reports no capacity.
+// NodeCapacity is the node's capacity of r, falling back to allocatable when the node reports no capacity
+// (slov1alpha1.ReportBound: what its NodeMetric may report).
 func (in *Input) NodeCapacity(r corev1.ResourceName) int64 {
-	if q, ok := in.Node.Status.Capacity[r]; ok {
-		return Amount(q, r)
-	}
-	return Amount(in.Node.Status.Allocatable[r], r)
+	return slov1alpha1.ReportBound(in.Node, r)
 }
 
 // KubeletReserved is what the kubelet keeps for the system: capacity - allocatable, at least zero.
