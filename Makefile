@@ -146,6 +146,10 @@ bench-agent: ## The agent's benchmarks: collection cycle, metric cache, process 
 	@# with the agent's reads (on ext4 it adds about 1.5 ms a cycle; docs/benchmarks.md shows both).
 	TMPDIR=$$(test -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp}) go test -run '^$$' -bench . -benchmem ./pkg/agent/collector/ ./pkg/agent/metriccache/
 
+.PHONY: bench-prediction
+bench-prediction: ## Peak prediction scored on the future: 14 days of seven load shapes replayed through the server, the table of docs/benchmarks.md (~10 s).
+	go test -run '^TestAccuracyReplay$$' -count 1 -v ./pkg/agent/prediction/ | grep -E '^ *\||days at|^(--- |ok|FAIL)' | sed 's/^ *//'
+
 .PHONY: bench-qos
 bench-qos: gleaner-local ## QoS reaction times on the real local node, five times each (docs/benchmarks.md; root, cgroup v1; ~10 min).
 	rc=0; GLEANER_E2E=1 GLEANER_E2E_STATE=$(E2E_STATE) go test -count=5 -timeout 40m -v \
