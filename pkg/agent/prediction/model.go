@@ -126,7 +126,7 @@ var errModelFormat = errors.New("not a prediction model of this format")
 func (m *model) marshal() []byte {
 	cpu, _ := m.cpu.MarshalBinary() // never fails
 	mem, _ := m.mem.MarshalBinary()
-	b := make([]byte, 0, len(modelMagic)+1+16+2*binary.MaxVarintLen64+len(cpu)+len(mem))
+	b := make([]byte, 0, len(modelMagic)+1+16+2*binary.MaxVarintLen64+len(cpu)+len(mem)+m.cpuPeaks.binarySize()+m.memPeaks.binarySize())
 	b = append(b, modelMagic...)
 	b = append(b, modelVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(m.created.UnixNano()))

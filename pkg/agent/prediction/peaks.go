@@ -118,6 +118,15 @@ func (p *hourlyPeaks) appendBinary(b []byte) []byte {
 	return b
 }
 
+// binarySize is the length of appendBinary's output.
+func (p *hourlyPeaks) binarySize() int {
+	if !p.set {
+		return 1
+	}
+	n := p.last - max(p.first, p.last-peakHours+1) + 1
+	return 1 + 16 + len(binary.AppendUvarint(nil, uint64(n))) + 8*int(n)
+}
+
 // readBinary reads what appendBinary wrote from the start of b and returns the rest.
 func (p *hourlyPeaks) readBinary(b []byte) ([]byte, error) {
 	*p = hourlyPeaks{}

@@ -49,8 +49,12 @@ func TestHourlyPeaksForecast(t *testing.T) {
 				t.Errorf("forecast at %v = %v, want %v", tt.now, got, tt.want)
 			}
 			// A round trip through the checkpoint encoding predicts the same.
+			b := p.appendBinary(nil)
+			if len(b) != p.binarySize() {
+				t.Errorf("binarySize %d, appendBinary wrote %d bytes", p.binarySize(), len(b))
+			}
 			var q hourlyPeaks
-			rest, err := q.readBinary(p.appendBinary(nil))
+			rest, err := q.readBinary(b)
 			if err != nil || len(rest) != 0 {
 				t.Fatalf("round trip: %v, %d bytes left", err, len(rest))
 			}
