@@ -120,6 +120,7 @@ FUZZ += ./pkg/agent/system/resctrl:FuzzParseSchemata ./pkg/agent/qosmanager/plug
 FUZZ += ./pkg/agent/statesinformer:FuzzParsePodList ./pkg/cli:FuzzExplanation
 FUZZ += ./pkg/agent/prediction/checkpoint:FuzzDecode
 FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
+FUZZ += ./pkg/agent/prediction:FuzzUnmarshalModel
 
 .PHONY: fuzz
 fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing input is saved under the package's testdata/fuzz.

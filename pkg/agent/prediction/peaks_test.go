@@ -193,3 +193,26 @@ func TestFastPathUp(t *testing.T) {
 		t.Errorf("a minute after the jump to 3.875 cores: prod peak %dm, %dm reclaimable; want 3875m and none", after.ProdPeak.MilliCPU, after.Reclaimable.MilliCPU)
 	}
 }
+
+// FuzzUnmarshalModel: any payload either decodes into a model that encodes back to the same bytes (version 2) or
+// is refused with an error; none panics.
+func FuzzUnmarshalModel(f *testing.F) {
+	m := newModel(t0)
+	m.learnCPU([]float64{0.5, 1.5}, t0.Add(time.Minute))
+	m.learnMem([]float64{gib}, t0.Add(time.Minute))
+	m.learnCPU([]float64{2}, t0.Add(5*time.Hour))
+	f.Add(m.marshal())
+	f.Add(marshalV1(m))
+	f.Add(newModel(t0).marshal())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := unmarshalModel(b)
+		if err != nil {
+			return
+		}
+		if b[len(modelMagic)] == modelVersion {
+			if again := got.marshal(); string(again) != string(b) {
+				t.Errorf("decoded and encoded again: %x, want %x", again, b)
+			}
+		}
+	})
+}
