@@ -36,6 +36,7 @@ var notPrograms = map[string]string{
 	"node":  "a Kubernetes resource or label word, not Node.js",
 	"write": "a file operation's name in a test, not write(1)",
 	"gold":  "a word in a test's data, not the gold linker",
+	"patch": "a kubectl verb (testenv's Kubectl), not patch(1)",
 }
 
 // programDirs are where a bare program name is looked up: root's default PATH, not the caller's, so that a

@@ -608,7 +608,8 @@ func TestChartWithHelm3(t *testing.T) {
 			if out, err := runHelmBinary(t, helm3, append([]string{"lint", "--strict", chartDir, "--namespace", "gleaner-system"}, args...)...); err != nil {
 				t.Errorf("%v\n%s", err, out)
 			}
-			out, err := runHelmBinary(t, helm3, append([]string{"template", "gleaner", chartDir, "--namespace", "gleaner-system", "--include-crds"}, args...)...)
+			// Helm 3's template assumes Kubernetes v1.20 unless told, below the chart's kubeVersion.
+			out, err := runHelmBinary(t, helm3, append([]string{"template", "gleaner", chartDir, "--namespace", "gleaner-system", "--include-crds", "--kube-version", "v1.36.3"}, args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -618,7 +619,7 @@ func TestChartWithHelm3(t *testing.T) {
 		})
 	}
 	for _, c := range badValues {
-		args := []string{"template", "gleaner", chartDir, "--namespace", "gleaner-system"}
+		args := []string{"template", "gleaner", chartDir, "--namespace", "gleaner-system", "--kube-version", "v1.36.3"}
 		for _, s := range c.set {
 			args = append(args, "--set", s)
 		}
