@@ -81,6 +81,11 @@ go test -c -o "$WORK/bin/" "${pkgs[@]/#/./}"
   printf 'export CI=%q GLEANER_TEST_KERNEL="user-mode-linux $(uname -r)" GLEANER_TEST_BLOCK_DEVICE=/dev/ubda\n' "${CI:-}"
   echo 'mount -t proc proc /proc && mount -t sysfs sys /sys && mount -t tmpfs tmp /tmp &&'
   echo '  mount -t cgroup2 cgroup2 /sys/fs/cgroup || { echo "cgroupv2: the init script could not mount proc, sys, tmp or cgroup2"; halt -f; }'
+  # A tree under /tmp (a CI clone, say) is hidden by the private /tmp: mount it again from the host at its path.
+  if [[ $REPO == /tmp/* ]]; then
+    printf 'mkdir -p %q && mount -t hostfs -o %q none %q || { echo "cgroupv2: could not mount the tree %s"; halt -f; }\n' \
+      "$REPO" "$REPO" "$REPO" "$REPO"
+  fi
   echo "date +%s.%N > $WORK/out/booted"
   for p in "${pkgs[@]}"; do
     b=$(basename "$p")

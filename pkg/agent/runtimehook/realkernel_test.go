@@ -97,12 +97,13 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 // gives the pod and its running container their 2 cores.
 func TestRealKernelContainerStartsWhileSuppressionTightens(t *testing.T) {
 	box := cgrouptest.New(t)
+	box.Only(cgroup.V1, "the quota is written at StartContainer on v1 only; v2 caps a child at its ancestors (TestQuotaGoesToTheRuntimeOnV2)")
 	l := box.Layout()
 	pod := testutil.Pod("batch").Namespace("jobs").UID(batchUID).
 		Container("main").Requests("kubernetes.io/batch-cpu", "2000", "kubernetes.io/batch-memory", "4Gi").Limits("kubernetes.io/batch-cpu", "2000", "kubernetes.io/batch-memory", "4Gi").Obj()
 	podDir := l.PodDir(pod)
 	box.Mkdir(podDir) // the kubelet makes the pod cgroup before the sandbox
-	fs := cgroup.NewFS(cgrouptest.Root, cgroup.V1)
+	fs := box.FS()
 	qos := l.QoSDir(corev1.PodQOSBestEffort)
 	period := 100 * time.Millisecond
 	if err := fs.SetCPUQuota(qos, cgroup.CPUQuota{Quota: 150 * time.Millisecond, Period: period}); err != nil {
