@@ -113,6 +113,7 @@ func (s *serviceToggle) run(ctx context.Context, e *Env, ns string) {
 	for i := 0; ctx.Err() == nil; i++ {
 		svc := testutil.Pod(fmt.Sprintf("svc-%d", i)).PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
 			Image(BurnerImage, "--load=1.2", "--report=0").Requests("cpu", "100m", "memory", "32Mi").Obj()
+		svc.Namespace = ns
 		svc.Spec.TerminationGracePeriodSeconds = new(int64)
 		if _, err := e.Clientset.CoreV1().Pods(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
 			s.errs = append(s.errs, err.Error())
