@@ -191,8 +191,7 @@ type ReclaimablePrediction struct {
 	// ProdRequest is the prod pods' requests.
 	// +optional
 	ProdRequest corev1.ResourceList `json:"prodRequest,omitempty"`
-	// ProdPeak is the prod pods' predicted peak together (the largest sample of the last 25 hours, or of the same
-	// hours a week ago; docs/prediction.md), before the safety margin.
+	// ProdPeak is the prod pods' predicted peak together (p95 of CPU, p98 of memory), before the safety margin.
 	// +optional
 	ProdPeak corev1.ResourceList `json:"prodPeak,omitempty"`
 	// SystemPeak is the predicted peak of the node's system part, before the safety margin.
