@@ -105,7 +105,7 @@ e2e: host-packages gleaner-local ## End-to-end tests on a real local cluster; wh
 	  exit 0; \
 	fi; \
 	echo "$$why"; \
-	rc=0; GLEANER_E2E=1 GLEANER_E2E_STATE=$(E2E_STATE) go test -count=1 -timeout 30m -v $(GO_TEST_FLAGS) ./test/e2e/ || rc=$$?; \
+	rc=0; GLEANER_E2E=1 GLEANER_E2E_STATE=$(E2E_STATE) go test -count=1 -timeout 45m -v $(GO_TEST_FLAGS) ./test/e2e/ || rc=$$?; \
 	$(LOCAL) --state-dir $(E2E_STATE) down >/dev/null 2>&1 || true; \
 	exit $$rc
 
