@@ -163,6 +163,10 @@ func mountsUnder(roots []string) []string {
 // counters matches the packet counters of nft's and iptables-save's output, which move without the rules changing.
 var counters = regexp.MustCompile(`counter packets \d+ bytes \d+|\[\d+:\d+\]`)
 
+// noFirewallTool starts the line readFirewall gives for a command that is not installed: a snapshot without the
+// ruleset could not see a rule left behind (an empty ruleset, as iptables-nft prints with no tables, is fine).
+const noFirewallTool = "not installed"
+
 // readFirewall lists the ruleset line by line; a command that fails is a line with its error, so that the snapshots
 // before and after differ when it fails only once.
 func readFirewall() []string {
@@ -173,6 +177,7 @@ func readFirewall() []string {
 	var out []string
 	for _, c := range commands {
 		if _, err := exec.LookPath(c[0]); err != nil {
+			out = append(out, fmt.Sprintf("%s: %s", noFirewallTool, c[0]))
 			continue
 		}
 		b, err := exec.Command(c[0], c[1:]...).Output()

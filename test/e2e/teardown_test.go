@@ -59,9 +59,7 @@ func runPodAndSnapshot(t *testing.T, e *Env) {
 		t.Fatalf("the snapshot does not see the running cluster:\n%s", during)
 	}
 	// A machine without iptables-save and nft would compare two empty rulesets (make host-packages installs iptables).
-	if !slices.ContainsFunc(during.Firewall, func(l string) bool {
-		return strings.HasPrefix(l, "iptables-save: ") || strings.HasPrefix(l, "nft: ")
-	}) {
+	if slices.ContainsFunc(during.Firewall, func(l string) bool { return strings.HasPrefix(l, noFirewallTool+": ") }) {
 		t.Fatalf("the snapshot cannot read the firewall: %q", during.Firewall)
 	}
 	// Not only removed by down: no component adds a rule while the cluster runs (the kubelet's
