@@ -488,7 +488,7 @@ func TestDiffThreshold(t *testing.T) {
 func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	h := start(t)
 	h.makeNode(t, "stale", nil)
-	h.waitBatchCPU(t, "stale", "3000")
+	explanation(t, h.waitBatchCPU(t, "stale", "3000"))
 	stamped := float64(h.clock.Now().Unix())
 	stale := map[string]string{"node": "stale"}
 	if v := h.gauge(t, "gleaner_noderesource_degraded", stale); v != 0 {
@@ -537,6 +537,7 @@ func TestOutOfRangeReportIsClamped(t *testing.T) {
 	must(t, h.c.Status().Update(ctx, nm))
 
 	n := h.waitBatchCPU(t, "clamp", "4000")
+	explanation(t, n) // written after the node: wait for it before explain reads it
 	if got := n.Status.Allocatable[slov1alpha1.BatchMemory]; got.Value() != 0 {
 		t.Errorf("batch-memory = %s, want 0: the pod's 1e30 bytes count as the whole node", got.String())
 	}
@@ -558,7 +559,9 @@ func TestMetricAheadOfTheClock(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	prod := h.makeNode(t, "ahead", nil)
-	h.waitBatchCPU(t, "ahead", "3000")
+	// Wait for the explanation of 3000 too: the node's first explanation (written before its report, "no usage
+	// reported yet") also explains a node without batch-cpu, and must not pass for the explanation of the stamp.
+	explanation(t, h.waitBatchCPU(t, "ahead", "3000"))
 
 	stamp := h.clock.Now().Add(3 * time.Minute)
 	nm := &slov1alpha1.NodeMetric{}
@@ -569,9 +572,15 @@ func TestMetricAheadOfTheClock(t *testing.T) {
 	must(t, h.c.Status().Update(ctx, nm))
 
 	// The explanation follows the node's write through its own queue: wait for it before explain reads it.
-	explanation(t, h.waitBatchCPU(t, "ahead", ""))
+	h.waitBatchCPU(t, "ahead", "")
 	want := fmt.Sprintf("degraded: NodeMetric ahead was updated at %s, 3m0s ahead of the manager's clock, more than the clock skew allowed (1m0s)",
 		stamp.UTC().Format(time.RFC3339))
+	testenv.Eventually(t, "node ahead explained as degraded: "+want, func() error {
+		if d := derivation(explanation(t, h.node(t, "ahead")), slov1alpha1.BatchCPU); d == nil || d.Value != nil || d.Reason != want {
+			return fmt.Errorf("batch-cpu explained as %+v", d)
+		}
+		return nil
+	})
 	if out := explain(t, h, "ahead"); !strings.Contains(out, "kubernetes.io/batch-cpu: not offered (plugin batch)\n  "+want) {
 		t.Errorf("explain does not give the reason %q:\n%s", want, out)
 	}
@@ -708,13 +717,26 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 
 // waitIdle waits until the noderesource controller has nothing queued and no reconcile in flight (its workqueue
 // and worker metrics, which controller-runtime keeps in its own registry).
+//
+// Idle must hold for idleFor, not one look: a reconcile's own writes (the node, then its explanation) come back as
+// watch events a moment later, and a reconcile they start while the test steps the clock can read the time before
+// the step and queue its delay after it, to fire only a whole delay later.
 func waitIdle(t *testing.T) {
 	t.Helper()
-	testenv.Eventually(t, "the noderesource controller idle", func() error {
+	const idleFor = time.Second
+	var since time.Time
+	testenv.Eventually(t, "the noderesource controller idle for "+idleFor.String(), func() error {
 		depth := gauge(t, ctrlmetrics.Registry, "workqueue_depth", map[string]string{"name": noderesource.Name})
 		active := gauge(t, ctrlmetrics.Registry, "controller_runtime_active_workers", map[string]string{"controller": noderesource.Name})
 		if depth != 0 || active != 0 {
+			since = time.Time{}
 			return fmt.Errorf("%v queued, %v in flight", depth, active)
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if idle := time.Since(since); idle < idleFor {
+			return fmt.Errorf("idle for %s only", idle)
 		}
 		return nil
 	})
