@@ -127,6 +127,7 @@ FUZZ += ./pkg/agent/system/resctrl:FuzzParseSchemata ./pkg/agent/qosmanager/plug
 FUZZ += ./pkg/agent/statesinformer:FuzzParsePodList ./pkg/cli:FuzzExplanation
 FUZZ += ./pkg/agent/prediction/checkpoint:FuzzDecode
 FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
+FUZZ += ./pkg/agent/prediction:FuzzUnmarshalModel
 
 .PHONY: fuzz
 fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing input is saved under the package's testdata/fuzz.
@@ -152,6 +153,10 @@ bench-agent: ## The agent's benchmarks: collection cycle, metric cache, process 
 	@# The simulated host rewrites 1,200 counter files a second: on tmpfs, like cgroupfs, no disk writeback competes
 	@# with the agent's reads (on ext4 it adds about 1.5 ms a cycle; docs/benchmarks.md shows both).
 	TMPDIR=$$(test -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp}) go test -run '^$$' -bench . -benchmem ./pkg/agent/collector/ ./pkg/agent/metriccache/
+
+.PHONY: bench-prediction
+bench-prediction: ## Peak prediction scored on the future: 14 days of seven load shapes replayed through the server, the table of docs/benchmarks.md (~10 s).
+	go test -run '^TestAccuracyReplay$$' -count 1 -v ./pkg/agent/prediction/ | grep -E '^ *\||days at|^(--- |ok|FAIL)' | sed 's/^ *//'
 
 .PHONY: bench-qos
 bench-qos: gleaner-local ## QoS reaction times on the real local node, five times each (docs/benchmarks.md; root, cgroup v1; ~10 min).

@@ -191,10 +191,12 @@ type ReclaimablePrediction struct {
 	// ProdRequest is the prod pods' requests.
 	// +optional
 	ProdRequest corev1.ResourceList `json:"prodRequest,omitempty"`
-	// ProdPeak is the prod pods' predicted peak together (p95 of CPU, p98 of memory), before the safety margin.
+	// ProdPeak is the prod pods' predicted peak together (the largest sample of the last 25 hours, or of the same
+	// hours a week ago; docs/prediction.md), before the safety margin.
 	// +optional
 	ProdPeak corev1.ResourceList `json:"prodPeak,omitempty"`
-	// SystemPeak is the predicted peak of the node's system part, before the safety margin.
+	// SystemPeak is the typical peak of the node's system part (p95 of CPU, p98 of memory; its short spikes are left
+	// to the safety margin), before the safety margin.
 	// +optional
 	SystemPeak corev1.ResourceList `json:"systemPeak,omitempty"`
 	// SafetyMarginPercent is how much the peaks were raised before they were subtracted.

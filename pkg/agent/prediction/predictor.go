@@ -37,7 +37,8 @@ func WithMargin(peak Resources, marginPercent int64) Resources {
 type PodTerm struct {
 	// Request is the pod's CPU and memory request (init containers, sidecars and overhead as the scheduler counts).
 	Request Resources
-	// Peak is the pod's predicted peak: p95 of its CPU usage and p98 of its memory usage.
+	// Peak is the pod's predicted peak: the largest CPU and memory sample of the last 25 hours or of the three hours
+	// starting a week ago (docs/prediction.md).
 	Peak Resources
 	// Warm says the pod's model is older than the cold-start period; a cold pod reclaims nothing.
 	Warm bool
@@ -59,7 +60,7 @@ func PodReclaimable(pods []PodTerm, marginPercent int64) Resources {
 }
 
 // PriorityReclaimable is the priority-reclaimable prediction: the prod pods' requests less the predicted peak of the
-// system part and of the prod pods together (each p95 CPU / p98 memory of its own model, added, then the margin),
+// system part and of the prod pods together (each the predicted peak of its own model, added, then the margin),
 // never negative. While either model is cold it reclaims nothing.
 func PriorityReclaimable(prodRequest, systemPeak, prodPeak Resources, warm bool, marginPercent int64) Resources {
 	if !warm {

@@ -15,7 +15,6 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/prediction/checkpoint"
-	"github.com/gleaner-sh/gleaner/pkg/agent/prediction/histogram"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 )
 
@@ -50,8 +49,8 @@ type Options struct {
 }
 
 // DefaultOptions returns the defaults: train every minute; drop a gone pod's model after 30 minutes; a day of cold
-// start, so that a model has seen a whole daily cycle before its peak counts (both histograms decay with a 24-hour
-// half-life, see cpuOptions); a 10 % margin; checkpoints every 10 minutes (a crash loses at most 10 minutes of a
+// start, so that a model has seen a whole daily cycle before its peak counts (its recent-day peak covers 25 hours,
+// see model.peak); a 10 % margin; checkpoints every 10 minutes (a crash loses at most 10 minutes of a
 // day-long history) bounded to 64 MiB (maxModels models of at most about 5 KiB take about 5 MiB).
 func DefaultOptions() Options {
 	return Options{
@@ -100,7 +99,8 @@ type Prediction struct {
 	PriorityReclaimable Resources
 	// ProdRequest is the prod pods' requests, as the scheduler counts them.
 	ProdRequest Resources
-	// ProdPeak and SystemPeak are the p95 CPU / p98 memory of the prod band and system models, margin not applied.
+	// ProdPeak is the prod band model's predicted peak (model.peak), SystemPeak the system model's p95 CPU / p98
+	// memory (model.typicalPeak); margin not applied.
 	ProdPeak, SystemPeak Resources
 	// Warm says the prod band and system models are older than ColdStart.
 	Warm bool
@@ -234,8 +234,8 @@ func (s *Server) admit(name string) bool {
 }
 
 // Train runs one training round at now: every prod pod's CPU and memory samples since the last round (at most one
-// TrainingInterval back) go into its model one by one, at the collectors' resolution, so that the percentiles
-// describe the usage as sampled rather than minute averages, which would hide short peaks. The prod band model gets
+// TrainingInterval back) go into its model one by one, at the collectors' resolution, so that the hourly peaks and
+// the percentiles describe the usage as sampled rather than minute averages, which would hide short peaks. The prod band model gets
 // the per-sample sum of the prod pods, the system model the system part's samples. Models of pods gone longer than
 // ModelExpiry are dropped.
 func (s *Server) Train(now time.Time) {
@@ -275,11 +275,13 @@ func (s *Server) Train(now time.Time) {
 		}
 		if cpuOK {
 			band.cpu.add(&cpu)
-			s.learn(m.cpu, &cpu, now)
+			s.buf = cpu.Values(s.buf[:0])
+			m.learnCPU(s.buf, now)
 		}
 		if memOK {
 			band.mem.add(&mem)
-			s.learn(m.mem, &mem, now)
+			s.buf = mem.Values(s.buf[:0])
+			m.learnMem(s.buf, now)
 		}
 	}
 	s.learnBand(prodModel, band.cpu.sums, band.mem.sums, now)
@@ -300,15 +302,6 @@ func (s *Server) Train(now time.Time) {
 	}
 }
 
-// learn adds every sample of r to h at now. Samples of one round are at most a TrainingInterval old, so counting
-// them at now instead of their own time changes their weight by under 0.2 % with the default half-lives.
-func (s *Server) learn(h *histogram.Histogram, r *metriccache.Result, now time.Time) {
-	s.buf = r.Values(s.buf[:0])
-	for _, v := range s.buf {
-		h.Add(v, 1, now)
-	}
-}
-
 func (s *Server) learnBand(name string, cpu, mem []float64, now time.Time) {
 	if len(cpu) == 0 && len(mem) == 0 {
 		return
@@ -319,12 +312,8 @@ func (s *Server) learnBand(name string, cpu, mem []float64, now time.Time) {
 		s.models[name] = m
 	}
 	m.lastSeen = now
-	for _, v := range cpu {
-		m.cpu.Add(v, 1, now)
-	}
-	for _, v := range mem {
-		m.mem.Add(v, 1, now)
-	}
+	m.learnCPU(cpu, now)
+	m.learnMem(mem, now)
 }
 
 // bandSum is the per-sample sum of the prod pods' series of one metric in one window.
@@ -419,10 +408,14 @@ func (s *Server) Prediction(now time.Time) Prediction {
 		if !warm {
 			p.ColdPods++
 		}
-		terms = append(terms, PodTerm{Request: req, Peak: m.peak(), Warm: warm})
+		terms = append(terms, PodTerm{Request: req, Peak: m.peak(now), Warm: warm})
 	}
 	prod, sys := s.models[prodModel], s.models[systemModel]
-	p.ProdPeak, p.SystemPeak = prod.peak(), sys.peak()
+	// The prod band gets the peak a service may reach again; the system part (kubelet, the runtime, the node's own
+	// daemons) its typical level. Its spikes are short and not lent out (an image pull or a build on the node is the
+	// largest sample of a day, and reserving it would withhold the whole mid tier for a day); the safety margin
+	// stands for them. The system part's histograms are the v1 prediction's, so this term is as before.
+	p.ProdPeak, p.SystemPeak = prod.peak(now), sys.typicalPeak()
 	p.Warm = prod.warm(now, s.opts.ColdStart) && sys.warm(now, s.opts.ColdStart)
 	if prod != nil {
 		p.Since = prod.created

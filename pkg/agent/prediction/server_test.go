@@ -170,6 +170,32 @@ func checkSteadyWarm(t *testing.T, p Prediction) {
 	}
 }
 
+// TestSpikeCountsForProdNotForTheSystemPart: a two-minute spike to 3 cores counts in the prod peak for the next day
+// (a service that peaked once will again), but not in the system part's, which is its typical level (an image
+// pull's spike would otherwise withhold the mid tier for a day; docs/prediction.md).
+func TestSpikeCountsForProdNotForTheSystemPart(t *testing.T) {
+	e := newEnv(t, testOptions(), 10*time.Second)
+	e.states.SetPod(prodPod("web", "4", "8Gi"))
+	spikeFrom, spikeTo := t0.Add(90*time.Minute), t0.Add(92*time.Minute)
+	e.run(3*time.Hour, func(at time.Time) []metriccache.Sample {
+		cpu := 0.5
+		if !at.Before(spikeFrom) && at.Before(spikeTo) {
+			cpu = 3
+		}
+		return append(podSamples("uid-web", cpu, 2*gib), systemSamples(cpu, 1*gib)...)
+	})
+	p := e.srv.Prediction(e.clk.Now())
+	if !p.Warm {
+		t.Fatalf("not warm after 3 hours: %+v", p)
+	}
+	if c := p.ProdPeak.MilliCPU; c != 3000 {
+		t.Errorf("prod peak = %dm, want the spike's 3000m", c)
+	}
+	if c := p.SystemPeak.MilliCPU; c < 500 || c > 525 {
+		t.Errorf("system peak = %dm, want its typical ~500m, not the spike's 3000m", c)
+	}
+}
+
 func TestBandIsSumOfProdPods(t *testing.T) {
 	o := testOptions()
 	o.ColdStart = 0

@@ -150,8 +150,8 @@ func predictionTerms(in *framework.Input, r corev1.ResourceName) []slov1alpha1.D
 	margin := fmt.Sprintf("before the %d%% safety margin", p.SafetyMarginPercent)
 	return []slov1alpha1.DerivationTerm{
 		framework.Term("predictedProdRequest", in.Usage(p.ProdRequest[r], r), r, "prod pods' requests, as the agent counted them"),
-		framework.Term("prodPeak", in.Usage(p.ProdPeak[r], r), r, "predicted peak of the prod pods together (p95 CPU, p98 memory), "+margin),
-		framework.Term("systemPeak", in.Usage(p.SystemPeak[r], r), r, "predicted peak of the system part, "+margin),
+		framework.Term("prodPeak", in.Usage(p.ProdPeak[r], r), r, "predicted peak of the prod pods together (the largest sample of the last day, or of the same hours a week ago), "+margin),
+		framework.Term("systemPeak", in.Usage(p.SystemPeak[r], r), r, "typical peak of the system part (p95 CPU, p98 memory), "+margin),
 	}
 }
 
