@@ -22,6 +22,11 @@ type PodClass struct {
 	// system-critical priority classes and static pods, which Kubernetes itself protects from eviction or which
 	// eviction cannot remove. Services, the mid tier and everything else are never best-effort.
 	BestEffort bool
+	// Mid reports whether the pod is in the mid tier and may be evicted for the services after every best-effort
+	// pod: its priority class is mid and it is not best-effort (a mid-band pod labelled BE is best-effort), with the
+	// same exceptions (system-critical priority, static pods). Mid pods run on what the services' predicted peak
+	// leaves; when a service needs it back, they are the second to go (docs/qos.md).
+	Mid bool
 	// Unknown lists the class labels whose values are not classes, as "key=value"; nil when there are none.
 	Unknown []string
 }
@@ -74,15 +79,26 @@ func ClassOf(pod *corev1.Pod) PodClass {
 		}
 	}
 	c.BestEffort = bestEffort(pod, c)
+	c.Mid = !c.BestEffort && c.Priority == PriorityMid && !protected(pod)
 	return c
+}
+
+// Evictable reports whether the agent may evict the pod for the services: a best-effort or a mid-tier pod.
+func (c PodClass) Evictable() bool { return c.BestEffort || c.Mid }
+
+// protected reports whether Kubernetes protects the pod from the agent's evictions: a pod of a system-critical
+// priority class, or a static pod's mirror, which eviction through the API cannot remove.
+func protected(pod *corev1.Pod) bool {
+	if p := pod.Spec.Priority; p != nil && *p >= systemCriticalPriority {
+		return true
+	}
+	_, mirror := pod.Annotations[mirrorAnnotation]
+	return mirror
 }
 
 // bestEffort decides PodClass.BestEffort for pod, whose class c is decided otherwise.
 func bestEffort(pod *corev1.Pod, c PodClass) bool {
-	if p := pod.Spec.Priority; p != nil && *p >= systemCriticalPriority {
-		return false
-	}
-	if _, ok := pod.Annotations[mirrorAnnotation]; ok {
+	if protected(pod) {
 		return false
 	}
 	if c.Priority == PriorityBatch || c.Priority == PriorityFree {

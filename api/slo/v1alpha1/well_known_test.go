@@ -143,7 +143,7 @@ func TestClassOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// BestEffort has a test of its own, TestClassOfBestEffort.
-			if diff := cmp.Diff(tt.want, ClassOf(tt.pod), cmpopts.IgnoreFields(PodClass{}, "BestEffort")); diff != "" {
+			if diff := cmp.Diff(tt.want, ClassOf(tt.pod), cmpopts.IgnoreFields(PodClass{}, "BestEffort", "Mid")); diff != "" {
 				t.Errorf("ClassOf (-want +got):\n%s", diff)
 			}
 		})
@@ -180,6 +180,41 @@ func TestClassOfBestEffort(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := ClassOf(tt.pod).BestEffort; got != tt.want {
 				t.Errorf("ClassOf(pod).BestEffort = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestClassOfMid: the mid tier is evictable after best-effort pods, never when Kubernetes protects the pod, and a
+// pod is never both.
+func TestClassOfMid(t *testing.T) {
+	prio := func(p int32) *int32 { return &p }
+	mirror := pod(map[string]string{LabelPriorityClass: "mid"}, nil, "", "")
+	mirror.Annotations = map[string]string{mirrorAnnotation: "x"}
+	critical := pod(map[string]string{LabelPriorityClass: "mid"}, prio(2000000000), "", "")
+	tests := []struct {
+		name           string
+		pod            *corev1.Pod
+		mid, evictable bool
+	}{
+		{"mid band", pod(nil, prio(7000), "", ""), true, true},
+		{"mid label over a prod band", pod(map[string]string{LabelPriorityClass: "mid"}, prio(9500), "100m", ""), true, true},
+		{"koord-mid alias", pod(map[string]string{LabelPriorityClassAlias: "koord-mid"}, nil, "", ""), true, true},
+		{"mid band labelled BE is best-effort, not mid", pod(map[string]string{LabelQoSClass: "BE"}, prio(7000), "", ""), false, true},
+		{"batch band", pod(nil, prio(5500), "", ""), false, true},
+		{"prod band", pod(nil, prio(9000), "", ""), false, false},
+		{"burstable without class: prod", pod(nil, nil, "100m", ""), false, false},
+		{"mid label, system-critical priority", critical, false, false},
+		{"mid label, static pod's mirror", mirror, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ClassOf(tt.pod)
+			if c.Mid != tt.mid || c.Evictable() != tt.evictable {
+				t.Errorf("ClassOf(pod) = %+v: Mid %v, Evictable %v; want %v, %v", c, c.Mid, c.Evictable(), tt.mid, tt.evictable)
+			}
+			if c.Mid && c.BestEffort {
+				t.Errorf("ClassOf(pod) = %+v is both mid and best-effort", c)
 			}
 		})
 	}

@@ -113,8 +113,8 @@ func (r Result) Releasing() bool {
 
 // Counter results that are not a Result: the call itself failed.
 const (
-	resultError         = "error"
-	resultNotBestEffort = "not_best_effort"
+	resultError     = "error"
+	resultProtected = "protected"
 )
 
 // The action label of gleaner_agent_evictions_total.
@@ -124,8 +124,9 @@ const (
 )
 
 var (
-	// ErrNotBestEffort is returned for a pod the Evictor may not touch (see slov1alpha1.PodClass.BestEffort).
-	ErrNotBestEffort = errors.New("the pod is not best-effort")
+	// ErrProtected is returned for a pod the Evictor may not touch: neither best-effort nor mid-tier (see
+	// slov1alpha1.PodClass.Evictable).
+	ErrProtected = errors.New("the pod is neither best-effort nor mid-tier")
 	// ErrUnreachable is wrapped by Evict's error when the API server did not answer, or answered that it cannot
 	// serve (503, timeouts): the condition under which KillLocally is the last resort.
 	ErrUnreachable = errors.New("the API server cannot be reached")
@@ -189,7 +190,7 @@ func New(c client.Client, killer Killer, w *events.Writer, clk clock.PassiveCloc
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gleaner_agent_evictions_total",
 			Help: "Evictions (action evict) and local kills (action kill) of best-effort pods by the plugin's reason and result: " +
-				"evicted, killed, dry_run, refused (HTTP 429, a PodDisruptionBudget), rate_limited, gone, disabled, not_best_effort (refused, a bug in the caller), error.",
+				"evicted, killed, dry_run, refused (HTTP 429, a PodDisruptionBudget), rate_limited, gone, disabled, protected (neither best-effort nor mid-tier: refused, a bug in the caller), error.",
 		}, []string{"action", "reason", "result"}),
 		bucket: newBucket(opts.RatePerMinute/60, opts.Burst, clk.Now()),
 		pods:   map[types.UID]*podState{},
@@ -204,7 +205,7 @@ func New(c client.Client, killer Killer, w *events.Writer, clk clock.PassiveCloc
 // (the plugins use "MemoryPressure", "CPUSatisfaction"), with message naming the numbers that led to the decision
 // (it goes into the log and the event).
 //
-// Only best-effort pods are evicted: any other pod is an error wrapping ErrNotBestEffort and nothing is done. A pod
+// Only best-effort and mid-tier pods are evicted: any other pod is an error wrapping ErrProtected and nothing is done. A pod
 // whose eviction was accepted and that is not gone yet, or that is terminating (deletionTimestamp set), is not
 // evicted again (InProgress); a pod refused less than RetryAfter ago is not asked for again (Waiting); when the
 // node's rate limit is spent nothing is asked (RateLimited). A refusal by a PodDisruptionBudget is Refused with a nil
@@ -212,9 +213,9 @@ func New(c client.Client, killer Killer, w *events.Writer, clk clock.PassiveCloc
 // ErrUnreachable when the API server did not answer.
 func (e *Evictor) Evict(ctx context.Context, pod *corev1.Pod, reason, message string) (Result, error) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "reason", reason)
-	if !slov1alpha1.ClassOf(pod).BestEffort {
-		e.count(actionEvict, reason, resultNotBestEffort)
-		return "", fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, ErrNotBestEffort)
+	if !slov1alpha1.ClassOf(pod).Evictable() {
+		e.count(actionEvict, reason, resultProtected)
+		return "", fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, ErrProtected)
 	}
 	now := e.clock.Now()
 	e.mu.Lock()

@@ -212,30 +212,34 @@ func (f *fixture) evict(pod *corev1.Pod, want Result) {
 	}
 }
 
-// TestEvictBestEffort evicts a best-effort pod through the Eviction API, once: the pod is deleted, a Warning event
-// names the numbers, the counter moves, and asking again (the same object, or the terminating one) sends nothing.
+// TestEvictBestEffort evicts a best-effort pod (and a mid-tier one) through the Eviction API, once: the pod is
+// deleted, a Warning event names the numbers, the counter moves, and asking again (the same object, or the
+// terminating one) sends nothing.
 func TestEvictBestEffort(t *testing.T) {
 	f := newFixture(t, nil)
 	byLabel := f.bePod("by-label")
 	byPriority := f.pod("by-priority", func(b *testutil.PodBuilder) { b.PriorityClass("gleaner-batch") })
+	mid := f.pod("mid", func(b *testutil.PodBuilder) { b.PriorityClass("gleaner-mid") })
 
 	f.evict(byLabel, Evicted)
 	f.evict(byPriority, Evicted)
+	f.evict(mid, Evicted)
 	f.expectEvicted(byLabel)
 	f.expectEvicted(byPriority)
+	f.expectEvicted(mid)
 	evs := f.expectEvents(byLabel, "Evicted")
 	if msg := evs[0].Message; !strings.Contains(msg, "node memory 91% > threshold 70%") || !strings.Contains(msg, reason) {
 		t.Errorf("event message %q does not name the reason and the numbers", msg)
 	}
-	if got := f.counted(actionEvict, string(Evicted)); got != 2 {
-		t.Errorf("evicted counter = %v, want 2", got)
+	if got := f.counted(actionEvict, string(Evicted)); got != 3 {
+		t.Errorf("evicted counter = %v, want 3", got)
 	}
 
 	// Asked again before the pod is gone: nothing is sent, by memory and by the pod's deletionTimestamp.
 	f.evict(byLabel, InProgress)
 	f.evict(f.get(byPriority), InProgress)
-	if n := f.evictions.Load(); n != 2 {
-		t.Errorf("%d eviction requests, want 2", n)
+	if n := f.evictions.Load(); n != 3 {
+		t.Errorf("%d eviction requests, want 3", n)
 	}
 	f.expectEvents(byLabel, "Evicted")
 
@@ -273,31 +277,31 @@ func TestEvictConcurrent(t *testing.T) {
 	}
 }
 
-// TestEvictRefusesOthers never evicts a pod that is not best-effort: an error, no request, no event, the pod stays.
+// TestEvictRefusesOthers never evicts a pod that is neither best-effort nor mid-tier: an error, no request, no
+// event, the pod stays.
 func TestEvictRefusesOthers(t *testing.T) {
 	f := newFixture(t, nil)
 	pods := []*corev1.Pod{
 		f.pod("ls", func(b *testutil.PodBuilder) { b.Label(slov1alpha1.LabelQoSClass, "LS") }),
 		f.pod("prod", func(b *testutil.PodBuilder) { b.PriorityClass("gleaner-prod") }),
-		f.pod("mid", func(b *testutil.PodBuilder) { b.PriorityClass("gleaner-mid") }),
 		// No label, no priority, burstable: LS, so prod. (A plain BestEffort pod would be BE: slov1alpha1.ClassOf.)
 		f.pod("plain", func(b *testutil.PodBuilder) { b.Requests("cpu", "100m") }),
 	}
 	for _, p := range pods {
-		if res, err := f.e.Evict(context.Background(), p, reason, "x"); !errors.Is(err, ErrNotBestEffort) || res != "" {
-			t.Errorf("Evict(%s) = %q, %v; want ErrNotBestEffort", p.Name, res, err)
+		if res, err := f.e.Evict(context.Background(), p, reason, "x"); !errors.Is(err, ErrProtected) || res != "" {
+			t.Errorf("Evict(%s) = %q, %v; want ErrProtected", p.Name, res, err)
 		}
-		if res, err := f.e.KillLocally(context.Background(), p, "kubepods/pod"+string(p.UID), reason, "x"); !errors.Is(err, ErrNotBestEffort) || res != "" {
-			t.Errorf("KillLocally(%s) = %q, %v; want ErrNotBestEffort", p.Name, res, err)
+		if res, err := f.e.KillLocally(context.Background(), p, "kubepods/pod"+string(p.UID), reason, "x"); !errors.Is(err, ErrProtected) || res != "" {
+			t.Errorf("KillLocally(%s) = %q, %v; want ErrProtected", p.Name, res, err)
 		}
 		f.expectUntouched(p)
 		f.expectEvents(p)
 	}
 	if n := f.evictions.Load(); n != 0 {
-		t.Errorf("%d eviction requests for pods that are not best-effort", n)
+		t.Errorf("%d eviction requests for protected pods", n)
 	}
-	if got := f.counted(actionEvict, resultNotBestEffort); got != 4 {
-		t.Errorf("not_best_effort counter = %v, want 4", got)
+	if got := f.counted(actionEvict, resultProtected); got != 3 {
+		t.Errorf("protected counter = %v, want 3", got)
 	}
 }
 

@@ -14,21 +14,21 @@ import (
 )
 
 // KillLocally is the last resort when the API server cannot be reached (Evict failed with ErrUnreachable) and memory
-// stays above the eviction threshold: it kills every process of the best-effort pod through its cgroup podCgroupDir
+// stays above the eviction threshold: it kills every process of the pod through its cgroup podCgroupDir
 // (cgroup.kill on cgroup v2, SIGKILL to each task on v1; see cgroup.FS.Kill), so the services on the node survive.
 // The pod object stays: the kubelet sees its containers die and restarts them as their restartPolicy says, with
 // its growing back-off, and the plugins kill again if the pressure returns. reason and message are as for Evict.
 //
 // The kill is kept as a Warning event (KilledLocally) that Start writes once the API server answers, with the time
-// of the kill. Only best-effort pods are killed (else an error wrapping ErrNotBestEffort); a pod killed less than
+// of the kill. Only best-effort and mid-tier pods are killed (else an error wrapping ErrProtected); a pod killed less than
 // RetryAfter ago is not killed again (InProgress); the node's rate limit applies as for Evict (RateLimited); with
 // Options.LocalKill off nothing is done (Disabled); in a dry run the kill is only reported (DryRun). A cgroup that is
 // gone already is Gone.
 func (e *Evictor) KillLocally(ctx context.Context, pod *corev1.Pod, podCgroupDir, reason, message string) (Result, error) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "reason", reason, "cgroup", podCgroupDir)
-	if !slov1alpha1.ClassOf(pod).BestEffort {
-		e.count(actionKill, reason, resultNotBestEffort)
-		return "", fmt.Errorf("killing pod %s/%s locally: %w", pod.Namespace, pod.Name, ErrNotBestEffort)
+	if !slov1alpha1.ClassOf(pod).Evictable() {
+		e.count(actionKill, reason, resultProtected)
+		return "", fmt.Errorf("killing pod %s/%s locally: %w", pod.Namespace, pod.Name, ErrProtected)
 	}
 	if !e.opts.LocalKill {
 		log.V(1).Info("local kill switched off: not killing the pod", "message", message)

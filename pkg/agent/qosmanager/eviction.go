@@ -10,11 +10,12 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 )
 
-// What the eviction plugins (memory, CPU satisfaction) share: the order in which they pick best-effort pods, and
-// the memory of the pods they already asked to evict, so that a pod on its way out is counted as gone and not
-// replaced by another eviction.
+// What the eviction plugins (memory, CPU satisfaction) share: the order in which they pick pods, and the memory of
+// the pods they already asked to evict, so that a pod on its way out is counted as gone and not replaced by another
+// eviction.
 
-// Candidate is a best-effort pod an eviction plugin may evict, with the usage that ranks it.
+// Candidate is a pod an eviction plugin may evict (best-effort or mid-tier, slov1alpha1.PodClass.Evictable), with
+// the usage that ranks it.
 type Candidate struct {
 	// Meta is the pod.
 	Meta *statesinformer.PodMeta
@@ -22,11 +23,14 @@ type Candidate struct {
 	Usage float64
 }
 
-// SortForEviction orders candidates in the order they are evicted: lowest spec.priority first (free before batch;
-// a pod without a priority counts as 0, the API's default), then largest Usage, then namespace/name so that the
-// order does not depend on the order of the input.
+// SortForEviction orders candidates in the order they are evicted: every best-effort pod before any mid-tier pod,
+// then lowest spec.priority first (free before batch; a pod without a priority counts as 0, the API's default),
+// then largest Usage, then namespace/name so that the order does not depend on the order of the input.
 func SortForEviction(c []Candidate) {
 	slices.SortStableFunc(c, func(a, b Candidate) int {
+		if d := cmp.Compare(tierRank(a.Meta), tierRank(b.Meta)); d != 0 {
+			return d
+		}
 		if d := cmp.Compare(priority(a.Meta), priority(b.Meta)); d != 0 {
 			return d
 		}
@@ -35,6 +39,14 @@ func SortForEviction(c []Candidate) {
 		}
 		return cmp.Compare(a.Meta.Key(), b.Meta.Key())
 	})
+}
+
+// tierRank is 0 for a best-effort pod and 1 for a mid-tier one: the mid tier goes only after best-effort work.
+func tierRank(m *statesinformer.PodMeta) int {
+	if m.Mid {
+		return 1
+	}
+	return 0
 }
 
 func priority(m *statesinformer.PodMeta) int32 {

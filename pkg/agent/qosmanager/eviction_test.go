@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -27,14 +28,19 @@ func TestSortForEviction(t *testing.T) {
 		{Meta: meta(testutil.Pod("no-priority-b")), Usage: 5},
 		{Meta: meta(testutil.Pod("no-priority-a")), Usage: 5},
 		{Meta: meta(testutil.Pod("batch-small").Priority(5500)), Usage: 100},
+		// The mid tier goes after every best-effort pod, whatever its priority and usage.
+		{Meta: meta(testutil.Pod("mid-big").Priority(7000)), Usage: 5000},
+		{Meta: meta(testutil.Pod("mid-by-label").Label(slov1alpha1.LabelPriorityClass, "mid")), Usage: 1},
 	}
 	SortForEviction(c)
 	var got []string
 	for _, x := range c {
 		got = append(got, x.Meta.Pod.Name)
 	}
-	// No priority counts as 0 (ties by name), then 3000, then 3500 by usage 500 > 10, then 5500 by 900 > 100.
-	want := []string{"no-priority-a", "no-priority-b", "free-lowest", "free-big", "free-small", "batch-big", "batch-small"}
+	// No priority counts as 0 (ties by name), then 3000, then 3500 by usage 500 > 10, then 5500 by 900 > 100; then
+	// the mid tier, by the same rules (the labelled one has no priority: 0).
+	want := []string{"no-priority-a", "no-priority-b", "free-lowest", "free-big", "free-small", "batch-big", "batch-small",
+		"mid-by-label", "mid-big"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}

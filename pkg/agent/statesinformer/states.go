@@ -59,7 +59,8 @@ type PodMeta struct {
 	// Pod is the pod; shared, read-only.
 	Pod *corev1.Pod
 	// PodClass is who the pod is, as slov1alpha1.ClassOf decides it: its QoS and priority classes, whether it is
-	// best-effort (the only kind QoS plugins suppress or evict, so a plugin never picks a pod the evictor refuses)
+	// best-effort or mid-tier (the only kinds QoS plugins evict, mid only after best-effort, so a plugin never picks
+	// a pod the evictor refuses)
 	// and its Kubernetes QoS class, which decides its cgroup directory.
 	slov1alpha1.PodClass
 }

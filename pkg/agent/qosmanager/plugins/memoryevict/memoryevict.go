@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -39,7 +40,7 @@ const settle = 30 * time.Second
 // samples every second.
 const usageMaxAge = 5 * time.Second
 
-// Plugin evicts best-effort pods under node memory pressure.
+// Plugin evicts best-effort pods, then mid-tier pods, under node memory pressure.
 type Plugin struct {
 	states    statesinformer.States
 	cache     metriccache.Cache
@@ -84,8 +85,10 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 }
 
 // Run implements qosmanager.RunPlugin: when the node's memory use (MemTotal - MemAvailable, read now) is above
-// the threshold, it evicts best-effort pods, lowest priority first and then largest memory use, until the
-// projected use (the use minus the memory of the pods evicted or on their way out) is under the lower percent.
+// the threshold, it evicts best-effort pods, lowest priority first and then largest memory use, then mid-tier pods
+// in the same order, until the projected use (the use minus the memory of the pods evicted or on their way out) is
+// under the lower percent. The mid tier is not touched while a best-effort pod's memory is unknown (no fresh
+// sample): that pod may hold what evicting a mid pod would free.
 func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.ResourceUsedThresholdWithBE
 	if !ptr.Deref(s.Enable, false) {
@@ -106,10 +109,10 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	log := klog.FromContext(ctx).WithValues("total", mib(total), "used", mib(used), "threshold", mib(threshold), "thresholdPercent", thresholdPct,
 		"lower", mib(lower), "lowerPercent", lowerPct)
 
-	projected, going, unknown := used, 0, 0
+	projected, going, unknown, unknownBE := used, 0, 0, 0
 	var candidates []qosmanager.Candidate
 	for _, m := range p.states.GetAllPods() {
-		if !m.BestEffort {
+		if !m.Evictable() {
 			continue
 		}
 		usage, ok := p.usage(m, now)
@@ -121,13 +124,19 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		switch {
 		case !ok:
 			unknown++
+			if m.BestEffort {
+				unknownBE++
+			}
 		case usage > 0: // evicting a pod that uses nothing frees nothing
 			candidates = append(candidates, qosmanager.Candidate{Meta: m, Usage: usage})
 		}
 	}
 	log = log.WithValues("goingPods", going)
 	if unknown > 0 {
-		log.V(2).Info("best-effort pods without a fresh memory sample are not considered", "pods", unknown)
+		log.V(2).Info("pods without a fresh memory sample are not considered", "pods", unknown)
+	}
+	if unknownBE > 0 {
+		candidates = slices.DeleteFunc(candidates, func(c qosmanager.Candidate) bool { return c.Meta.Mid })
 	}
 	if projected < lower {
 		log.V(4).Info("memory above the eviction threshold; the pods on their way out bring it under the lower percent", "projected", mib(projected))
@@ -141,7 +150,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 			break
 		}
 		after := projected - c.Usage
-		msg := fmt.Sprintf("node memory use %s is above %d%% of %s (%s); evicting best-effort pods until the projected use is under %d%% (%s): "+
+		msg := fmt.Sprintf("node memory use %s is above %d%% of %s (%s); evicting best-effort pods, then mid-tier pods, until the projected use is under %d%% (%s): "+
 			"projected %s, this pod uses %s, projected after it %s",
 			mib(used), thresholdPct, mib(total), mib(threshold), lowerPct, mib(lower), mib(projected), mib(c.Usage), mib(after))
 		res, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
@@ -156,15 +165,16 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		if !res.Releasing() {
 			// Refused by a PodDisruptionBudget, deferred by the rate limit, or already in progress: nothing
 			// was sent, so the pod does not count as gone; the next one is asked instead.
-			log.V(1).Info("best-effort pod not evicted now; trying the next", "pod", klog.KObj(c.Meta.Pod), "podMemory", mib(c.Usage))
+			log.V(1).Info("pod not evicted now; trying the next", "pod", klog.KObj(c.Meta.Pod), "podMemory", mib(c.Usage))
 			continue
 		}
 		p.evictions.Requested(c.Meta.Pod.UID, now)
-		log.Info("evicted best-effort pod for node memory use", "pod", klog.KObj(c.Meta.Pod), "podMemory", mib(c.Usage), "projected", mib(projected), "projectedAfter", mib(after))
+		log.Info("evicted pod for node memory use", "pod", klog.KObj(c.Meta.Pod), "tier", tier(c.Meta), "podMemory", mib(c.Usage), "projected", mib(projected), "projectedAfter", mib(after))
 		projected = after
 	}
 	if projected >= lower {
-		log.V(1).Info("memory stays above the lower percent: no best-effort pod left to evict now", "projected", mib(projected), "candidates", len(candidates))
+		log.V(1).Info("memory stays above the lower percent: no pod left to evict now", "projected", mib(projected), "candidates", len(candidates),
+			"bestEffortWithoutSample", unknownBE)
 	}
 	return errors.Join(errs...)
 }
@@ -176,6 +186,14 @@ func (p *Plugin) usage(m *statesinformer.PodMeta, now time.Time) (float64, bool)
 		return 0, false
 	}
 	return r.Value(metriccache.Last), true
+}
+
+// tier names the pod's tier in logs.
+func tier(m *statesinformer.PodMeta) string {
+	if m.Mid {
+		return "mid"
+	}
+	return "best-effort"
 }
 
 // mib formats bytes as MiB for logs and messages.

@@ -38,6 +38,10 @@ func be(name string, priority int32, usageMiB float64) pod {
 	return pod{testutil.Pod(name).Priority(priority).Label(slov1alpha1.LabelQoSClass, string(slov1alpha1.QoSBE)), usageMiB}
 }
 
+func mid(name string, priority int32, usageMiB float64) pod {
+	return pod{testutil.Pod(name).Priority(priority), usageMiB}
+}
+
 func svc(name string, usageMiB float64) pod {
 	return pod{testutil.Pod(name).Priority(9500).Label(slov1alpha1.LabelQoSClass, string(slov1alpha1.QoSLS)), usageMiB}
 }
@@ -142,10 +146,34 @@ func TestRun(t *testing.T) {
 			name: "disabled: nothing, however high", spec: (&slov1alpha1.NodeSLOSpec{}).WithDefaults(), usedMiB: 10000, pods: usual,
 		},
 		{
-			name: "never a pod that is not best-effort", spec: spec, usedMiB: 10000,
-			// Only a service, a mid-priority pod without a QoS label and a BestEffort-QoS pod of prod priority
-			// without a label: none is best-effort to Gleaner.
-			pods: []pod{svc("web", 3000), {testutil.Pod("mid").Priority(7500), 2000}, {testutil.Pod("prod").Priority(9000), 2000}},
+			name: "never a service", spec: spec, usedMiB: 10000,
+			// A service and a BestEffort-QoS pod of prod priority without a label: neither best-effort nor mid.
+			pods: []pod{svc("web", 3000), {testutil.Pod("prod").Priority(9000), 2000}},
+		},
+		{
+			name: "the mid tier goes after every best-effort pod", spec: spec, usedMiB: 9900,
+			pods: append([]pod{mid("mid-big", 7000, 2000), mid("mid-small", 7500, 300)}, usual...),
+			// 9900-700-300-1500-800 = 6600 >= 6144 after every best-effort pod; then the mid tier, lowest priority
+			// first whatever its use: -2000 (mid-big, 7000) = 4600 < 6144. mid-small stays.
+			wantEvict: []string{"free-b", "free-a", "batch-a", "batch-b", "mid-big"},
+		},
+		{
+			name: "the mid tier stays when the best-effort pods are enough", spec: spec, usedMiB: 8192,
+			pods:      append([]pod{mid("mid-big", 7000, 5000)}, usual...),
+			wantEvict: []string{"free-b", "free-a", "batch-a"},
+		},
+		{
+			name: "a best-effort pod under a budget stays; the mid tier goes in its place", spec: spec, usedMiB: 8192,
+			pods: []pod{be("batch-a", 5500, 1500), mid("mid-a", 7000, 2500), svc("web", 3000)}, refuse: []string{"batch-a"},
+			// batch-a refused (PDB): 8192, -2500 (mid-a) = 5692 < 6144.
+			wantAsked: []string{"batch-a", "mid-a"},
+			wantEvict: []string{"mid-a"},
+		},
+		{
+			name: "the mid tier waits while a best-effort pod's memory is unknown", spec: spec, usedMiB: 9900,
+			pods: []pod{be("new", 5500, -1), be("batch-a", 5500, 1500), mid("mid-a", 7000, 2500), svc("web", 3000)},
+			// new may hold what evicting mid-a would free: only batch-a goes this run.
+			wantEvict: []string{"batch-a"},
 		},
 		{
 			name: "pods terminating already count as gone", spec: spec, usedMiB: 8192,
@@ -174,7 +202,7 @@ func TestRun(t *testing.T) {
 			wantErr:   "evicting pod default/free-b for memory: the server is currently unable",
 		},
 		{
-			name: "not enough best-effort memory: every best-effort pod goes, nothing else", spec: spec, usedMiB: 9900, pods: usual,
+			name: "not enough best-effort memory, no mid tier: every best-effort pod goes, nothing else", spec: spec, usedMiB: 9900, pods: usual,
 			// 9900-700-300-1500-800 = 6600 >= 6144: all four asked, the service not.
 			wantEvict: []string{"free-b", "free-a", "batch-a", "batch-b"},
 		},
@@ -228,8 +256,8 @@ func TestRunMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods until the projected use is under 60% (6144Mi): projected 8192Mi, this pod uses 700Mi, projected after it 7492Mi",
-		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods until the projected use is under 60% (6144Mi): projected 7492Mi, this pod uses 2500Mi, projected after it 4992Mi",
+		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods, then mid-tier pods, until the projected use is under 60% (6144Mi): projected 8192Mi, this pod uses 700Mi, projected after it 7492Mi",
+		"node memory use 8192Mi is above 70% of 10240Mi (7168Mi); evicting best-effort pods, then mid-tier pods, until the projected use is under 60% (6144Mi): projected 7492Mi, this pod uses 2500Mi, projected after it 4992Mi",
 	}
 	if diff := cmp.Diff(want, e.evictor.Messages()); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
