@@ -200,6 +200,71 @@ func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 	}
 }
 
+// TestMemoryEvictionTakesTheMidTierLast: when the best-effort pods are not enough, memory eviction goes on to the
+// mid tier, after every best-effort pod, through the Eviction API: a service grows by 2.5 GiB above the threshold,
+// the batch pod goes first, then the unguarded mid pod, while the mid pod under a PodDisruptionBudget that allows
+// no disruption stays.
+func TestMemoryEvictionTakesTheMidTierLast(t *testing.T) {
+	e := suite.Env(t)
+	total, used := meminfo(t)
+	threshold := int64(math.Ceil(float64(used+1<<30) / float64(total) * 100))
+	if threshold > 90 {
+		t.Fatalf("this machine uses %d of %d MiB already: no room for the test's 2.5 GiB", used>>20, total>>20)
+	}
+	setThresholds(e, fmt.Sprintf(`{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 100, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": %d, "memoryEvictLowerPercent": %d}}`, threshold, threshold-1))
+	ns := e.Namespace()
+	eater := func(name, class string) *corev1.Pod {
+		return testutil.Pod(name).PriorityClass(class).Label("app", name).Image(EaterImage, "--size=64Mi").Obj()
+	}
+	batch := e.RunPodIn(ns, eater("batch", "gleaner-batch"))
+	mid := e.RunPodIn(ns, eater("mid", "gleaner-mid"))
+	guarded := e.RunPodIn(ns, eater("mid-guarded", "gleaner-mid"))
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard-mid", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &intstr.IntOrString{Type: intstr.Int, IntVal: 1},
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": guarded.Name}},
+		},
+	}
+	if err := e.Client.Create(e.Ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		got := &policyv1.PodDisruptionBudget{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
+			return false, err.Error()
+		}
+		return got.Status.ObservedGeneration == got.Generation && got.Status.CurrentHealthy == 1 && got.Status.DisruptionsAllowed == 0,
+			fmt.Sprintf("PDB status %+v", got.Status)
+	})
+	// The agent samples the pods' memory every second; eviction considers only pods with a fresh sample, and
+	// touches the mid tier only while every best-effort pod has one.
+	time.Sleep(3 * time.Second)
+
+	batchGone, midGone := watchEviction(e, ns, batch.Name), watchEviction(e, ns, mid.Name)
+	hog := e.RunPodIn(ns, testutil.Pod("ls-eater").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+		Image(EaterImage, "--size=2560Mi").Requests("cpu", "100m", "memory", "64Mi").Obj())
+	defer func() {
+		_ = e.Clientset.CoreV1().Pods(ns).Delete(context.Background(), hog.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	}()
+
+	e.Eventually(2*time.Minute, func(context.Context) (bool, string) {
+		return !batchGone().IsZero() && !midGone().IsZero(),
+			fmt.Sprintf("evictions seen: batch %v, mid %v (threshold %d%%)", batchGone(), midGone(), threshold)
+	})
+	if b, m := batchGone(), midGone(); m.Before(b) {
+		t.Errorf("the mid pod was evicted at %s, before the batch pod (%s)", m.Format("15:04:05.000"), b.Format("15:04:05.000"))
+	}
+	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
+		reasons := eventReasons(ctx, e, ns, guarded.Name)
+		return strings.Contains(reasons, "EvictionRefused"), "events on the guarded mid pod: " + reasons
+	})
+	p, err := e.Clientset.CoreV1().Pods(ns).Get(e.Ctx, guarded.Name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("the mid pod under a PodDisruptionBudget must stay: %v, %+v", err, p.Status)
+	}
+}
+
 // setThresholds sets resource-threshold-config in slo-controller-config and waits until the node's NodeSLO carries
 // it; the test's end puts the key back as it was.
 func setThresholds(e *Env, value string) {
