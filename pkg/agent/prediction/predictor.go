@@ -18,6 +18,11 @@ func (r Resources) Add(o Resources) Resources {
 	return Resources{MilliCPU: r.MilliCPU + o.MilliCPU, MemoryBytes: r.MemoryBytes + o.MemoryBytes}
 }
 
+// Max is the larger of r and o, per resource.
+func (r Resources) Max(o Resources) Resources {
+	return Resources{MilliCPU: max(r.MilliCPU, o.MilliCPU), MemoryBytes: max(r.MemoryBytes, o.MemoryBytes)}
+}
+
 // List is r as a ResourceList of cpu and memory.
 func (r Resources) List() corev1.ResourceList {
 	return corev1.ResourceList{

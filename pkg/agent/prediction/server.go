@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -397,18 +398,20 @@ func (s *Server) Prediction(now time.Time) Prediction {
 	defer s.mu.Unlock()
 	var p Prediction
 	terms := make([]PodTerm, 0, len(pods))
+	var recent bandSum
 	for _, pm := range pods {
 		if pm.Priority != slov1alpha1.PriorityProd {
 			continue
 		}
 		req := podRequest(pm.Pod)
 		p.ProdRequest = p.ProdRequest.Add(req)
-		m := s.models[string(pm.Pod.UID)]
+		uid := string(pm.Pod.UID)
+		m := s.models[uid]
 		warm := m.warm(now, s.opts.ColdStart)
 		if !warm {
 			p.ColdPods++
 		}
-		terms = append(terms, PodTerm{Request: req, Peak: m.peak(now), Warm: warm})
+		terms = append(terms, PodTerm{Request: req, Peak: m.peak(now).Max(s.untrainedPeak(uid, now, &recent)), Warm: warm})
 	}
 	prod, sys := s.models[prodModel], s.models[systemModel]
 	// The prod band gets the peak a service may reach again; the system part (kubelet, the runtime, the node's own
@@ -416,6 +419,9 @@ func (s *Server) Prediction(now time.Time) Prediction {
 	// largest sample of a day, and reserving it would withhold the whole mid tier for a day); the safety margin
 	// stands for them. The system part's histograms are the v1 prediction's, so this term is as before.
 	p.ProdPeak, p.SystemPeak = prod.peak(now), sys.typicalPeak()
+	if prod != nil {
+		p.ProdPeak = p.ProdPeak.Max(Resources{MilliCPU: milliCores(largest(recent.cpu.sums)), MemoryBytes: wholeBytes(largest(recent.mem.sums))})
+	}
 	p.Warm = prod.warm(now, s.opts.ColdStart) && sys.warm(now, s.opts.ColdStart)
 	if prod != nil {
 		p.Since = prod.created
@@ -425,6 +431,42 @@ func (s *Server) Prediction(now time.Time) Prediction {
 	p.Reclaimable = Reclaimable(p.PodReclaimable, p.PriorityReclaimable)
 	return p
 }
+
+// untrainedPeak is the largest CPU and memory sample of pod uid that no training round has read yet (those after
+// the last round, at most one TrainingInterval), and adds them to band. A prediction covers them too: between two
+// rounds a rise above the predicted peak is never reclaimable, not even until the next round.
+func (s *Server) untrainedPeak(uid string, now time.Time, band *bandSum) Resources {
+	if !now.After(s.trainedUntil) {
+		return Resources{}
+	}
+	var peak Resources
+	if r, ok := s.cache.Query(metriccache.PodKey(metriccache.PodCPUUsage, uid), s.trainedUntil, now); ok {
+		band.cpu.add(&r)
+		s.buf = r.Values(s.buf[:0])
+		peak.MilliCPU = milliCores(largest(s.buf))
+	}
+	if r, ok := s.cache.Query(metriccache.PodKey(metriccache.PodMemoryUsage, uid), s.trainedUntil, now); ok {
+		band.mem.add(&r)
+		s.buf = r.Values(s.buf[:0])
+		peak.MemoryBytes = wholeBytes(largest(s.buf))
+	}
+	return peak
+}
+
+// largest is the largest of vs that is a number, 0 for none.
+func largest(vs []float64) float64 {
+	top := 0.0
+	for _, v := range vs {
+		if !math.IsNaN(v) {
+			top = max(top, v)
+		}
+	}
+	return top
+}
+
+// milliCores and wholeBytes round a sample up to the units of Resources, as model.peak does.
+func milliCores(cores float64) int64 { return int64(math.Ceil(cores * 1000)) }
+func wholeBytes(b float64) int64     { return int64(math.Ceil(b)) }
 
 // podRequest is a pod's CPU and memory requests as the scheduler counts them.
 func podRequest(pod *corev1.Pod) Resources {

@@ -196,6 +196,34 @@ func TestSpikeCountsForProdNotForTheSystemPart(t *testing.T) {
 	}
 }
 
+// TestRiseBetweenRoundsIsCoveredAtOnce: usage that rises above the predicted peak after the last training round is
+// in the next prediction already (no reclaimable amount while usage is above the prediction), for the pod and the
+// prod band, before any round has trained on it.
+func TestRiseBetweenRoundsIsCoveredAtOnce(t *testing.T) {
+	e := newEnv(t, testOptions(), 10*time.Second)
+	e.states.SetPod(prodPod("web", "4", "8Gi"))
+	e.run(2*time.Hour, func(time.Time) []metriccache.Sample {
+		return append(podSamples("uid-web", 0.5, 2*gib), systemSamples(0.2, 1*gib)...)
+	})
+	before := e.srv.Prediction(e.clk.Now())
+	// ~500m: a model younger than a day is at least its histogram's p95, a bucket's bound up to 5 % above.
+	if !before.Warm || before.ProdPeak.MilliCPU < 500 || before.ProdPeak.MilliCPU > 525 {
+		t.Fatalf("before the rise: %+v, want warm with a prod peak of ~500m", before)
+	}
+	// 30 s of 3 cores and 5 GiB: no training round in between (they run on the minute).
+	e.run(30*time.Second, func(time.Time) []metriccache.Sample {
+		return append(podSamples("uid-web", 3, 5*gib), systemSamples(0.2, 1*gib)...)
+	})
+	p := e.srv.Prediction(e.clk.Now())
+	if want := (Resources{MilliCPU: 3000, MemoryBytes: 5 * gib}); p.ProdPeak != want {
+		t.Errorf("prod peak = %+v, want the untrained rise %+v", p.ProdPeak, want)
+	}
+	// 4 cores requested, 3 used: 4000 - 1.1 x 3000 = 700m at most, against 4000 - 1.1 x 500 before.
+	if c := p.Reclaimable.MilliCPU; c > 700 {
+		t.Errorf("reclaimable CPU = %dm after the rise, want at most 700m (before it: %dm)", c, before.Reclaimable.MilliCPU)
+	}
+}
+
 func TestBandIsSumOfProdPods(t *testing.T) {
 	o := testOptions()
 	o.ColdStart = 0
