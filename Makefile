@@ -81,9 +81,12 @@ unit: host-packages ## Run the Go tests against a real kube-apiserver and etcd (
 	@# The tools are built here, before go test, so that a first build does not count against a test binary's timeout.
 	hack/tool.sh prometheus >/dev/null && hack/tool.sh promtool >/dev/null
 	@# The tests must leave the user's home as it was (hack/home-check.sh): a cache there hides a fresh machine's failure.
-	home=$$(mktemp); hack/home-check.sh snapshot "$$home"; \
+	@# envtest reserves its ports with lock files in the user's cache directory (XDG_CACHE_HOME, else ~/.cache): the
+	@# suite gets a cache directory of its own, while Go's build cache and the project's tools stay where they are.
+	home=$$(mktemp); cache=$$(mktemp -d); hack/home-check.sh snapshot "$$home"; \
 	  KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) GLEANER_HELM=$$(hack/tool.sh helm) GLEANER_HELM3=$$(hack/tool.sh helm3) \
-	  go test $(GO_TEST_FLAGS) ./... && hack/home-check.sh compare "$$home"; rc=$$?; rm -f "$$home"; exit $$rc
+	  GOCACHE=$$(go env GOCACHE) GLEANER_CACHE=$${GLEANER_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/gleaner} XDG_CACHE_HOME=$$cache \
+	  go test $(GO_TEST_FLAGS) ./... && hack/home-check.sh compare "$$home"; rc=$$?; rm -rf "$$home" "$$cache"; exit $$rc
 
 .PHONY: test-cgroupv2
 # The host is cgroup v1 and its hierarchies belong to it: the v2 half of the real-kernel tests runs in a user-mode
