@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gleanerdemo "github.com/gleaner-sh/gleaner/internal/demo"
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
@@ -122,7 +125,7 @@ func (d demo) placeBatchPods(ctx context.Context) error {
 	}
 	t := time.Now()
 	p := gleanerdemo.Placer{Client: c, Node: localcluster.NodeName, Out: os.Stderr,
-		PublishTimeout: 5 * time.Minute, RunTimeout: 2 * time.Minute}
+		PublishTimeout: 5 * time.Minute, RunTimeout: 2 * time.Minute, Prober: prober(c)}
 	if _, err := p.Place(ctx); err != nil {
 		return err
 	}
@@ -149,7 +152,8 @@ func reportCommands() [][]string {
 	}
 }
 
-// report prints each report command with its output.
+// report prints each report command with its output, then what the demo shows: the service's latency with the
+// batch pods beside it against alone, and the node's CPU use (internal/demo.Prober.Outcome).
 func (d demo) report(ctx context.Context) {
 	for _, args := range reportCommands() {
 		fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
@@ -159,7 +163,18 @@ func (d demo) report(ctx context.Context) {
 		}
 		fmt.Print(out)
 	}
-	fmt.Println()
+	fmt.Println("\nThe demo service beside the batch pods:")
+	c, err := gleanerdemo.NewClient(d.cluster.Kubeconfig())
+	if err != nil {
+		fmt.Printf("not read: %v\n\n", err)
+		return
+	}
+	fmt.Println(prober(c).Outcome(ctx, localcluster.NodeName))
+}
+
+// prober reads the demo service's latency from this machine, which is the demo's node.
+func prober(c client.Client) *gleanerdemo.Prober {
+	return &gleanerdemo.Prober{Client: c, HTTP: &http.Client{Timeout: 2 * time.Second}}
 }
 
 // printAccess tells how to reach the cluster from another terminal.

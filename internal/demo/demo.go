@@ -87,6 +87,8 @@ type Placer struct {
 	// PublishTimeout bounds the wait for the node to publish enough for the batch pods from a NodeMetric that measured
 	// the service; RunTimeout the wait for the pods to run after that.
 	PublishTimeout, RunTimeout time.Duration
+	// Prober, when set, reads the service's latency before the batch pods start, for Prober.Outcome to compare with.
+	Prober *Prober
 }
 
 // Place waits until the node publishes batch resources from a NodeMetric that measured the service, sizes the batch
@@ -106,6 +108,7 @@ func (p Placer) Place(ctx context.Context) (Size, error) {
 	if dep.Spec.Replicas != nil {
 		pods = int64(*dep.Spec.Replicas)
 	}
+	p.measureAlone(ctx)
 	size, err := p.waitForRoom(ctx, manifest, pods)
 	var noRoom *NoRoomError
 	if errors.As(err, &noRoom) {
