@@ -107,7 +107,9 @@ func TestRun(t *testing.T) {
 			svc("web", "cpu", "4"),
 		}
 	}
-	with := func(pods []*testutil.PodBuilder, more ...*testutil.PodBuilder) []*testutil.PodBuilder { return append(pods, more...) }
+	with := func(pods []*testutil.PodBuilder, more ...*testutil.PodBuilder) []*testutil.PodBuilder {
+		return append(pods, more...)
+	}
 	tests := []struct {
 		name      string
 		knobs     knobs
@@ -174,7 +176,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "a pod not evicted now (PDB, rate limit) does not count; the next one goes", knobs: on,
-			pods: []*testutil.PodBuilder{be("free-x", 3500, batchCPU, "3500"), be("batch-a", 5500, batchCPU, "3000"), be("batch-b", 5500, batchCPU, "2500")},
+			pods:   []*testutil.PodBuilder{be("free-x", 3500, batchCPU, "3500"), be("batch-a", 5500, batchCPU, "3000"), be("batch-b", 5500, batchCPU, "2500")},
 			refuse: []string{"free-x"},
 			// 9000 > 8000. free-x alone would do (5500), but it stays: 9000, -3000 (batch-a) 6000.
 			wantAsked: []string{"free-x", "batch-a"},
@@ -201,7 +203,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "pods that do not request the resource are not candidates", knobs: on,
-			pods: with(usual(), be("free-0", 3000, "cpu", "1"), be("free-mem", 3000, batchMem, "1Gi")),
+			pods:      with(usual(), be("free-0", 3000, "cpu", "1"), be("free-mem", 3000, batchMem, "1Gi")),
 			wantEvict: []string{"free-b", "free-a", "batch-b"},
 		},
 		{
