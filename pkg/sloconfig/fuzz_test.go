@@ -22,7 +22,8 @@ func FuzzColocationConfig(f *testing.F) {
 }
 
 func FuzzResourceThresholdConfig(f *testing.F) {
-	fuzzKey(f, ResourceThresholdConfigKey, `{"clusterStrategy": {"memoryEvictThresholdPercent": 1, "cpuEvictBESatisfactionLowerPercent": 10, "cpuEvictBESatisfactionUpperPercent": 20}, "nodeStrategies": [{"name": "a", "nodeSelector": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}, "memoryEvictLowerPercent": 0}]}`)
+	fuzzKey(f, ResourceThresholdConfigKey, `{"clusterStrategy": {"memoryEvictThresholdPercent": 1, "cpuEvictBESatisfactionLowerPercent": 10, "cpuEvictBESatisfactionUpperPercent": 20}, "nodeStrategies": [{"name": "a", "nodeSelector": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}, "memoryEvictLowerPercent": 0}]}`,
+		`{"clusterStrategy": {"cpuAllocatableEvictThresholdPercent": 80, "cpuAllocatableEvictLowerPercent": 60, "allocatableEvictPriorityThreshold": 5999}, "nodeStrategies": [{"name": "a", "nodeSelector": {}, "memoryAllocatableEvictThresholdPercent": 90}]}`)
 }
 
 func FuzzResourceQOSConfig(f *testing.F) {

@@ -365,7 +365,27 @@ func validateThresholdConsistency(s *slov1alpha1.ResourceThresholdStrategy, path
 		errs = append(errs, field.Invalid(path.Child("cpuEvictBESatisfactionLowerPercent"), *lo,
 			fmt.Sprintf("must not exceed cpuEvictBESatisfactionUpperPercent (%d)", *hi)))
 	}
+	errs = append(errs, validateAllocatablePair(path, "cpu", s.CPUAllocatableEvictThresholdPercent, s.CPUAllocatableEvictLowerPercent)...)
+	errs = append(errs, validateAllocatablePair(path, "memory", s.MemoryAllocatableEvictThresholdPercent, s.MemoryAllocatableEvictLowerPercent)...)
 	return errs
+}
+
+// validateAllocatablePair checks the allocatable eviction percents of one resource ("cpu", "memory"): both set or
+// neither (they have no defaults; neither turns that resource's allocatable eviction off), the lower not above the
+// threshold.
+func validateAllocatablePair(path *field.Path, resource string, threshold, lower *int64) field.ErrorList {
+	thresholdName, lowerName := resource+"AllocatableEvictThresholdPercent", resource+"AllocatableEvictLowerPercent"
+	switch {
+	case threshold != nil && lower == nil:
+		return field.ErrorList{field.Required(path.Child(lowerName),
+			"needed with "+thresholdName+": allocatable eviction stops when the requests are back at or below it")}
+	case threshold == nil && lower != nil:
+		return field.ErrorList{field.Required(path.Child(thresholdName),
+			"needed with "+lowerName+": allocatable eviction starts when the requests are above it")}
+	case threshold != nil && *lower > *threshold:
+		return field.ErrorList{field.Invalid(path.Child(lowerName), *lower, fmt.Sprintf("must not exceed %s (%d)", thresholdName, *threshold))}
+	}
+	return nil
 }
 
 // validateQOSConsistency checks a merged, defaulted QoS strategy: each class's cache range must not be inverted.

@@ -247,6 +247,13 @@ func TestCRDSchemaRejects(t *testing.T) {
 			wantField: "spec.resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds: Invalid value: 10000000000: spec.resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds in body should be less than or equal to 3600",
 		},
 		{
+			name: "allocatable eviction percent 0",
+			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-allocatable"}, Spec: slov1alpha1.NodeSLOSpec{
+				ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{CPUAllocatableEvictThresholdPercent: ptr.To[int64](0)},
+			}},
+			wantField: "spec.resourceUsedThresholdWithBE.cpuAllocatableEvictThresholdPercent",
+		},
+		{
 			name: "quota burst period above a day",
 			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-burst-period"}, Spec: slov1alpha1.NodeSLOSpec{
 				CPUBurstStrategy: &slov1alpha1.CPUBurstStrategy{CPUBurstConfig: slov1alpha1.CPUBurstConfig{CFSQuotaBurstPeriodSeconds: ptr.To[int64](86401)}},

@@ -73,8 +73,8 @@ const (
 
 // ResourceThresholdStrategy holds the node-usage thresholds that protect latency-sensitive pods from best-effort ones.
 type ResourceThresholdStrategy struct {
-	// Enable turns every threshold-based strategy on or off. When on, CPU suppression and memory eviction run.
-	// Default false.
+	// Enable turns every threshold-based strategy on or off. When on, CPU suppression and memory eviction run, and
+	// CPU eviction and allocatable eviction run where their percents are set. Default false.
 	// +optional
 	Enable *bool `json:"enable,omitempty"`
 
@@ -138,6 +138,44 @@ type ResourceThresholdStrategy struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	CPUEvictTimeWindowSeconds *int64 `json:"cpuEvictTimeWindowSeconds,omitempty"`
+
+	// CPUAllocatableEvictThresholdPercent is the share, percent of the node's allocatable kubernetes.io/batch-cpu
+	// (and, separately, kubernetes.io/mid-cpu), that the requests of the node's pods of that tier may reach before
+	// allocatable eviction evicts some of them: the tier's allocatable shrinks when the services grow, and the pods
+	// already there then hold more than the node offers. Unset (no default) turns CPU allocatable eviction off;
+	// with it set, CPUAllocatableEvictLowerPercent must be set too.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	CPUAllocatableEvictThresholdPercent *int64 `json:"cpuAllocatableEvictThresholdPercent,omitempty"`
+
+	// CPUAllocatableEvictLowerPercent is the share of the tier's allocatable CPU that allocatable eviction brings
+	// the requests back to (at or below) before it stops; not above CPUAllocatableEvictThresholdPercent. No default.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	CPUAllocatableEvictLowerPercent *int64 `json:"cpuAllocatableEvictLowerPercent,omitempty"`
+
+	// MemoryAllocatableEvictThresholdPercent is CPUAllocatableEvictThresholdPercent for kubernetes.io/batch-memory
+	// and kubernetes.io/mid-memory. Unset (no default) turns memory allocatable eviction off.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MemoryAllocatableEvictThresholdPercent *int64 `json:"memoryAllocatableEvictThresholdPercent,omitempty"`
+
+	// MemoryAllocatableEvictLowerPercent is CPUAllocatableEvictLowerPercent for memory. No default.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MemoryAllocatableEvictLowerPercent *int64 `json:"memoryAllocatableEvictLowerPercent,omitempty"`
+
+	// AllocatableEvictPriorityThreshold limits allocatable eviction to pods whose spec.priority (0 when unset) is at
+	// most this value, e.g. 5999 for batch and free pods only. Unset: every best-effort and mid-tier pod that
+	// requests the resource may go.
+	// +optional
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
+	AllocatableEvictPriorityThreshold *int64 `json:"allocatableEvictPriorityThreshold,omitempty"`
 }
 
 // ResourceQOSStrategy is the QoS of each class of pods on a node.

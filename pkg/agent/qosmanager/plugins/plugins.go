@@ -3,6 +3,7 @@ package plugins
 
 import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/allocatableevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/blkio"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cgreconcile"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuburst"
@@ -21,6 +22,7 @@ func Registry() []qosmanager.Factory {
 		{Name: cpusuppress.Name, Interval: cpusuppress.DefaultInterval, Default: true, New: cpusuppress.New},
 		{Name: memoryevict.Name, Interval: memoryevict.DefaultInterval, Default: true, New: memoryevict.New},
 		{Name: cpuevict.Name, Interval: cpuevict.DefaultInterval, Default: true, New: cpuevict.New},
+		{Name: allocatableevict.Name, Interval: allocatableevict.DefaultInterval, Default: true, New: allocatableevict.New},
 		{Name: cpuburst.Name, Interval: cpuburst.DefaultInterval, Default: true, New: cpuburst.New},
 		{Name: resctrl.Name, Interval: resctrl.DefaultInterval, Default: true, New: resctrl.New},
 		{Name: sysreconcile.Name, Interval: sysreconcile.DefaultInterval, Default: true, New: sysreconcile.New},
