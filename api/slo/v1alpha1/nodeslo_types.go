@@ -142,31 +142,33 @@ type ResourceThresholdStrategy struct {
 	// CPUAllocatableEvictThresholdPercent is the share, percent of the node's allocatable kubernetes.io/batch-cpu
 	// (and, separately, kubernetes.io/mid-cpu), that the requests of the node's pods of that tier may reach before
 	// allocatable eviction evicts some of them: the tier's allocatable shrinks when the services grow, and the pods
-	// already there then hold more than the node offers. Unset (no default) turns CPU allocatable eviction off;
-	// with it set, CPUAllocatableEvictLowerPercent must be set too.
+	// already there then hold more than the node offers. It may be above 100 (up to 1000): Koordinator's own
+	// example, 110 with a lower percent of 100, evicts only once the requests exceed the offer by a tenth, and brings
+	// them back to it. Unset (no default) turns CPU allocatable eviction off; with it set,
+	// CPUAllocatableEvictLowerPercent must be set too.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:validation:Maximum=1000
 	CPUAllocatableEvictThresholdPercent *int64 `json:"cpuAllocatableEvictThresholdPercent,omitempty"`
 
 	// CPUAllocatableEvictLowerPercent is the share of the tier's allocatable CPU that allocatable eviction brings
 	// the requests back to (at or below) before it stops; not above CPUAllocatableEvictThresholdPercent. No default.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:validation:Maximum=1000
 	CPUAllocatableEvictLowerPercent *int64 `json:"cpuAllocatableEvictLowerPercent,omitempty"`
 
 	// MemoryAllocatableEvictThresholdPercent is CPUAllocatableEvictThresholdPercent for kubernetes.io/batch-memory
 	// and kubernetes.io/mid-memory. Unset (no default) turns memory allocatable eviction off.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:validation:Maximum=1000
 	MemoryAllocatableEvictThresholdPercent *int64 `json:"memoryAllocatableEvictThresholdPercent,omitempty"`
 
 	// MemoryAllocatableEvictLowerPercent is CPUAllocatableEvictLowerPercent for memory. No default.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:validation:Maximum=1000
 	MemoryAllocatableEvictLowerPercent *int64 `json:"memoryAllocatableEvictLowerPercent,omitempty"`
 
 	// AllocatableEvictPriorityThreshold limits allocatable eviction to pods whose spec.priority (0 when unset) is at

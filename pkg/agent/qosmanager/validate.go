@@ -8,12 +8,15 @@ import "fmt"
 
 // CheckPercent returns an error when the percent field (a path such as
 // "resourceUsedThresholdWithBE.cpuSuppressThresholdPercent") is unset or outside [min, 100].
-func CheckPercent(field string, v *int64, min int64) error {
+func CheckPercent(field string, v *int64, min int64) error { return CheckRange(field, v, min, 100) }
+
+// CheckRange returns an error when v is unset or outside [min, max].
+func CheckRange(field string, v *int64, min, max int64) error {
 	switch {
 	case v == nil:
 		return fmt.Errorf("%s is unset", field)
-	case *v < min || *v > 100:
-		return fmt.Errorf("%s is %d, outside [%d, 100]", field, *v, min)
+	case *v < min || *v > max:
+		return fmt.Errorf("%s is %d, outside [%d, %d]", field, *v, min, max)
 	}
 	return nil
 }

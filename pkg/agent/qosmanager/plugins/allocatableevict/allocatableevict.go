@@ -35,6 +35,10 @@ const settle = 30 * time.Second
 
 const field = "resourceUsedThresholdWithBE."
 
+// maxPercent bounds the percents (the CRD's bound too): above 100 they tolerate requests beyond what the node offers,
+// as Koordinator's own example (110 / 100) does.
+const maxPercent = 1000
+
 // account is one tier's resource: what the node publishes in its allocatable and the tier's pods request.
 type account struct {
 	resource corev1.ResourceName
@@ -80,7 +84,7 @@ func (p *Plugin) Name() string { return Name }
 
 // Validate implements qosmanager.ValidatingPlugin. A NodeSLO that disables the strategy is accepted whatever its
 // percents, so that switching it off always works. With it on, each resource's pair of percents is either unset
-// (that resource's allocatable eviction is off) or both in [1, 100] with the lower not above the threshold.
+// (that resource's allocatable eviction is off) or both in [1, 1000] with the lower not above the threshold.
 func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.ResourceUsedThresholdWithBE
 	if !ptr.Deref(s.Enable, false) {
@@ -99,8 +103,8 @@ func validatePair(resource string, threshold, lower *int64) error {
 	}
 	thresholdField, lowerField := field+resource+"AllocatableEvictThresholdPercent", field+resource+"AllocatableEvictLowerPercent"
 	return errors.Join(
-		qosmanager.CheckPercent(thresholdField, threshold, 1),
-		qosmanager.CheckPercent(lowerField, lower, 1),
+		qosmanager.CheckRange(thresholdField, threshold, 1, maxPercent),
+		qosmanager.CheckRange(lowerField, lower, 1, maxPercent),
 		qosmanager.CheckOrder(lowerField, lower, thresholdField, threshold),
 	)
 }

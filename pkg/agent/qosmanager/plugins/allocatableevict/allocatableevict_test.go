@@ -430,6 +430,8 @@ func TestValidate(t *testing.T) {
 		{name: "both resources, lower equal to the threshold", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on,
 			CPUAllocatableEvictThresholdPercent: p64(80), CPUAllocatableEvictLowerPercent: p64(80),
 			MemoryAllocatableEvictThresholdPercent: p64(100), MemoryAllocatableEvictLowerPercent: p64(1), AllocatableEvictPriorityThreshold: p64(5999)})},
+		{name: "above 100: Koordinator's own example, 110 / 100", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on,
+			MemoryAllocatableEvictThresholdPercent: p64(110), MemoryAllocatableEvictLowerPercent: p64(100)})},
 		{name: "off: anything goes, so that switching off always works", spec: strategy(slov1alpha1.ResourceThresholdStrategy{
 			CPUAllocatableEvictThresholdPercent: p64(0), MemoryAllocatableEvictLowerPercent: p64(101)})},
 		{
@@ -439,9 +441,9 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "out of range", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on,
-				MemoryAllocatableEvictThresholdPercent: p64(101), MemoryAllocatableEvictLowerPercent: p64(0)}),
-			want: []string{"resourceUsedThresholdWithBE.memoryAllocatableEvictThresholdPercent is 101, outside [1, 100]",
-				"resourceUsedThresholdWithBE.memoryAllocatableEvictLowerPercent is 0, outside [1, 100]"},
+				MemoryAllocatableEvictThresholdPercent: p64(1001), MemoryAllocatableEvictLowerPercent: p64(0)}),
+			want: []string{"resourceUsedThresholdWithBE.memoryAllocatableEvictThresholdPercent is 1001, outside [1, 1000]",
+				"resourceUsedThresholdWithBE.memoryAllocatableEvictLowerPercent is 0, outside [1, 1000]"},
 		},
 		{
 			name: "a threshold without its lower percent", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on,
