@@ -129,7 +129,12 @@ func (d demo) placeBatchPods(ctx context.Context) error {
 	if _, err := p.Place(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "local-cluster: the demo's batch pods run, %s after the service was ready\n", time.Since(t).Round(time.Second))
+	running := time.Now()
+	fmt.Fprintf(os.Stderr, "local-cluster: the demo's batch pods run, %s after the service was ready; waiting for the service's latency and the node's NodeMetric to cover them\n",
+		running.Sub(t).Round(time.Second))
+	if err := prober(c).WaitBeside(ctx, localcluster.NodeName, running, 2*time.Minute); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "local-cluster: the report below may not cover the batch pods yet: %v\n", err)
+	}
 	return nil
 }
 

@@ -163,7 +163,8 @@ func (p Placer) measureAlone(ctx context.Context) {
 	}
 	var l Latency
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, aloneWait, true, func(ctx context.Context) (bool, error) {
+	// The checks use ctx, not the poll's context (see WaitBeside).
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, aloneWait, true, func(context.Context) (bool, error) {
 		if running, err := p.batchRunning(ctx); err != nil || running != "" {
 			if err == nil {
 				err = fmt.Errorf("batch pod %s runs already", running)
@@ -243,6 +244,54 @@ func (p Prober) Outcome(ctx context.Context, node string) string {
 	}
 	b.WriteString(p.nodeUse(ctx, node))
 	return b.String()
+}
+
+// serviceWindow is how long the demo service's /stats window takes to fill at its rate (1000 requests at 50 a
+// second): after it, the latency covers only requests served beside the batch pods.
+const serviceWindow = 20 * time.Second
+
+// WaitBeside waits, at most timeout, until the service's latency covers only requests served since the batch pods
+// started (serviceWindow after since) and the node's NodeMetric measures every batch pod running on the node, so
+// that Outcome reads the node with its batch work. It returns what it still waited for when the time ran out.
+func (p Prober) WaitBeside(ctx context.Context, node string, since time.Time, timeout time.Duration) error {
+	var last error
+	// The checks use ctx, not the poll's context: one cut short by the poll's deadline would hide what was waited for.
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(context.Context) (bool, error) {
+		last = p.besideMeasured(ctx, node, since)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
+}
+
+func (p Prober) besideMeasured(ctx context.Context, node string, since time.Time) error {
+	if wait := time.Until(since.Add(serviceWindow)); wait > 0 {
+		return fmt.Errorf("the service's latency window still holds requests from before the batch pods (%s more)", wait.Round(time.Second))
+	}
+	sel, err := labels.Parse(BatchSelector)
+	if err != nil {
+		return err
+	}
+	pods := &corev1.PodList{}
+	if err := p.Client.List(ctx, pods, client.InNamespace(Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("listing the batch pods: %w", err)
+	}
+	nm := &slov1alpha1.NodeMetric{}
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: node}, nm); err != nil {
+		return fmt.Errorf("reading the NodeMetric of node %s: %w", node, err)
+	}
+	measured := map[string]bool{}
+	for _, pm := range nm.Status.PodsMetric {
+		measured[pm.UID] = true
+	}
+	for _, pod := range pods.Items {
+		if pod.Spec.NodeName == node && pod.Status.Phase == corev1.PodRunning && !measured[string(pod.UID)] {
+			return fmt.Errorf("the NodeMetric of node %s does not measure batch pod %s yet", node, pod.Name)
+		}
+	}
+	return nil
 }
 
 func (p Prober) latencyAlone(ctx context.Context) (Latency, error) {

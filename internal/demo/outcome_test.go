@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -157,5 +158,41 @@ func TestOutcomeSaysWhatItCannotRead(t *testing.T) {
 	stats.srv.Close()
 	if got, want := prober.Outcome(ctx, w.node), "service latency: not read: reading the latency of pod gleaner-demo/ls-service-unread"; !strings.Contains(got, want) {
 		t.Errorf("the outcome does not say %q:\n%s", want, got)
+	}
+}
+
+// TestWaitBesideWaitsForTheWindowAndTheMeasurement: the report waits until the service's window holds only requests
+// served beside the batch pods and the NodeMetric measures every batch pod running on the node.
+func TestWaitBesideWaitsForTheWindowAndTheMeasurement(t *testing.T) {
+	w := newWorld(t, "beside")
+	prober := Prober{Client: w.c}
+	ctx := context.Background()
+	w.runBatchPods(1, Size{CPU: 500, Memory: 128 * mi})
+	w.report(time.Now(), true) // the service measured, the batch pod not
+
+	if err := prober.WaitBeside(ctx, w.node, time.Now(), 2*pollInterval); err == nil ||
+		!strings.Contains(err.Error(), "the service's latency window still holds requests from before the batch pods") {
+		t.Errorf("WaitBeside right after the start = %v, want the window's wait", err)
+	}
+	since := time.Now().Add(-time.Minute)
+	if err := prober.WaitBeside(ctx, w.node, since, 2*pollInterval); err == nil ||
+		!strings.Contains(err.Error(), "does not measure batch pod batch-beside-a yet") {
+		t.Errorf("WaitBeside before the NodeMetric measured the batch pod = %v, want that wait", err)
+	}
+
+	pod := &corev1.Pod{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "batch-beside-a"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	nm := &slov1alpha1.NodeMetric{}
+	if err := w.c.Get(ctx, client.ObjectKey{Name: w.node}, nm); err != nil {
+		t.Fatal(err)
+	}
+	nm.Status = testutil.NodeMetric(w.node).Updated(time.Now()).Pod(w.service, "cpu", "100m").Pod(pod, "cpu", "300m").Obj().Status
+	if err := w.c.Status().Update(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	if err := prober.WaitBeside(ctx, w.node, since, 5*time.Second); err != nil {
+		t.Errorf("WaitBeside once the batch pod is measured: %v", err)
 	}
 }
