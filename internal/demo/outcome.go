@@ -28,8 +28,8 @@ import (
 // StatsPort is the port the demo service serves GET /stats on (config/demo/ls-service.yaml, test/workloads/lsservice).
 const StatsPort = 8080
 
-// AnnotationLatencyAlone, on the batch Deployment, keeps the service's latency read just before the batch pods
-// started (Latency.encode), so that a report printed later, by another process, can compare with it.
+// AnnotationLatencyAlone is the batch Deployment's annotation that keeps the service's latency read before the
+// batch pods started (Latency.encode), so that a report printed later, by another process, can compare with it.
 const AnnotationLatencyAlone = "demo.gleaner.sh/service-latency-alone"
 
 // Latency is the part of the demo service's GET /stats the demo shows: its latency over its last requests.

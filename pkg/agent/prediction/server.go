@@ -52,7 +52,7 @@ type Options struct {
 // DefaultOptions returns the defaults: train every minute; drop a gone pod's model after 30 minutes; a day of cold
 // start, so that a model has seen a whole daily cycle before its peak counts (its recent-day peak covers 25 hours,
 // see model.peak); a 10 % margin; checkpoints every 10 minutes (a crash loses at most 10 minutes of a
-// day-long history) bounded to 64 MiB (maxModels models of at most about 5 KiB take about 5 MiB).
+// day-long history) bounded to 64 MiB (maxModels models of at most about 7.5 KiB take about 7.5 MiB).
 func DefaultOptions() Options {
 	return Options{
 		TrainingInterval:    time.Minute,
@@ -236,9 +236,9 @@ func (s *Server) admit(name string) bool {
 
 // Train runs one training round at now: every prod pod's CPU and memory samples since the last round (at most one
 // TrainingInterval back) go into its model one by one, at the collectors' resolution, so that the hourly peaks and
-// the percentiles describe the usage as sampled rather than minute averages, which would hide short peaks. The prod band model gets
-// the per-sample sum of the prod pods, the system model the system part's samples. Models of pods gone longer than
-// ModelExpiry are dropped.
+// the percentiles describe the usage as sampled rather than minute averages, which would hide short peaks. The prod
+// band model gets the per-sample sum of the prod pods, the system model the system part's samples. Models of pods
+// gone longer than ModelExpiry are dropped.
 func (s *Server) Train(now time.Time) {
 	now = now.Round(0)
 	s.mu.Lock()
