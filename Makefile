@@ -157,6 +157,15 @@ bench-agent: ## The agent's benchmarks: collection cycle, metric cache, process 
 	@# with the agent's reads (on ext4 it adds about 1.5 ms a cycle; docs/benchmarks.md shows both).
 	TMPDIR=$$(test -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp}) go test -run '^$$' -bench . -benchmem ./pkg/agent/collector/ ./pkg/agent/metriccache/
 
+.PHONY: gpu-check-build
+# The real-GPU check of the NVML layer runs on a machine with NVIDIA GPUs (hack/gpu-check/run.sh); what it runs is
+# built here, with cgo and the nvml tag, and needs no CUDA toolkit.
+gpu-check-build: ## Build the real-GPU check's binaries into bin/gpu-check (run there: hack/gpu-check/run.sh; docs/agent.md).
+	mkdir -p bin/gpu-check
+	go test -c -tags nvml -o bin/gpu-check/gpu.test ./pkg/agent/system/gpu/
+	go test -c -tags nvml -o bin/gpu-check/collector.test ./pkg/agent/collector/
+	gcc -O2 -Wall -o bin/gpu-check/gpuhold hack/gpu-check/gpuhold.c -ldl
+
 .PHONY: bench-prediction
 bench-prediction: ## Peak prediction scored on the future: 14 days of seven load shapes replayed through the server, the table of docs/benchmarks.md (~10 s).
 	go test -run '^TestAccuracyReplay$$' -count 1 -v ./pkg/agent/prediction/ | grep -E '^ *\||days at|^(--- |ok|FAIL)' | sed 's/^ *//'

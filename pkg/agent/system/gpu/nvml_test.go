@@ -4,6 +4,8 @@ package gpu
 
 import (
 	"errors"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -65,4 +67,48 @@ func TestNVMLOnThisMachine(t *testing.T) {
 		procs, err := l.Processes(i)
 		t.Logf("GPU %d: %+v; %d processes (%v)", i, d, len(procs), err)
 	}
+}
+
+// TestNVMLSeesMemoryHeldOnARealGPU runs in the real-GPU check (hack/gpu-check/run.sh), while gpuhold keeps
+// GLEANER_GPU_HOLD_BYTES in use on GPU 0: NVML must report at least that much memory used there, and lists the holder
+// among GPU 0's processes where this process can see the host's PIDs. Elsewhere it skips: no GPU memory is held.
+func TestNVMLSeesMemoryHeldOnARealGPU(t *testing.T) {
+	pidEnv, bytesEnv := os.Getenv("GLEANER_GPU_HOLD_PID"), os.Getenv("GLEANER_GPU_HOLD_BYTES")
+	if pidEnv == "" {
+		t.Skip("no GPU memory held here: hack/gpu-check/run.sh holds some on a GPU machine")
+	}
+	pid, err := strconv.Atoi(pidEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := strconv.ParseUint(bytesEnv, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewNVML()
+	if err := l.Init(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MemoryUsed < held {
+		t.Errorf("GPU 0 reports %d bytes used while %d are held on it: %+v", d.MemoryUsed, held, d)
+	}
+	procs, err := l.Processes(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if p.PID == pid {
+			if p.Memory != 0 && p.Memory < held {
+				t.Errorf("the holder (pid %d) uses %d bytes of GPU 0, want at least %d", pid, p.Memory, held)
+			}
+			t.Logf("GPU 0: %+v; the holder is process %+v", d, p)
+			return
+		}
+	}
+	// NVML names processes by their PID in the host's namespace; a check run in a container sees other numbers.
+	t.Logf("GPU 0: %+v; the holder (pid %d here) is not among its processes %+v: this check does not run in the host's pid namespace", d, pid, procs)
 }
