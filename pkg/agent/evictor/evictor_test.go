@@ -60,8 +60,10 @@ type fixture struct {
 	cgroups string
 	// evictions counts the eviction requests that reached the API server.
 	evictions atomic.Int32
-	// down makes evictions and event writes fail as if the API server could not be reached.
-	down atomic.Bool
+	// down makes evictions and event writes fail as if the API server could not be reached; refusedCreates counts
+	// the creates (events) it failed.
+	down           atomic.Bool
+	refusedCreates atomic.Int32
 	// hold, when set before a request, keeps eviction requests waiting until it is closed.
 	hold chan struct{}
 }
@@ -103,6 +105,7 @@ func newFixture(t *testing.T, configure func(*Options)) *fixture {
 		},
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if f.down.Load() {
+				f.refusedCreates.Add(1)
 				return unreachable()
 			}
 			return cl.Create(ctx, obj, opts...)
@@ -510,11 +513,18 @@ func TestKillLocally(t *testing.T) {
 		t.Errorf("killed twice within RetryAfter")
 	}
 
-	// The API server is still away at the first retry, and back at the second.
+	// The API server is still away at the first retry, and back at the second. The writer's retry runs in its own
+	// goroutine: the API server comes back only once that retry has been refused.
 	for !f.clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
 	}
+	refused := f.refusedCreates.Load()
 	f.clk.Step(events.RetryInterval)
+	for deadline := time.Now().Add(10 * time.Second); f.refusedCreates.Load() == refused; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the event writer did not retry while the API server was away")
+		}
+	}
 	f.down.Store(false)
 	f.expectEvents(pod)
 	f.clk.Step(events.RetryInterval)
