@@ -476,6 +476,19 @@ func TestEvictUnreachable(t *testing.T) {
 	}
 }
 
+// stepUntilRefused steps the clock by d and waits until the API server, away, has refused one more create: the
+// event writer's retry that the step woke in its own goroutine.
+func (f *fixture) stepUntilRefused(d time.Duration) {
+	f.t.Helper()
+	refused := f.refusedCreates.Load()
+	f.clk.Step(d)
+	for deadline := time.Now().Add(10 * time.Second); f.refusedCreates.Load() == refused; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			f.t.Fatal("the event writer did not retry while the API server was away")
+		}
+	}
+}
+
 // TestKillLocally kills a best-effort pod's cgroup while the API server is away, not twice within RetryAfter, and
 // reports it with a Warning event once the API server is back (through Start).
 func TestKillLocally(t *testing.T) {
@@ -518,13 +531,7 @@ func TestKillLocally(t *testing.T) {
 	for !f.clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
 	}
-	refused := f.refusedCreates.Load()
-	f.clk.Step(events.RetryInterval)
-	for deadline := time.Now().Add(10 * time.Second); f.refusedCreates.Load() == refused; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the event writer did not retry while the API server was away")
-		}
-	}
+	f.stepUntilRefused(events.RetryInterval)
 	f.down.Store(false)
 	f.expectEvents(pod)
 	f.clk.Step(events.RetryInterval)
