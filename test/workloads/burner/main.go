@@ -1,6 +1,9 @@
 // Command burner keeps a target CPU load, e.g. `burner --load 500m` uses half a core and `--load 1.5` one and a
-// half, by busy-looping for a share of every period on as many goroutines as the load needs. Every report interval
-// it logs the CPU it really got (from getrusage), which falls below the target when the cgroup throttles it.
+// half, by busy-looping for a share of every period on as many goroutines as the load needs. With --thrash SIZE each
+// worker spends its busy time walking a buffer of SIZE bytes instead, a cache line at a time in an order the
+// prefetcher cannot follow: with a buffer larger than the CPU's caches it thrashes them and uses memory bandwidth,
+// the interference batch work causes beside a service that CPU time alone does not show. Every report interval it
+// logs the CPU it really got (from getrusage), which falls below the target when the cgroup throttles it.
 package main
 
 import (
@@ -22,10 +25,16 @@ func main() {
 	load := fs.String("load", "500m", "CPU load to keep, in cores as Kubernetes writes CPU: 250m, 1, 1.5")
 	period := fs.Duration("period", 100*time.Millisecond, "duty-cycle period: each worker spins for its share of it")
 	report := fs.Duration("report", 10*time.Second, "how often to log the CPU really used; 0 turns it off")
+	thrash := fs.String("thrash", "0", "bytes of buffer each worker walks while busy (64Mi: larger than the caches); 0 spins only")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	cores, err := parseLoad(*load)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "burner: %v\n", err)
+		os.Exit(2)
+	}
+	size, err := resource.ParseQuantity(*thrash)
+	if err != nil || size.Value() < 0 {
+		fmt.Fprintf(os.Stderr, "burner: --thrash %q: want a size such as 64Mi, or 0\n", *thrash)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -33,7 +42,11 @@ func main() {
 	workers, duty := plan(cores)
 	fmt.Printf("burner: target %.3f cores: %d workers at %.0f%% of %s\n", cores, workers, duty*100, *period)
 	for range workers {
-		go burn(ctx, duty, *period)
+		step := func() {}
+		if size.Value() > 0 {
+			step = newThrasher(size.Value()).step
+		}
+		go burn(ctx, duty, *period, step)
 	}
 	if *report > 0 {
 		go reportUsage(ctx, *report)
@@ -64,16 +77,50 @@ func plan(cores float64) (workers int, duty float64) {
 	return workers, cores / float64(workers)
 }
 
-// burn spins for duty*period and sleeps for the rest of every period until ctx ends.
-func burn(ctx context.Context, duty float64, period time.Duration) {
+// burn calls step for duty*period and sleeps for the rest of every period until ctx ends.
+func burn(ctx context.Context, duty float64, period time.Duration, step func()) {
 	busy := time.Duration(float64(period) * duty)
 	for ctx.Err() == nil {
 		start := time.Now()
 		for time.Since(start) < busy {
+			step()
 		}
 		if rest := period - time.Since(start); rest > 0 {
 			time.Sleep(rest)
 		}
+	}
+}
+
+// cacheLine is the unit the thrasher touches; stride is how many lines apart two touches are: a prime, so that the
+// walk visits every line of any buffer whose line count it does not divide, and 4099 lines (about 256 KiB) apart,
+// beyond what a hardware prefetcher follows.
+const (
+	cacheLine = 64
+	stride    = 4099
+)
+
+// thrasher walks a buffer one cache line at a time, stride lines apart.
+type thrasher struct {
+	buf  []byte
+	line int
+}
+
+// newThrasher allocates a buffer of size bytes (at least one line; a line count that stride divides gets a line
+// more, so that the walk covers every line).
+func newThrasher(size int64) *thrasher {
+	lines := max(1, size/cacheLine)
+	if lines%stride == 0 {
+		lines++
+	}
+	return &thrasher{buf: make([]byte, lines*cacheLine)}
+}
+
+// step touches 256 lines (a read and a write each).
+func (t *thrasher) step() {
+	lines := len(t.buf) / cacheLine
+	for range 256 {
+		t.line = (t.line + stride) % lines
+		t.buf[t.line*cacheLine]++
 	}
 }
 

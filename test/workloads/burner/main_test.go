@@ -46,3 +46,29 @@ func TestParseLoad(t *testing.T) {
 		}
 	}
 }
+
+// The walk touches every line of the buffer once per pass, whatever its size: a prime stride over a line count it
+// does not divide.
+func TestThrasherTouchesEveryLine(t *testing.T) {
+	for _, size := range []int64{1, 64, 100 * 64, stride * 64, 5000 * 64} {
+		th := newThrasher(size)
+		lines := len(th.buf) / cacheLine
+		passes := 3
+		for range lines * passes / 256 {
+			th.step()
+		}
+		touched := 0
+		for i := range lines {
+			touched += int(th.buf[i*cacheLine])
+		}
+		if want := lines * passes / 256 * 256; touched != want {
+			t.Errorf("size %d: %d touches, want %d", size, touched, want)
+		}
+		for i := range lines {
+			if got := int(th.buf[i*cacheLine]); lines >= 256 && (got < passes-1 || got > passes+1) {
+				t.Errorf("size %d: line %d touched %d times in about %d passes", size, i, got, passes)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package colocation
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// AlonePhase is the name of the phase the others are compared with: the service without batch work.
+const AlonePhase = "alone"
+
+// Phase is one measured stretch of a run.
+type Phase struct {
+	// Name says what ran (AlonePhase, or a batch phase's name); Round counts the phase's repetitions from 1.
+	Name  string `json:"name"`
+	Round int    `json:"round"`
+	// Start and End bound the measurement.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Latency is the service's, from the load generator.
+	Latency Latency `json:"latency"`
+	// CPU is the node's and the classes' CPU use.
+	CPU Use `json:"cpu"`
+	// BatchCoresDone is the CPU the batch class got, in cores: the work CPU burners did per second.
+	BatchCoresDone float64 `json:"batchCoresDone"`
+	// Actions are what Gleaner did in the phase, by counter (evictions, suppression changes, ...).
+	Actions map[string]float64 `json:"actions,omitempty"`
+}
+
+// Point is one moment of a run's timeline, for the picture.
+type Point struct {
+	At time.Time `json:"at"`
+	// CPU is the use over the second before At.
+	CPU Use `json:"cpu"`
+	// P99 is the service's p99 latency in ms over the window before At (0: no requests).
+	P99 float64 `json:"p99Ms"`
+	// BatchQuota is the batch class's CPU limit in cores (CPU suppression), 0 when unlimited.
+	BatchQuota float64 `json:"batchQuotaCores"`
+}
+
+// Report is a run: its phases in the order they ran, the timeline, and the comparison with the alone phases.
+type Report struct {
+	// CPUs is the node's CPU count; Rate the service's requests per second.
+	CPUs   int       `json:"cpus"`
+	Rate   float64   `json:"rate"`
+	Phases []Phase   `json:"phases"`
+	Points []Point   `json:"timeline"`
+	Ratios []Summary `json:"summary"`
+}
+
+// Summary is one phase name's result over its rounds, against the alone phases of the same run: the median of each
+// round's value, and the latencies as ratios to the alone phases' median.
+type Summary struct {
+	Name   string `json:"name"`
+	Rounds int    `json:"rounds"`
+	// P50, P99 and P999 are ratios to alone (1 = no change).
+	P50  float64 `json:"p50Ratio"`
+	P99  float64 `json:"p99Ratio"`
+	P999 float64 `json:"p999Ratio"`
+	// P99Ms is the median p99 in milliseconds.
+	P99Ms float64 `json:"p99Ms"`
+	// Errors sums the rounds' failed requests.
+	Errors int `json:"errors"`
+	// Node is the node's median busy share, Batch the batch class's, Service the service's.
+	Node    float64 `json:"node"`
+	Batch   float64 `json:"batch"`
+	Service float64 `json:"service"`
+	// BatchCores is the median CPU the batch class got, in cores.
+	BatchCores float64 `json:"batchCores"`
+}
+
+// Summarise fills r.Ratios from r.Phases: one Summary per phase name, in first-run order. Without an alone phase
+// the ratios are 0.
+func (r *Report) Summarise(serviceClass, batchClass string) {
+	var names []string
+	byName := map[string][]Phase{}
+	for _, p := range r.Phases {
+		if _, ok := byName[p.Name]; !ok {
+			names = append(names, p.Name)
+		}
+		byName[p.Name] = append(byName[p.Name], p)
+	}
+	field := func(ps []Phase, f func(Phase) float64) float64 {
+		v := make([]float64, len(ps))
+		for i, p := range ps {
+			v[i] = f(p)
+		}
+		return median(v)
+	}
+	alone := byName[AlonePhase]
+	base := [3]float64{
+		field(alone, func(p Phase) float64 { return p.Latency.P50 }),
+		field(alone, func(p Phase) float64 { return p.Latency.P99 }),
+		field(alone, func(p Phase) float64 { return p.Latency.P999 }),
+	}
+	r.Ratios = nil
+	for _, n := range names {
+		ps := byName[n]
+		s := Summary{
+			Name:       n,
+			Rounds:     len(ps),
+			P50:        ratio(field(ps, func(p Phase) float64 { return p.Latency.P50 }), base[0]),
+			P99:        ratio(field(ps, func(p Phase) float64 { return p.Latency.P99 }), base[1]),
+			P999:       ratio(field(ps, func(p Phase) float64 { return p.Latency.P999 }), base[2]),
+			P99Ms:      field(ps, func(p Phase) float64 { return p.Latency.P99 }),
+			Node:       field(ps, func(p Phase) float64 { return p.CPU.Node }),
+			Batch:      field(ps, func(p Phase) float64 { return p.CPU.Classes[batchClass] }),
+			Service:    field(ps, func(p Phase) float64 { return p.CPU.Classes[serviceClass] }),
+			BatchCores: field(ps, func(p Phase) float64 { return p.BatchCoresDone }),
+		}
+		for _, p := range ps {
+			s.Errors += p.Latency.Errors
+		}
+		r.Ratios = append(r.Ratios, s)
+	}
+}
+
+// median is the median of v (the mean of the middle two for an even count), 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func ratio(v, base float64) float64 {
+	if base <= 0 {
+		return 0
+	}
+	return v / base
+}
+
+// WriteTable writes the summary as a Markdown table.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, s := range r.Ratios {
+		fmt.Fprintf(&b, "| %s | %d | %.2fx | %.2fx | %.2fx | %.2f | %d | %.0f %% | %.0f %% | %.1f %% | %.2f |\n",
+			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
