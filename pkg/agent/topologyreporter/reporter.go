@@ -101,15 +101,19 @@ func (r *Reporter) Start(ctx context.Context) error {
 		default:
 		}
 	})
-	var quiet error // the condition last logged once
+	var quiet error // the condition (ErrNoCRD, ErrNoNUMA) last logged, once
 	for {
 		result, err := r.Report(ctx)
 		switch {
 		case errors.Is(err, ErrNoCRD) || errors.Is(err, ErrNoNUMA):
-			if quiet == nil || quiet.Error() != err.Error() {
+			sentinel := ErrNoCRD
+			if errors.Is(err, ErrNoNUMA) {
+				sentinel = ErrNoNUMA
+			}
+			if quiet != sentinel {
 				log.Info("not publishing the NodeResourceTopology; checking again later", "reason", err.Error())
 			}
-			quiet = err
+			quiet = sentinel
 		case err != nil:
 			log.Error(err, "publishing the NodeResourceTopology")
 			quiet = nil
