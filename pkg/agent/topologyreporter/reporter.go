@@ -110,7 +110,7 @@ func (r *Reporter) Start(ctx context.Context) error {
 			if errors.Is(err, ErrNoNUMA) {
 				sentinel = ErrNoNUMA
 			}
-			if quiet != sentinel {
+			if !errors.Is(quiet, sentinel) {
 				log.Info("not publishing the NodeResourceTopology; checking again later", "reason", err.Error())
 			}
 			quiet = sentinel

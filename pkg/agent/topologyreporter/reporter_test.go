@@ -97,7 +97,6 @@ func reports(m *metrics.Metrics, result string) int {
 // Node's allocatable or the pods' requests change.
 func TestPublish(t *testing.T) {
 	e := env.Start(t)
-	ctx := context.Background()
 	const name = "nrt-two"
 	node := hostTwo(t, e, name)
 	t.Cleanup(func() {
@@ -110,34 +109,7 @@ func TestPublish(t *testing.T) {
 	m := metrics.New()
 	r := New(c, store, "testdata/two", clk, m, name, DefaultOptions())
 
-	// No CRD: the reporter says so once and checks again every Resync, without writing.
-	var log qosmanagertest.Log
-	runCtx, stop := context.WithCancel(klog.NewContext(ctx, log.Logger()))
-	done := make(chan error, 1)
-	go func() { done <- r.Start(runCtx) }()
-	defer func() { stop(); <-done }()
-	waitFor(t, "the first report", func() bool { return reports(m, ReportNoCRD) == 1 && clk.HasWaiters() })
-	if n := c.writes.Load(); n != 0 {
-		t.Errorf("%d writes without the CRD, want none", n)
-	}
-	clk.Step(Resync)
-	waitFor(t, "the second look for the CRD", func() bool { return reports(m, ReportNoCRD) == 2 && clk.HasWaiters() })
-	if n := log.Count("no NodeResourceTopology CRD"); n != 1 {
-		t.Errorf("the missing CRD was logged %d times in two rounds, want once:\n%s", n, log.String())
-	}
-
-	// An operator installs the CRD: the next look creates the object.
-	e.InstallTopologyCRD(t)
-	clk.Step(Resync)
-	waitFor(t, "the object created once the CRD exists", func() bool { return reports(m, ReportWritten) == 1 && clk.HasWaiters() })
-	if n := log.Count("publishing the NodeResourceTopology again"); n != 1 {
-		t.Errorf("the return of the CRD was logged %d times, want once:\n%s", n, log.String())
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("Start returned %v, want nil", err)
-	}
-	done <- nil
+	startWithoutCRD(t, e, r, clk, m, c)
 
 	u, zones := get(t, e, name)
 	want := []nrt.Zone{
@@ -153,57 +125,7 @@ func TestPublish(t *testing.T) {
 
 	checkManagerSplit(t, u, node)
 
-	// Nothing changed: nothing is read or written until Resync has passed, and then only read.
-	gets, writes := c.gets.Load(), c.writes.Load()
-	if res, err := r.Report(ctx); err != nil || res != ReportUnchanged {
-		t.Fatalf("report with nothing changed: %s, %v; want %s", res, err, ReportUnchanged)
-	}
-	if c.gets.Load() != gets || c.writes.Load() != writes {
-		t.Errorf("a report with nothing changed sent %d reads and %d writes, want none", c.gets.Load()-gets, c.writes.Load()-writes)
-	}
-
-	// The manager writes its zone values (as the batch plugin's PreUpdate does): the agent keeps them.
-	batchZones := map[string]corev1.ResourceList{"node-0": {"kubernetes.io/batch-cpu": mustQuantity("3000")}, "node-1": {"kubernetes.io/batch-cpu": mustQuantity("2000")}}
-	writeManagerZones(t, e, name, batchZones)
-	gets = c.gets.Load()
-	clk.Step(Resync)
-	if res, err := r.Report(ctx); err != nil || res != ReportUnchanged {
-		t.Fatalf("report after the manager's write: %s, %v; want %s", res, err, ReportUnchanged)
-	}
-	if c.gets.Load() == gets || c.writes.Load() != writes {
-		t.Errorf("after Resync a report read %d times and wrote %d times, want a read and no write", c.gets.Load()-gets, c.writes.Load()-writes)
-	}
-
-	// The kubelet reserves one more CPU: the zones' allocatable follows at once, the manager's entries stay.
-	node.Status.Allocatable["cpu"] = mustQuantity("8")
-	store.SetNode(node.DeepCopy())
-	if res, err := r.Report(ctx); err != nil || res != ReportWritten {
-		t.Fatalf("report after allocatable changed: %s, %v; want %s", res, err, ReportWritten)
-	}
-	_, zones = get(t, e, name)
-	for _, c := range []struct {
-		zone, resource, allocatable string
-	}{
-		{"node-0", "cpu", "4800m"}, {"node-1", "cpu", "3200m"}, // 8 cores split 6:4
-		{"node-0", "kubernetes.io/batch-cpu", "3000"}, {"node-1", "kubernetes.io/batch-cpu", "2000"},
-	} {
-		if got, ok := resourceOf(zones, c.zone, c.resource); !ok || got.Allocatable.Cmp(mustQuantity(c.allocatable)) != 0 {
-			t.Errorf("zone %s %s allocatable = %s (present %v), want %s", c.zone, c.resource, got.Allocatable.String(), ok, c.allocatable)
-		}
-	}
-
-	// A pod requests 2 CPUs and 4Gi: available drops by each zone's share.
-	store.SetPod(testutil.Pod("p").Node(name).Requests("cpu", "2", "memory", "4Gi").Obj())
-	if res, err := r.Report(ctx); err != nil || res != ReportWritten {
-		t.Fatalf("report after a pod came: %s, %v; want %s", res, err, ReportWritten)
-	}
-	_, zones = get(t, e, name)
-	if got, _ := resourceOf(zones, "node-0", "cpu"); got.Available.Cmp(mustQuantity("3600m")) != 0 {
-		t.Errorf("node-0 cpu available = %s, want 4800m - 6/10 of 2 = 3600m", got.Available.String())
-	}
-	if got, _ := resourceOf(zones, "node-1", "memory"); got.Available.Cmp(mustQuantity("2816Mi")) != 0 {
-		t.Errorf("node-1 memory available = %s, want 3840Mi - 4/16 of 4Gi = 2816Mi", got.Available.String())
-	}
+	checkRounds(t, e, r, c, clk, store, node)
 }
 
 // TestMalformedHost: a sysfs tree that cannot be read is a clear error, and nothing is written.
@@ -301,4 +223,97 @@ func checkManagerSplit(t *testing.T, u *unstructured.Unstructured, node *corev1.
 		return
 	}
 	t.Errorf("the batch plugin gave no %s: %+v", slov1alpha1.BatchCPU, items)
+}
+
+// startWithoutCRD runs r.Start in a cluster without the NodeResourceTopology CRD: the reporter says so once, checks
+// again every Resync without writing, and creates the object at the first look after the CRD is installed.
+func startWithoutCRD(t *testing.T, e *testenv.Env, r *Reporter, clk *clocktesting.FakeClock, m *metrics.Metrics, c *counting) {
+	t.Helper()
+	var log qosmanagertest.Log
+	runCtx, stop := context.WithCancel(klog.NewContext(context.Background(), log.Logger()))
+	done := make(chan struct{})
+	var startErr error
+	go func() { startErr = r.Start(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+	waitFor(t, "the first report", func() bool { return reports(m, ReportNoCRD) == 1 && clk.HasWaiters() })
+	if n := c.writes.Load(); n != 0 {
+		t.Errorf("%d writes without the CRD, want none", n)
+	}
+	clk.Step(Resync)
+	waitFor(t, "the second look for the CRD", func() bool { return reports(m, ReportNoCRD) == 2 && clk.HasWaiters() })
+	if n := log.Count("no NodeResourceTopology CRD"); n != 1 {
+		t.Errorf("the missing CRD was logged %d times in two rounds, want once:\n%s", n, log.String())
+	}
+
+	// An operator installs the CRD: the next look creates the object.
+	e.InstallTopologyCRD(t)
+	clk.Step(Resync)
+	waitFor(t, "the object created once the CRD exists", func() bool { return reports(m, ReportWritten) == 1 && clk.HasWaiters() })
+	if n := log.Count("publishing the NodeResourceTopology again"); n != 1 {
+		t.Errorf("the return of the CRD was logged %d times, want once:\n%s", n, log.String())
+	}
+	stop()
+	<-done
+	if startErr != nil {
+		t.Errorf("Start returned %v, want nil", startErr)
+	}
+}
+
+// checkRounds reports round by round after the object exists: nothing sent when nothing changed, the manager's zone
+// entries kept, an update when the Node's allocatable or the pods' requests change.
+func checkRounds(t *testing.T, e *testenv.Env, r *Reporter, c *counting, clk *clocktesting.FakeClock, store *statesinformer.Store, node *corev1.Node) {
+	t.Helper()
+	ctx := context.Background()
+	name := node.Name
+	// Nothing changed: nothing is read or written until Resync has passed, and then only read.
+	gets, writes := c.gets.Load(), c.writes.Load()
+	if res, err := r.Report(ctx); err != nil || res != ReportUnchanged {
+		t.Fatalf("report with nothing changed: %s, %v; want %s", res, err, ReportUnchanged)
+	}
+	if c.gets.Load() != gets || c.writes.Load() != writes {
+		t.Errorf("a report with nothing changed sent %d reads and %d writes, want none", c.gets.Load()-gets, c.writes.Load()-writes)
+	}
+
+	// The manager writes its zone values (as the batch plugin's PreUpdate does): the agent keeps them.
+	batchZones := map[string]corev1.ResourceList{"node-0": {"kubernetes.io/batch-cpu": mustQuantity("3000")}, "node-1": {"kubernetes.io/batch-cpu": mustQuantity("2000")}}
+	writeManagerZones(t, e, name, batchZones)
+	gets = c.gets.Load()
+	clk.Step(Resync)
+	if res, err := r.Report(ctx); err != nil || res != ReportUnchanged {
+		t.Fatalf("report after the manager's write: %s, %v; want %s", res, err, ReportUnchanged)
+	}
+	if c.gets.Load() == gets || c.writes.Load() != writes {
+		t.Errorf("after Resync a report read %d times and wrote %d times, want a read and no write", c.gets.Load()-gets, c.writes.Load()-writes)
+	}
+
+	// The kubelet reserves one more CPU: the zones' allocatable follows at once, the manager's entries stay.
+	node.Status.Allocatable["cpu"] = mustQuantity("8")
+	store.SetNode(node.DeepCopy())
+	if res, err := r.Report(ctx); err != nil || res != ReportWritten {
+		t.Fatalf("report after allocatable changed: %s, %v; want %s", res, err, ReportWritten)
+	}
+	_, zones := get(t, e, name)
+	for _, w := range []struct {
+		zone, resource, allocatable string
+	}{
+		{"node-0", "cpu", "4800m"}, {"node-1", "cpu", "3200m"}, // 8 cores split 6:4
+		{"node-0", "kubernetes.io/batch-cpu", "3000"}, {"node-1", "kubernetes.io/batch-cpu", "2000"},
+	} {
+		if got, ok := resourceOf(zones, w.zone, w.resource); !ok || got.Allocatable.Cmp(mustQuantity(w.allocatable)) != 0 {
+			t.Errorf("zone %s %s allocatable = %s (present %v), want %s", w.zone, w.resource, got.Allocatable.String(), ok, w.allocatable)
+		}
+	}
+
+	// A pod requests 2 CPUs and 4Gi: available drops by each zone's share.
+	store.SetPod(testutil.Pod("p").Node(name).Requests("cpu", "2", "memory", "4Gi").Obj())
+	if res, err := r.Report(ctx); err != nil || res != ReportWritten {
+		t.Fatalf("report after a pod came: %s, %v; want %s", res, err, ReportWritten)
+	}
+	_, zones = get(t, e, name)
+	if got, _ := resourceOf(zones, "node-0", "cpu"); got.Available.Cmp(mustQuantity("3600m")) != 0 {
+		t.Errorf("node-0 cpu available = %s, want 4800m - 6/10 of 2 = 3600m", got.Available.String())
+	}
+	if got, _ := resourceOf(zones, "node-1", "memory"); got.Available.Cmp(mustQuantity("2816Mi")) != 0 {
+		t.Errorf("node-1 memory available = %s, want 3840Mi - 4/16 of 4Gi = 2816Mi", got.Available.String())
+	}
 }
