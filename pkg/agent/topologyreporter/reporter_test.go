@@ -239,7 +239,10 @@ func startWithoutCRD(t *testing.T, e *testenv.Env, r *Reporter, clk *clocktestin
 	if n := c.writes.Load(); n != 0 {
 		t.Errorf("%d writes without the CRD, want none", n)
 	}
-	clk.Step(Resync)
+	// Not every Interval: only once Resync has passed.
+	clk.Step(DefaultOptions().Interval)
+	waitFor(t, "the reporter waiting", clk.HasWaiters)
+	clk.Step(Resync - DefaultOptions().Interval)
 	waitFor(t, "the second look for the CRD", func() bool { return reports(m, ReportNoCRD) == 2 && clk.HasWaiters() })
 	if n := log.Count("no NodeResourceTopology CRD"); n != 1 {
 		t.Errorf("the missing CRD was logged %d times in two rounds, want once:\n%s", n, log.String())
