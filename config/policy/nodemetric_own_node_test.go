@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/nrt"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -72,7 +74,7 @@ func TestAgentWritesOnlyItsOwnNodeMetric(t *testing.T) {
 	if err := expectRefused(writeReport(agentB, "node-a", "3"), "gleaner-agent on node node-b may write only NodeMetric node-b, not node-a"); err != nil {
 		t.Error(err)
 	}
-	if err := expectRefused(writeReport(unbound, "node-a", "4"), "gleaner-agent may write NodeMetrics only with a service-account token bound to a pod on a node"); err != nil {
+	if err := expectRefused(writeReport(unbound, "node-a", "4"), "gleaner-agent may write a NodeMetric only with a service-account token bound to a pod on a node"); err != nil {
 		t.Errorf("a token bound to no pod: %v", err)
 	}
 	for _, w := range []struct {
@@ -97,6 +99,57 @@ func TestAgentWritesOnlyItsOwnNodeMetric(t *testing.T) {
 	if err := manager.Patch(ctx, nm, client.MergeFrom(orig)); err != nil {
 		t.Errorf("gleaner-manager writing the spec of NodeMetric node-b: %v", err)
 	}
+}
+
+// TestAgentWritesOnlyItsOwnNodeResourceTopology: the same policy holds the agents to their own node's
+// NodeResourceTopology, which the agent's ClusterRole lets them create and update.
+func TestAgentWritesOnlyItsOwnNodeResourceTopology(t *testing.T) {
+	e := env.Start(t)
+	e.InstallTopologyCRD(t)
+	objs := render(t, e, "../default")
+	install(t, e, objs, "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentC := agentClient(t, e, cs, "node-c")
+	unbound := tokenClient(t, e, requestToken(t, cs, agentSA, nil))
+	for _, n := range []string{"node-c", "node-d"} {
+		t.Cleanup(func() { _ = e.Client.Delete(context.Background(), topologyObject(n)) })
+	}
+	// RBAC alone lets an agent write any node's zones.
+	if err := agentC.Create(context.Background(), topologyObject("node-d")); err != nil {
+		t.Fatalf("without the policy, agent C creating NodeResourceTopology node-d: want it allowed (RBAC alone), got %v", err)
+	}
+	install(t, e, objs, "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+	testenv.Eventually(t, "the policy refuses agent C's update of NodeResourceTopology node-d", func() error {
+		u := nrt.New()
+		if err := agentC.Get(context.Background(), client.ObjectKey{Name: "node-d"}, u); err != nil {
+			return err
+		}
+		return expectRefused(agentC.Update(context.Background(), u), "gleaner-agent on node node-c may write only NodeResourceTopology node-c, not node-d")
+	})
+	if err := expectRefused(unbound.Create(context.Background(), topologyObject("node-c")),
+		"gleaner-agent may write a NodeResourceTopology only with a service-account token bound to a pod on a node"); err != nil {
+		t.Errorf("a token bound to no pod: %v", err)
+	}
+	own := topologyObject("node-c")
+	if err := agentC.Create(context.Background(), own); err != nil {
+		t.Fatalf("agent C creating its own NodeResourceTopology: %v", err)
+	}
+	if err := agentC.Update(context.Background(), own); err != nil {
+		t.Errorf("agent C updating its own NodeResourceTopology: %v", err)
+	}
+}
+
+// topologyObject is a NodeResourceTopology of one NUMA zone.
+func topologyObject(node string) *unstructured.Unstructured {
+	u := nrt.New()
+	u.SetName(node)
+	u.Object["zones"] = []any{map[string]any{"name": "node-0", "type": nrt.ZoneTypeNode, "resources": []any{
+		nrt.ResourceMap(nrt.ResourceInfo{Name: "cpu", Capacity: resource.MustParse("8"), Allocatable: resource.MustParse("8"), Available: resource.MustParse("8")}),
+	}}}
+	return u
 }
 
 // TestLocalClusterInstallsThePolicy: the local cluster (config/local, applied by gleaner-local deploy) installs the

@@ -37,6 +37,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+	"github.com/gleaner-sh/gleaner/pkg/agent/topologyreporter"
 	"github.com/gleaner-sh/gleaner/pkg/serving"
 )
 
@@ -50,6 +51,8 @@ type Agent struct {
 	Collectors *collector.Runner
 	// Reporter writes the NodeMetric status.
 	Reporter *reporter.Reporter
+	// Topology publishes the node's NodeResourceTopology; nil with --report-topology=false.
+	Topology *topologyreporter.Reporter
 	// Prediction predicts what the prod pods will not use; nil with --prediction-off.
 	Prediction *prediction.Server
 	// Executor writes cgroup values.
@@ -249,6 +252,9 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, Evictor: ev, QoS: qos,
 		RuntimeHook: hook, Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
 	}
+	if opts.Topology.Enabled {
+		a.Topology = topologyreporter.New(c, states, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)
+	}
 	if !opts.PredictionOff {
 		if a.Prediction, err = prediction.NewServer(states, cache, clk, opts.predictionOptions()); err != nil {
 			return nil, err
@@ -314,7 +320,11 @@ func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, sta
 	if a.Prediction != nil {
 		rs = append(rs, a.Prediction)
 	}
-	return append(rs, a.Reporter)
+	rs = append(rs, a.Reporter)
+	if a.Topology != nil {
+		rs = append(rs, a.Topology)
+	}
+	return rs
 }
 
 // Run runs the modules in order until ctx ends (see the package documentation).

@@ -20,6 +20,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/topologyreporter"
 	"github.com/gleaner-sh/gleaner/pkg/serving"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
@@ -91,6 +92,8 @@ type Options struct {
 	Cache metriccache.Config
 	// Report tunes the NodeMetric reporter.
 	Report reporter.Options
+	// Topology tunes the NodeResourceTopology reporter (docs/agent.md, NUMA topology).
+	Topology topologyreporter.Options
 
 	// MetricsAddr serves Prometheus /metrics; "0" turns it off.
 	MetricsAddr string
@@ -126,6 +129,7 @@ func NewOptions() *Options {
 		Kubelet:             statesinformer.KubeletConfig{URL: "https://127.0.0.1:10250", Interval: 10 * time.Second},
 		Cache:               metriccache.DefaultConfig(),
 		Report:              reporter.DefaultOptions(),
+		Topology:            topologyreporter.DefaultOptions(),
 		MetricsAddr:         ":9316",
 		Serving:             serving.DefaultOptions(),
 		HealthAddr:          ":9317",
@@ -186,6 +190,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.Report.MinCoverage, "report-min-coverage", o.Report.MinCoverage, "share of a window a series' samples must reach back to be reported (cold start)")
 	fs.IntVar(&o.Report.MaxPods, "report-max-pods", o.Report.MaxPods, "most pods listed in NodeMetric status")
 	fs.IntVar(&o.Report.MaxHostApplications, "report-max-host-applications", o.Report.MaxHostApplications, "most host applications listed in NodeMetric status")
+	fs.BoolVar(&o.Topology.Enabled, "report-topology", o.Topology.Enabled, "publish the node's NUMA zones as its NodeResourceTopology (topology.node.k8s.io/v1alpha2), which the manager splits batch resources by (docs/agent.md)")
+	fs.DurationVar(&o.Topology.Interval, "report-topology-interval", o.Topology.Interval, "how often the NUMA zones are computed again; the NodeResourceTopology is written only when they changed")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus /metrics endpoint; 0 disables it")
 	o.Serving.AddFlags(fs)
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
@@ -277,6 +283,7 @@ func (o *Options) validateModules() []error {
 		o.RuntimeHook.Validate(),
 		o.Cache.Validate(),
 		o.Report.Validate(),
+		o.Topology.Validate(),
 		o.predictionOptions().Validate(),
 	} {
 		if err != nil {

@@ -72,7 +72,7 @@ func main() {
 	fs.StringVar(&c.runs, "runs", "", "several manager runs on one filled cluster, separated by ';', each overriding flags: "+
 		"qps=1000,burst=2000,gogc=100,controllers=nodeallocation+noderesource (the published resources are removed between runs)")
 	fs.StringVar(&c.controllers, "controllers", "noderesource", "gleaner-manager --controllers (nodeallocation,noderesource for both node controllers)")
-	fs.StringVar(&c.topologyCRD, "topology-crd", "pkg/controllers/noderesource/testdata/noderesourcetopology-crd.yaml",
+	fs.StringVar(&c.topologyCRD, "topology-crd", "test/testenv/crds/noderesourcetopology.yaml",
 		"NodeResourceTopology CRD installed in the cluster (with none of its objects), as in clusters with topology-aware scheduling; empty for none")
 	_ = fs.Parse(os.Args[1:])
 	c.loaderQPS = float32(*loaderQPS)

@@ -46,6 +46,8 @@ type Metrics struct {
 	QoSMemoryUsage *prometheus.GaugeVec
 	// Reports counts NodeMetric reports by result.
 	Reports *prometheus.CounterVec
+	// TopologyReports counts NodeResourceTopology reports by result.
+	TopologyReports *prometheus.CounterVec
 	// Devices are the storage, CPI, cold-memory and GPU gauges.
 	Devices *Devices
 }
@@ -91,11 +93,15 @@ func New() *Metrics {
 			Name: "gleaner_agent_nodemetric_reports_total",
 			Help: "NodeMetric status reports by result: written, unchanged (nothing to send), not_ready (too little data), no_nodemetric, error.",
 		}, []string{"result"}),
+		TopologyReports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gleaner_agent_topology_reports_total",
+			Help: "NodeResourceTopology reports by result: written, unchanged (nothing to send), not_ready (Node not known yet), no_crd (the cluster has no NodeResourceTopology CRD), error.",
+		}, []string{"result"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUUsage, m.PodMemoryUsage,
-		m.QoSCPUUsage, m.QoSMemoryUsage, m.Reports,
+		m.QoSCPUUsage, m.QoSMemoryUsage, m.Reports, m.TopologyReports,
 	)
 	m.Devices = newDevices(m.Registry)
 	return m

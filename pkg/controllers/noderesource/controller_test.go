@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -75,9 +74,7 @@ func start(t *testing.T) *harness {
 	once.Do(func() {
 		ctx := context.Background()
 		// The NodeResourceTopology CRD must exist before the controller starts: it decides then whether to watch it.
-		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/noderesourcetopology-crd.yaml"}}); err != nil {
-			t.Fatal(err)
-		}
+		e.InstallTopologyCRD(t)
 		for _, obj := range []client.Object{
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: configMap.Namespace}},
 			&corev1.ConfigMap{

@@ -6,17 +6,16 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gleaner-sh/gleaner/pkg/nrt"
 )
 
 // TopologyGVK is the kind of the NodeResourceTopology objects (topology.node.k8s.io/v1alpha2) that topology-aware
-// node agents publish, one per node, named after it. Gleaner reads and writes them as unstructured objects so that
-// a cluster without that CRD costs nothing.
-var TopologyGVK = schema.GroupVersionKind{Group: "topology.node.k8s.io", Version: "v1alpha2", Kind: "NodeResourceTopology"}
+// node agents, gleaner-agent among them, publish, one per node, named after it. Gleaner reads and writes them as
+// unstructured objects so that a cluster without that CRD costs nothing.
+var TopologyGVK = nrt.GVK
 
 // Topology is a node's NUMA zones.
 type Topology struct {
@@ -36,40 +35,18 @@ type Zone struct {
 	Allocatable corev1.ResourceList
 }
 
-// nrt mirrors the parts of a NodeResourceTopology Gleaner uses.
-type nrt struct {
-	Zones []nrtZone `json:"zones"`
-}
-
-type nrtZone struct {
-	Name      string            `json:"name"`
-	Type      string            `json:"type"`
-	Resources []nrtResourceInfo `json:"resources,omitempty"`
-}
-
-type nrtResourceInfo struct {
-	Name        string            `json:"name"`
-	Capacity    resource.Quantity `json:"capacity"`
-	Allocatable resource.Quantity `json:"allocatable"`
-	Available   resource.Quantity `json:"available"`
-}
-
 // NewTopologyObject returns an empty unstructured NodeResourceTopology for reading into.
-func NewTopologyObject() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(TopologyGVK)
-	return u
-}
+func NewTopologyObject() *unstructured.Unstructured { return nrt.New() }
 
 // TopologyFrom extracts the NUMA zones of a NodeResourceTopology.
 func TopologyFrom(u *unstructured.Unstructured) (*Topology, error) {
-	var obj nrt
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
-		return nil, fmt.Errorf("decoding NodeResourceTopology %s: %w", u.GetName(), err)
+	obj, err := nrt.Decode(u)
+	if err != nil {
+		return nil, err
 	}
 	t := &Topology{Object: u}
 	for _, z := range obj.Zones {
-		if z.Type != "Node" {
+		if z.Type != nrt.ZoneTypeNode {
 			continue
 		}
 		zone := Zone{Name: z.Name, Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}}
@@ -111,8 +88,7 @@ func UpdateTopologyZones(ctx context.Context, c client.Client, u *unstructured.U
 		}
 		for _, n := range names {
 			if q, ok := want[n]; ok {
-				v := q.String()
-				kept = append(kept, map[string]any{"name": string(n), "capacity": v, "allocatable": v, "available": v})
+				kept = append(kept, nrt.ResourceMap(nrt.ResourceInfo{Name: string(n), Capacity: q, Allocatable: q, Available: q}))
 			}
 		}
 		if !equalResources(resources, kept) {
