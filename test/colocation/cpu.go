@@ -30,7 +30,8 @@ type Snapshot struct {
 	// At is when it was read.
 	At time.Time
 	// Busy and Total are the CPU time of all CPUs from /proc/stat: Total every state's, Busy all but idle and iowait.
-	Busy, Total time.Duration
+	// Steal is the part of Busy the hypervisor gave other machines while this one had work to run.
+	Busy, Total, Steal time.Duration
 	// Used is each class's CPU time, Throttled its count of throttled CFS periods, by class name.
 	Used      map[string]time.Duration
 	Throttled map[string]uint64
@@ -51,7 +52,7 @@ func (r Reader) Read() (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading the node's CPU times: %w", err)
 	}
-	if s.Busy, s.Total, err = parseProcStat(b); err != nil {
+	if s.Busy, s.Total, s.Steal, err = parseProcStat(b); err != nil {
 		return Snapshot{}, fmt.Errorf("reading the node's CPU times from %s: %w", r.ProcStat, err)
 	}
 	for _, c := range r.Classes {
@@ -70,7 +71,7 @@ func (r Reader) Read() (Snapshot, error) {
 
 // parseProcStat reads the "cpu" line of /proc/stat: user nice system idle iowait irq softirq steal (guest time is
 // already in user and nice).
-func parseProcStat(b []byte) (busy, total time.Duration, err error) {
+func parseProcStat(b []byte) (busy, total, steal time.Duration, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -78,23 +79,26 @@ func parseProcStat(b []byte) (busy, total time.Duration, err error) {
 			continue
 		}
 		if len(fields) < 5 {
-			return 0, 0, fmt.Errorf("the cpu line has %d fields, want at least 4 times", len(fields)-1)
+			return 0, 0, 0, fmt.Errorf("the cpu line has %d fields, want at least 4 times", len(fields)-1)
 		}
-		var idle, all uint64
+		var idle, all, stolen uint64
 		for i, f := range fields[1:min(len(fields), 9)] {
 			v, err := strconv.ParseUint(f, 10, 64)
 			if err != nil {
-				return 0, 0, fmt.Errorf("the cpu line's field %d: %w", i+1, err)
+				return 0, 0, 0, fmt.Errorf("the cpu line's field %d: %w", i+1, err)
 			}
 			all += v
-			if i == 3 || i == 4 { // idle, iowait
+			switch i {
+			case 3, 4: // idle, iowait
 				idle += v
+			case 7:
+				stolen = v
 			}
 		}
 		tick := time.Second / userHZ
-		return time.Duration(all-idle) * tick, time.Duration(all) * tick, nil
+		return time.Duration(all-idle) * tick, time.Duration(all) * tick, time.Duration(stolen) * tick, nil
 	}
-	return 0, 0, fmt.Errorf("no cpu line")
+	return 0, 0, 0, fmt.Errorf("no cpu line")
 }
 
 // readUsage reads a cgroup's CPU time from cpuacct.usage (v1) or cpu.stat's usage_usec (v2).
@@ -134,8 +138,10 @@ func statField(file, key string) (uint64, error) {
 
 // Use is the CPU used between two snapshots, as shares of all of the node's CPUs (1 = every CPU busy throughout).
 type Use struct {
-	// Node is the busy share of the node.
-	Node float64 `json:"node"`
+	// Node is the busy share of the node; Steal the share the hypervisor took (counted in Node: a virtual machine
+	// whose CPUs are busy competes with its neighbours on the host).
+	Node  float64 `json:"node"`
+	Steal float64 `json:"steal"`
 	// Classes is each class's share; Other is the node's busy share the classes do not account for (the system,
 	// the control plane, Gleaner, the load generator), never below 0.
 	Classes map[string]float64 `json:"classes"`
@@ -152,6 +158,7 @@ func Between(a, b Snapshot) Use {
 		return u
 	}
 	u.Node = float64(max(0, b.Busy-a.Busy)) / float64(total)
+	u.Steal = float64(max(0, b.Steal-a.Steal)) / float64(total)
 	other := u.Node
 	for name, used := range b.Used {
 		share := float64(max(0, used-a.Used[name])) / float64(total)

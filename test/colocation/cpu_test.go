@@ -45,8 +45,8 @@ func TestBetween(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	//            user  nice sys  idle iowait irq softirq steal: +700 +0 +300 +700 +100 +100 +100 +0 = 2000
-	write(t, stat, procStat("1700 0 800 8700 200 110 110 0 70 0"))
+	//            user  nice sys  idle iowait irq softirq steal: +700 +0 +200 +700 +100 +100 +100 +100 = 2000
+	write(t, stat, procStat("1700 0 700 8700 200 110 110 100 70 0"))
 	write(t, svcUsage, "6000000000\n")                                     // +1 s of 20 s: 5 %
 	write(t, svcStat, "nr_periods 20\nnr_throttled 5\nthrottled_time 9\n") // +3
 	write(t, batch, "usage_usec 9000000\nnr_throttled 7\n")                // +8 s: 40 %, +0
@@ -57,7 +57,7 @@ func TestBetween(t *testing.T) {
 	if got, want := b.Total-a.Total, 20*time.Second; got != want {
 		t.Errorf("total CPU time %s, want %s (2,000 ticks)", got, want)
 	}
-	want := Use{Node: 0.6, Classes: map[string]float64{"service": 0.05, "batch": 0.4}, Other: 0.15,
+	want := Use{Node: 0.6, Steal: 0.05, Classes: map[string]float64{"service": 0.05, "batch": 0.4}, Other: 0.15,
 		Throttled: map[string]uint64{"service": 3, "batch": 0}}
 	if diff := cmp.Diff(want, Between(a, b), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -20,6 +20,64 @@ const (
 // classColors are the stacked areas' colours, bottom up; the p99 line is drawn in black, the batch limit dashed.
 var classColors = []string{"#4c72b0", "#dd8452", "#b8b8b8"}
 
+// phaseColors are the bands' colours of the phases the benchmark runs; others are grey.
+var phaseColors = map[string]string{AlonePhase: "#f0f0f0", "protected": "#e6eef8", "unprotected": "#f8e8e6"}
+
+// gapLimit is the longest time between two points of one stretch of measurement: the time between phases (pods
+// starting and stopping, the agent restarting) is left blank, not drawn as a line across.
+const gapLimit = 3 * time.Second
+
+// segments cuts points where two are more than gap apart.
+func segments(points []Point, gap time.Duration) [][]Point {
+	var out [][]Point
+	start := 0
+	for i := 1; i <= len(points); i++ {
+		if i == len(points) || points[i].At.Sub(points[i-1].At) > gap {
+			out = append(out, points[start:i])
+			start = i
+		}
+	}
+	return out
+}
+
+// drawSegment draws one stretch of points: the classes' stacked areas (bottom up; "" is Other), the batch limit and
+// the p99 line.
+func drawSegment(b *strings.Builder, seg []Point, classes []string, x func(time.Time) float64, y, yms func(float64) float64, cpus int) {
+	below := make([]float64, len(seg))
+	for ci, class := range classes {
+		top := make([]float64, len(seg))
+		var pts []string
+		for i, p := range seg {
+			share := p.CPU.Other
+			if class != "" {
+				share = p.CPU.Classes[class]
+			}
+			top[i] = below[i] + share
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.At), y(top[i])))
+		}
+		for i := len(seg) - 1; i >= 0; i-- {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(seg[i].At), y(below[i])))
+		}
+		fmt.Fprintf(b, `<polygon points="%s" fill="%s" fill-opacity="0.85"/>`+"\n", strings.Join(pts, " "), classColors[ci])
+		below = top
+	}
+	var limit, p99 []string
+	for _, p := range seg {
+		if p.BatchQuota > 0 && cpus > 0 {
+			limit = append(limit, fmt.Sprintf("%.1f,%.1f", x(p.At), y(p.BatchQuota/float64(cpus))))
+		}
+		if p.P99 > 0 {
+			p99 = append(p99, fmt.Sprintf("%.1f,%.1f", x(p.At), yms(p.P99)))
+		}
+	}
+	if len(limit) > 1 {
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="#8c1c13" stroke-width="1.5" stroke-dasharray="5,3"/>`+"\n", strings.Join(limit, " "))
+	}
+	if len(p99) > 1 {
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="black" stroke-width="1.5"/>`+"\n", strings.Join(p99, " "))
+	}
+}
+
 // WriteSVG draws the run over time: the node's CPU use stacked by class (service, batch, other) on the left axis,
 // the service's p99 latency on the right axis, the batch class's CPU limit (suppression) dashed, and the phases as
 // labelled bands. serviceClass and batchClass name the classes as in the report.
@@ -43,53 +101,20 @@ func (r *Report) WriteSVG(w io.Writer, serviceClass, batchClass string) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
 		plotWidth, plotHeight, plotWidth, plotHeight)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	for i, ph := range r.Phases {
+	for _, ph := range r.Phases {
 		x0, x1 := x(maxTime(ph.Start, t0)), x(minTime(ph.End, t1))
 		if x1 <= x0 {
 			continue
 		}
-		fill := "#f4f4f4"
-		if i%2 == 1 {
-			fill = "#e8eef7"
+		fill, ok := phaseColors[ph.Name]
+		if !ok {
+			fill = "#f4f4f4"
 		}
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x0, marginTop, x1-x0, innerH, fill)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10">%s</text>`+"\n", (x0+x1)/2, marginTop-6, ph.Name)
 	}
-	classes := []string{serviceClass, batchClass, ""}
-	below := make([]float64, len(r.Points))
-	for ci, class := range classes {
-		top := make([]float64, len(r.Points))
-		for i, p := range r.Points {
-			share := p.CPU.Other
-			if class != "" {
-				share = p.CPU.Classes[class]
-			}
-			top[i] = below[i] + share
-		}
-		var pts []string
-		for i, p := range r.Points {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p.At), y(top[i])))
-		}
-		for i := len(r.Points) - 1; i >= 0; i-- {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(r.Points[i].At), y(below[i])))
-		}
-		fmt.Fprintf(&b, `<polygon points="%s" fill="%s" fill-opacity="0.85"/>`+"\n", strings.Join(pts, " "), classColors[ci])
-		below = top
-	}
-	var limit, p99 []string
-	for _, p := range r.Points {
-		if p.BatchQuota > 0 && r.CPUs > 0 {
-			limit = append(limit, fmt.Sprintf("%.1f,%.1f", x(p.At), y(p.BatchQuota/float64(r.CPUs))))
-		}
-		if p.P99 > 0 {
-			p99 = append(p99, fmt.Sprintf("%.1f,%.1f", x(p.At), yms(p.P99)))
-		}
-	}
-	if len(limit) > 1 {
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="#8c1c13" stroke-width="1.5" stroke-dasharray="5,3"/>`+"\n", strings.Join(limit, " "))
-	}
-	if len(p99) > 1 {
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="black" stroke-width="1.5"/>`+"\n", strings.Join(p99, " "))
+	for _, seg := range segments(r.Points, gapLimit) {
+		drawSegment(&b, seg, []string{serviceClass, batchClass, ""}, x, y, yms, r.CPUs)
 	}
 	axes(&b, innerW, innerH, span, maxP99)
 	legend := []struct{ color, text string }{

@@ -70,6 +70,8 @@ type Summary struct {
 	Service float64 `json:"service"`
 	// BatchCores is the median CPU the batch class got, in cores.
 	BatchCores float64 `json:"batchCores"`
+	// Steal is the median share of the node's CPU time the hypervisor took.
+	Steal float64 `json:"steal"`
 }
 
 // Summarise fills r.Ratios from r.Phases: one Summary per phase name, in first-run order. Without an alone phase
@@ -110,6 +112,7 @@ func (r *Report) Summarise(serviceClass, batchClass string) {
 			Batch:      field(ps, func(p Phase) float64 { return p.CPU.Classes[batchClass] }),
 			Service:    field(ps, func(p Phase) float64 { return p.CPU.Classes[serviceClass] }),
 			BatchCores: field(ps, func(p Phase) float64 { return p.BatchCoresDone }),
+			Steal:      field(ps, func(p Phase) float64 { return p.CPU.Steal }),
 		}
 		for _, p := range ps {
 			s.Errors += p.Latency.Errors
@@ -141,11 +144,11 @@ func ratio(v, base float64) float64 {
 // WriteTable writes the summary as a Markdown table.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | steal |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Ratios {
-		fmt.Fprintf(&b, "| %s | %d | %.2fx | %.2fx | %.2fx | %.2f | %d | %.0f %% | %.0f %% | %.1f %% | %.2f |\n",
-			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores)
+		fmt.Fprintf(&b, "| %s | %d | %.2fx | %.2fx | %.2fx | %.2f | %d | %.0f %% | %.0f %% | %.1f %% | %.2f | %.1f %% |\n",
+			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores, 100*s.Steal)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

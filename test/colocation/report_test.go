@@ -44,11 +44,11 @@ func TestSummarise(t *testing.T) {
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	wantTable := `| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| alone | 2 | 1.00x | 1.00x | 1.00x | 5.00 | 0 | 11 % | 0 % | 5.0 % | 0.00 |
-| unprotected | 2 | 1.50x | 5.00x | 5.00x | 25.00 | 4 | 96 % | 81 % | 5.0 % | 1.62 |
-| protected | 2 | 1.00x | 1.10x | 1.10x | 5.50 | 0 | 86 % | 71 % | 5.0 % | 1.42 |
+	wantTable := `| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | steal |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| alone | 2 | 1.00x | 1.00x | 1.00x | 5.00 | 0 | 11 % | 0 % | 5.0 % | 0.00 | 0.0 % |
+| unprotected | 2 | 1.50x | 5.00x | 5.00x | 25.00 | 4 | 96 % | 81 % | 5.0 % | 1.62 | 0.0 % |
+| protected | 2 | 1.00x | 1.10x | 1.10x | 5.50 | 0 | 86 % | 71 % | 5.0 % | 1.42 | 0.0 % |
 `
 	if diff := cmp.Diff(wantTable, b.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
@@ -91,8 +91,8 @@ func TestWriteSVG(t *testing.T) {
 		{Name: "alone", Start: t0, End: t0.Add(2 * time.Second)},
 		{Name: "protected", Start: t0.Add(2 * time.Second), End: t0.Add(4 * time.Second)},
 	}}
-	for i := range 5 {
-		r.Points = append(r.Points, Point{At: t0.Add(time.Duration(i) * time.Second), P99: float64(4 + i),
+	for _, at := range []int{0, 1, 2, 10, 11, 12} { // two stretches of measurement, 8 s apart
+		r.Points = append(r.Points, Point{At: t0.Add(time.Duration(at) * time.Second), P99: float64(4 + at),
 			BatchQuota: 1.5, CPU: Use{Node: 0.5, Classes: map[string]float64{"service": 0.1, "batch": 0.3}, Other: 0.1}})
 	}
 	var b bytes.Buffer
@@ -117,8 +117,8 @@ func TestWriteSVG(t *testing.T) {
 			texts = append(texts, string(el))
 		}
 	}
-	if count["svg"] != 1 || count["polygon"] != 3 || count["polyline"] != 2 {
-		t.Errorf("elements %v: want one svg, 3 polygons (classes), 2 polylines (p99, limit)", count)
+	if count["svg"] != 1 || count["polygon"] != 6 || count["polyline"] != 4 {
+		t.Errorf("elements %v: want one svg and, for each of the two stretches, 3 polygons (classes) and 2 polylines (p99, limit)", count)
 	}
 	for _, want := range []string{"alone", "protected", "service p99 (right axis)", "100 %"} {
 		found := false

@@ -53,7 +53,8 @@ const (
 // generator outside its cgroup, alone and beside batch pods with and without Gleaner's protection, alternated over
 // rounds, with the node's CPU use by class. It writes colocation.json, colocation.svg and colocation.md to
 // $GLEANER_BENCH_OUT (default: a temporary directory, printed). make bench-colocation runs it once;
-// GLEANER_BENCH_PHASE (a duration, default 45s) and GLEANER_BENCH_ROUNDS (default 3) size it.
+// GLEANER_BENCH_PHASE (a duration, default 45s) and GLEANER_BENCH_ROUNDS (default 3) size it, GLEANER_BENCH_MIX
+// picks part of the batch mix (benchMixOf).
 func BenchmarkColocation(b *testing.B) {
 	e := suite.Env(b)
 	for b.Loop() {
@@ -86,11 +87,10 @@ func benchColocation(b *testing.B, e *Env) {
 	e.Kubectl("label", "namespace", batchNS, profileLabel+"=batch")
 	waitForProfile(e, batchNS, profile.Spec.PriorityClassName)
 	cpus := benchCPUs(b)
-	// Two thirds of what the node publishes, over the two burners: room for the published value to move.
-	perBurner := max(50, (published*2/3-benchDiskMilli)/2)
-	mix := batchMix(cpus, perBurner)
-	b.Logf("node publishes %dm of batch-cpu: the burner and the thrasher ask %dm each, the disk writer %dm (as cpu, through the ColocationProfile)",
-		published, perBurner, benchDiskMilli)
+	// Two thirds of what the node publishes, over the burners of the mix: room for the published value to move.
+	mix := benchMixOf(b, batchMix(cpus))
+	sizeMix(mix, published*2/3)
+	b.Logf("node publishes %dm of batch-cpu; the batch pods ask (as cpu, through the ColocationProfile): %s", published, describeMix(mix))
 
 	r := &benchRun{e: e, b: b, gen: gen, report: colocation.Report{CPUs: cpus, Rate: benchRate},
 		reader: colocation.Reader{ProcStat: "/proc/stat", Classes: []colocation.Class{
@@ -194,22 +194,66 @@ type batchWork struct {
 	scratch bool
 }
 
-// batchMix is the batch work of one phase for a node of cpus CPUs, each burner asking milli millicores: a CPU
-// burner and a cache and memory-bandwidth thrasher that each try to use every CPU, and a disk writer.
-func batchMix(cpus int, milli int64) []batchWork {
+// batchMix is the batch work of one phase for a node of cpus CPUs: a CPU burner and a cache and memory-bandwidth
+// thrasher that each try to use every CPU (their requests are set by sizeMix), and a disk writer.
+func batchMix(cpus int) []batchWork {
 	load := fmt.Sprintf("--load=%d", cpus)
 	return []batchWork{
-		{name: "bench-burner", image: BurnerImage, args: []string{load, "--report=0"}, milli: milli, memory: "64Mi"},
-		{name: "bench-thrasher", image: BurnerImage, args: []string{load, "--report=0", "--thrash=64Mi"}, milli: milli,
+		{name: "bench-burner", image: BurnerImage, args: []string{load, "--report=0"}, memory: "64Mi"},
+		{name: "bench-thrasher", image: BurnerImage, args: []string{load, "--report=0", "--thrash=64Mi"},
 			memory: fmt.Sprintf("%dMi", 64*cpus+64)},
 		{name: "bench-diskwriter", image: DiskWriterImage, args: []string{"--dir=/data", "--rate=32Mi", "--size=256Mi"},
 			milli: benchDiskMilli, memory: "64Mi", scratch: true},
 	}
 }
 
+// benchMixOf is the works GLEANER_BENCH_MIX names (a comma-separated list of bench-burner, bench-thrasher and
+// bench-diskwriter, to tell their interference apart), or all of them.
+func benchMixOf(b *testing.B, all []batchWork) []batchWork {
+	names := os.Getenv("GLEANER_BENCH_MIX")
+	if names == "" {
+		return all
+	}
+	var mix []batchWork
+	for _, n := range strings.Split(names, ",") {
+		i := slices.IndexFunc(all, func(w batchWork) bool { return w.name == strings.TrimSpace(n) })
+		if i < 0 {
+			b.Fatalf("GLEANER_BENCH_MIX=%q: %q is not one of bench-burner, bench-thrasher, bench-diskwriter", names, n)
+		}
+		mix = append(mix, all[i])
+	}
+	return mix
+}
+
 // benchMinBatchMilli is the least batch-cpu the benchmark starts with: the node publishes what its measured usage
 // leaves, and a node whose own programs use most of it has nothing to show.
 const benchMinBatchMilli = 300
+
+// sizeMix shares milli millicores among the works without a request of their own (the burners), after those with
+// one; a burner gets at least 50m.
+func sizeMix(ws []batchWork, milli int64) {
+	var burners int64
+	for _, w := range ws {
+		if w.milli == 0 {
+			burners++
+		} else {
+			milli -= w.milli
+		}
+	}
+	for i := range ws {
+		if ws[i].milli == 0 {
+			ws[i].milli = max(50, milli/burners)
+		}
+	}
+}
+
+func describeMix(ws []batchWork) string {
+	var n []string
+	for _, w := range ws {
+		n = append(n, fmt.Sprintf("%s %dm", w.name, w.milli))
+	}
+	return strings.Join(n, ", ")
+}
 
 // benchDiskMilli is the disk writer's CPU request.
 const benchDiskMilli = 50
