@@ -169,8 +169,8 @@ func startBenchService(e *Env, ns string) *corev1.Pod {
 	return e.RunPodIn(ns, pod)
 }
 
-// waitForProfile waits until a pod created in ns gets the profile's priority class (the manager's cache has the
-// profile and the namespace's label).
+// waitForProfile waits until a pod created in ns gets the profile's priority class: the manager's cache learns of
+// the profile and the namespace's label within moments, and a dry-run pod shows when it has.
 func waitForProfile(e *Env, ns, priorityClass string) {
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
 		probe := testutil.Pod("probe").Namespace(ns).Container("c").Requests("cpu", "10m").Obj()

@@ -48,16 +48,7 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 	profile := applySampleProfile(e)
 	ns := e.Namespace()
 	e.Kubectl("label", "namespace", ns, profileLabel+"=batch")
-	// The manager's cache learns of the profile and the label within moments; a dry-run pod shows when it has.
-	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
-		probe := testutil.Pod("probe").Namespace(ns).Container("c").Requests("cpu", "10m").Obj()
-		probe.UID, probe.Status = "", corev1.PodStatus{}
-		got, err := e.Clientset.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return false, err.Error()
-		}
-		return got.Spec.PriorityClassName == profile.Spec.PriorityClassName, fmt.Sprintf("a dry-run pod got priority class %q", got.Spec.PriorityClassName)
-	})
+	waitForProfile(e, ns, profile.Spec.PriorityClassName)
 
 	milli, memory := fmt.Sprintf("%dm", profileMilli), fmt.Sprint(profileMemory)
 	tmpl := testutil.Pod("").Label("app", "profiled").Container("report").Image(CgroupReportImage).
