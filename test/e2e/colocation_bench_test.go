@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,7 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/test/colocation"
 	"github.com/gleaner-sh/gleaner/test/testutil"
@@ -54,7 +58,8 @@ const (
 // rounds, with the node's CPU use by class. It writes colocation.json, colocation.svg and colocation.md to
 // $GLEANER_BENCH_OUT (default: a temporary directory, printed). make bench-colocation runs it once;
 // GLEANER_BENCH_PHASE (a duration, default 45s) and GLEANER_BENCH_ROUNDS (default 3) size it, GLEANER_BENCH_MIX
-// picks part of the batch mix (benchMixOf).
+// picks part of the batch mix (benchMixOf), GLEANER_BENCH_THRESHOLD protects with other thresholds
+// (benchProtection).
 func BenchmarkColocation(b *testing.B) {
 	e := suite.Env(b)
 	for b.Loop() {
@@ -98,18 +103,15 @@ func benchColocation(b *testing.B, e *Env) {
 				Stat: filepath.Join("/sys/fs/cgroup/cpu/kubepods/burstable", "pod"+string(svc.UID), "cpu.stat")},
 			{Name: "batch", Usage: "/sys/fs/cgroup/cpuacct/kubepods/besteffort/cpuacct.usage", Stat: besteffortCPU + "/cpu.stat"},
 		}}}
-	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(e.Ctx, SLOConfigName, metav1.GetOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	qosInstalled := cm.Data[resourceQOSKey]
+	protection := benchProtection(e)
+	writeSLOKeys(e, protection.on, true)
 	protected := true
 	for round := 1; round <= rounds; round++ {
 		r.phase(colocation.AlonePhase, round, phaseLen, nil)
 		order := []bool{protected, !protected} // alternate, so that each switch of the protection serves two phases
 		for _, on := range order {
 			if on != protected {
-				setProtection(e, on, qosInstalled)
+				setProtection(e, on, protection)
 				protected = on
 			}
 			name := phaseUnprotected
@@ -120,7 +122,7 @@ func benchColocation(b *testing.B, e *Env) {
 		}
 	}
 	if !protected {
-		setProtection(e, true, qosInstalled)
+		setProtection(e, true, protection)
 	}
 	r.finish(out)
 }
@@ -320,14 +322,91 @@ func runBatch(e *Env, ns string, works []batchWork) func() {
 	}
 }
 
-// resourceQOSKey is the key of slo-controller-config that configures the QoS classes' cgroup features.
-const resourceQOSKey = "resource-qos-config"
+// The keys of slo-controller-config that configure the QoS classes' cgroup features and the node's thresholds (CPU
+// suppression, memory eviction).
+const (
+	resourceQOSKey       = "resource-qos-config"
+	resourceThresholdKey = "resource-threshold-config"
+)
+
+// protectionConfig is what slo-controller-config holds in each kind of phase, by key ("" for no such key).
+type protectionConfig struct {
+	on, off map[string]string
+}
+
+// benchProtection reads the installed values of the two keys. Protected phases run with them, or with
+// GLEANER_BENCH_THRESHOLD as resource-threshold-config (to measure CPU suppression, off by default); unprotected
+// phases run with class BE's cpuQOS off and the installed thresholds. When the benchmark ends both keys are put back.
+func benchProtection(e *Env) protectionConfig {
+	e.t.Helper()
+	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(e.Ctx, SLOConfigName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	installed := map[string]string{resourceQOSKey: cm.Data[resourceQOSKey], resourceThresholdKey: cm.Data[resourceThresholdKey]}
+	e.t.Cleanup(func() { writeSLOKeys(e, installed, false) }) // the test's context has ended: nothing to wait with
+	cfg := protectionConfig{on: maps.Clone(installed), off: maps.Clone(installed)}
+	if t := os.Getenv("GLEANER_BENCH_THRESHOLD"); t != "" {
+		cfg.on[resourceThresholdKey] = t
+	}
+	cfg.off[resourceQOSKey] = `{"clusterStrategy":{"beClass":{"cpuQOS":{"enable":false,"groupIdentity":0}}}}`
+	return cfg
+}
+
+// writeSLOKeys sets keys of slo-controller-config ("" deletes one) and, with wait, waits until the manager has
+// written the node's NodeSLO from them (its resourceVersion moves), when they changed anything.
+func writeSLOKeys(e *Env, keys map[string]string, wait bool) {
+	e.t.Helper()
+	ctx := context.Background()
+	fail := e.t.Fatalf // at cleanup (no wait), one failure must not stop the rest
+	if !wait {
+		fail = e.t.Errorf
+	}
+	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(ctx, SLOConfigName, metav1.GetOptions{})
+	if err != nil {
+		fail("reading %s: %v", SLOConfigName, err)
+		return
+	}
+	changed := false
+	for k, v := range keys {
+		if cm.Data[k] == v {
+			continue
+		}
+		changed = true
+		if v == "" {
+			delete(cm.Data, k)
+		} else {
+			cm.Data[k] = v
+		}
+	}
+	if !changed {
+		return
+	}
+	slo := &slov1alpha1.NodeSLO{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, slo); err != nil {
+		fail("reading NodeSLO %s: %v", localcluster.NodeName, err)
+		return
+	}
+	if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		fail("changing %s: %v", SLOConfigName, err)
+		return
+	}
+	if !wait {
+		return
+	}
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		now := &slov1alpha1.NodeSLO{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, now); err != nil {
+			return false, err.Error()
+		}
+		return now.ResourceVersion != slo.ResourceVersion, "the NodeSLO was not written again"
+	})
+}
 
 // setProtection turns Gleaner's node protection off or back on, by configuration: the agent's --runtime-hook (off,
-// or as installed) and class BE's cpuQOS in resource-qos-config (CPU idle off, or installed, which is qosOn: ""
-// for no such key). It waits until the agent runs with the hook's new mode and the besteffort QoS cgroup's cpu.idle
-// says the kernel has it.
-func setProtection(e *Env, on bool, qosOn string) {
+// or as installed) and slo-controller-config's keys (cfg). It waits until the agent runs with the hook's new mode and
+// the besteffort QoS cgroup's cpu.idle says the kernel has class BE's cpuQOS.
+func setProtection(e *Env, on bool, cfg protectionConfig) {
 	e.t.Helper()
 	const off = "--runtime-hook=off"
 	ds, err := e.Clientset.AppsV1().DaemonSets(GleanerNamespace).Get(e.Ctx, "gleaner-agent", metav1.GetOptions{})
@@ -343,24 +422,11 @@ func setProtection(e *Env, on bool, qosOn string) {
 		e.t.Fatalf("changing the agent's --runtime-hook: %v", err)
 	}
 	e.Kubectl("-n", GleanerNamespace, "rollout", "status", "daemonset/gleaner-agent", "--timeout=3m")
-	mode, idle := runtimehook.ModeNRI, "1"
-	qos := qosOn
+	mode, idle, keys := runtimehook.ModeNRI, "1", cfg.on
 	if !on {
-		mode, idle = runtimehook.ModeOff, "0"
-		qos = `{"clusterStrategy":{"beClass":{"cpuQOS":{"enable":false,"groupIdentity":0}}}}`
+		mode, idle, keys = runtimehook.ModeOff, "0", cfg.off
 	}
-	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(e.Ctx, SLOConfigName, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if qos == "" {
-		delete(cm.Data, resourceQOSKey)
-	} else {
-		cm.Data[resourceQOSKey] = qos
-	}
-	if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(e.Ctx, cm, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatalf("changing %s: %v", resourceQOSKey, err)
-	}
+	writeSLOKeys(e, keys, true)
 	waitForHookMode(e, mode)
 	e.Eventually(2*time.Minute, func(context.Context) (bool, string) {
 		b, err := os.ReadFile(besteffortCPU + "/cpu.idle")
