@@ -6,8 +6,8 @@ import (
 	"math/bits"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
 	"github.com/gleaner-sh/gleaner/pkg/nrt"
 )
@@ -55,7 +55,7 @@ func Zones(t *topology.Topology, capacity, allocatable, requests corev1.Resource
 			za := mulDiv(zc, s.allocatable, s.capacity)
 			avail := max(za-mulDiv(zc, s.requests, s.capacity), 0)
 			z.Resources = append(z.Resources, nrt.ResourceInfo{
-				Name: string(r), Capacity: quantity(zc, r), Allocatable: quantity(za, r), Available: quantity(avail, r),
+				Name: string(r), Capacity: slov1alpha1.QuantityOf(zc, r), Allocatable: slov1alpha1.QuantityOf(za, r), Available: slov1alpha1.QuantityOf(avail, r),
 			})
 		}
 		zones = append(zones, z)
@@ -63,23 +63,13 @@ func Zones(t *topology.Topology, capacity, allocatable, requests corev1.Resource
 	return zones, nil
 }
 
-// amount is r in l in millicores for CPU, bytes for memory.
+// amount is r in l in millicores for CPU, bytes for memory (slov1alpha1.AmountOf), 0 when l has no r.
 func amount(l corev1.ResourceList, r corev1.ResourceName) int64 {
 	q, ok := l[r]
 	if !ok {
 		return 0
 	}
-	if r == corev1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
-}
-
-func quantity(v int64, r corev1.ResourceName) resource.Quantity {
-	if r == corev1.ResourceCPU {
-		return *resource.NewMilliQuantity(v, resource.DecimalSI)
-	}
-	return *resource.NewQuantity(v, resource.BinarySI)
+	return slov1alpha1.AmountOf(q, r)
 }
 
 // mulDiv is floor(a x b / c) for non-negative a, c > 0 and 0 <= b <= c, exact where a x b overflows int64 (4 PiB
