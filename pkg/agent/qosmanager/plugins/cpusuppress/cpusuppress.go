@@ -39,7 +39,8 @@ const (
 	// a tick at each end, so on a small node a change within two ticks is noise (0.1 cores over 200 ms), and
 	// following it would rewrite the limit every run.
 	skipTicks = 2
-	// minCPUSetCPUs is the fewest CPUs the cpuset policy leaves best-effort pods.
+	// minCPUSetCPUs is the fewest CPUs the cpuset policy leaves best-effort pods; a smaller share is held with the
+	// besteffort cgroup's quota besides (applyFloorQuota).
 	minCPUSetCPUs = 2
 	// minWindow is the shortest window a decision is based on: runs closer together (RunOnce in tests, a late
 	// tick followed by an on-time one) keep measuring from the older sample.
@@ -69,6 +70,10 @@ type Plugin struct {
 	pending bool                          // the limit in force has not reached the executor yet (or failed)
 	cpus    cpuset.CPUSet                 // the cpuset in force
 	dirsKey qosmanager.Fingerprint        // the best-effort pods the cpuset was written to
+	// floorQuota is the quota, cores, that the cpuset policy holds below its floor of minCPUs CPUs (applyFloorQuota);
+	// 0 while it holds none. floorPending: it has not reached the executor yet (or failed).
+	floorQuota   float64
+	floorPending bool
 
 	// restored says the knob is back at its unlimited value and needs nothing more; set says this process has
 	// handed the executor a limit of the knob (which the executor keeps in force until it is replaced).
@@ -100,7 +105,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		share:   -1,
 		limit: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gleaner_agent_cpusuppress_be_cpu_limit_cores",
-			Help: "CPU that CPU suppression leaves best-effort pods, cores: the besteffort cgroup's CFS quota (cfsQuota policy) or the number of CPUs of their cpuset (cpuset policy); -1 while suppression is off.",
+			Help: "CPU that CPU suppression leaves best-effort pods, cores: the besteffort cgroup's CFS quota (cfsQuota policy) or the number of CPUs of their cpuset (cpuset policy; the quota where the share is below the policy's floor of 2 CPUs); -1 while suppression is off.",
 		}),
 	}
 	p.v1 = d.CgroupVersion() == cgroup.V1
@@ -160,7 +165,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		if p.active != "" {
 			log.Info("CPU suppression is off; giving best-effort pods their CPU back", "policy", p.active)
 		}
-		p.active, p.prev = "", sample{}
+		p.active, p.prev, p.floorQuota = "", sample{}, 0
 		p.limit.Set(-1)
 		return errors.Join(p.restoreQuota(ctx, "CPU suppression is off"), p.restoreCPUSet(ctx, "CPU suppression is off"))
 	}
@@ -179,6 +184,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 			p.cpusetRestored = false
 		}
 		p.active, p.share, p.pending, p.cpus, p.dirsKey = s.CPUSuppressPolicy, -1, true, cpuset.CPUSet{}, 0
+		p.floorQuota = 0
 	}
 	errs = append(errs, p.enforce(ctx, spec))
 	return errors.Join(errs...)
@@ -210,7 +216,7 @@ func (p *Plugin) enforce(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) err
 	next, changed := step(p.share, d.target, minChange(in.capacity, in.window), loosenPerSecond*in.capacity*in.window.Seconds())
 	log := klog.FromContext(ctx)
 	if pinning {
-		return p.applyCPUSet(ctx, log, pods, next, changed, &d)
+		return errors.Join(p.applyCPUSet(ctx, log, pods, next, changed, &d), p.applyFloorQuota(ctx, log, next, &d))
 	}
 	return p.applyQuota(ctx, log, next, changed, &d)
 }
@@ -291,7 +297,8 @@ func quotaOf(cores float64) executor.CPUQuota {
 }
 
 // applyCPUSet gives best-effort pods the CPUs for share cores: whole CPUs, at least minCPUs, chosen by
-// chooseCPUs, written to the besteffort cgroup and (see beView) its pods and containers.
+// chooseCPUs, written to the besteffort cgroup and (see beView) its pods and containers. A share below minCPUs is
+// held by applyFloorQuota besides.
 func (p *Plugin) applyCPUSet(ctx context.Context, log klog.Logger, pods []*statesinformer.PodMeta, share float64, changed bool, d *decision) error {
 	if err := p.set.update(p, pods); err != nil {
 		return err
@@ -320,6 +327,36 @@ func (p *Plugin) applyCPUSet(ctx context.Context, log klog.Logger, pods []*state
 	}
 	err := p.d.Executor.Apply(ctx, Name, updates...)
 	p.pending = err != nil
+	return err
+}
+
+// applyFloorQuota holds best-effort pods to a share below the cpuset policy's floor of minCPUs CPUs, which no set
+// of CPUs it may give can express (on a node of minCPUs CPUs the floor is the whole node), with the besteffort
+// cgroup's CFS quota, written as the cfsQuota policy writes it; once the share is back at the floor the quota is
+// lifted. Without it the policy would leave a small node's best-effort pods every CPU however busy its services,
+// and say nothing. The gauge shows the quota while it holds.
+func (p *Plugin) applyFloorQuota(ctx context.Context, log klog.Logger, share float64, d *decision) error {
+	if share >= float64(p.minCPUs)-1e-9 {
+		if p.floorQuota > 0 {
+			log.V(2).Info("best-effort CPU quota lifted: the share is back at the cpuset policy's floor", "share", share, "floor", p.minCPUs)
+			p.floorQuota = 0
+			p.limit.Set(float64(p.cpus.Size()))
+		}
+		return p.restoreQuota(ctx, fmt.Sprintf("the best-effort share %.3f cores is at the cpuset policy's floor of %d CPUs or above", share, p.minCPUs))
+	}
+	q := quotaOf(share)
+	limit := cgroup.CPUQuota(q).Cores()
+	p.limit.Set(limit)
+	if limit == p.floorQuota && !p.floorPending {
+		return nil
+	}
+	explain := d.String()
+	log.V(2).Info("best-effort CPU quota below the cpuset policy's floor", "from", p.floorQuota, "cores", limit, "floor", p.minCPUs, "numbers", explain)
+	p.floorQuota, p.quotaSet, p.quotaRestored = limit, true, false
+	reason := fmt.Sprintf("limit %.3f cores, below the cpuset policy's floor of %d CPUs, %s", limit, p.minCPUs, explain)
+	updates := append([]executor.Update{{Dir: p.qosDir, Value: q, Reason: reason}}, p.clampBelow(q, reason)...)
+	err := p.d.Executor.Apply(ctx, Name, updates...)
+	p.floorPending = err != nil
 	return err
 }
 
@@ -382,7 +419,12 @@ func (p *Plugin) current(capacity float64) (float64, error) {
 			return 0, fmt.Errorf("reading the best-effort cpuset: %w", err)
 		}
 		p.cpus = cpus
-		return min(float64(cpus.Size()), capacity), nil
+		share := min(float64(cpus.Size()), capacity)
+		// A quota below the policy's floor (applyFloorQuota) is part of the limit in force.
+		if q, err := p.d.Cgroups.CPUQuota(p.qosDir); err == nil && !q.Unlimited() {
+			share = min(share, q.Cores())
+		}
+		return share, nil
 	}
 	q, err := p.d.Cgroups.CPUQuota(p.qosDir)
 	if err != nil {

@@ -448,25 +448,38 @@ func TestCPUSetPolicy(t *testing.T) {
 				t.Errorf("gauge %v, want 4 CPUs", g)
 			}
 
-			// db spikes to 3: non-BE 3; 4 - 3 = 1 core: 2 CPUs (the minimum), 5-6, at once.
+			// db spikes to 3: non-BE 3; 4 - 3 = 1 core: 2 CPUs (the minimum), 5-6, at once; a share below that
+			// floor is held by the besteffort cgroup's quota besides: 1 core.
 			sc.setPod(sc.db, 3)
 			sc.cycle(s)
-			if got := sc.cpus(sc.qos); got != "5-6" {
-				t.Errorf("after the spike the best-effort cpuset is %s, want 5-6", got)
+			if got, q := sc.cpus(sc.qos), sc.quota(); got != "5-6" || !near(q, 1) {
+				t.Errorf("after the spike the best-effort cpuset is %s and the quota %v, want 5-6 and 1 core", got, q)
 			}
-			// db back to 0.5: target 3.5, loosened by 0.16 a run: 1.16, 1.32 ... still 2 CPUs, nothing written,
-			// until the share passes 2 (after 7 runs: 1 + 7 x 0.16 = 2.12): 3 CPUs, 4-6.
+			if g := sc.gauge(); !near(g, 1) {
+				t.Errorf("gauge %v below the floor, want the quota, 1", g)
+			}
+			// db back to 0.5: target 3.5, loosened by 0.16 a run: the quota follows, 1.16, 1.32 ... 1.96, on the
+			// same 2 CPUs (only quotas written), until the share passes 2 (after 7 runs: 1 + 7 x 0.16 = 2.12):
+			// 3 CPUs, 4-6, and the quota lifted.
 			sc.setPod(sc.db, 0.5)
 			n = len(sc.Exec.Audit())
 			for range 6 {
 				sc.cycle(s)
 			}
-			if got := sc.writes(n); len(got) != 0 || sc.cpus(sc.qos) != "5-6" {
-				t.Errorf("a share still under 2 CPUs wrote %v (cpuset %s)", got, sc.cpus(sc.qos))
+			for _, w := range sc.writes(n) {
+				if w.Resource != executor.ResourceCPUQuota {
+					t.Errorf("a share still under 2 CPUs wrote %s %s %s", w.Resource, w.Dir, w.Value)
+				}
+			}
+			if got, q := sc.cpus(sc.qos), sc.quota(); got != "5-6" || !near(q, 1.96) {
+				t.Errorf("after 6 steps the best-effort cpuset is %s and the quota %v, want 5-6 and 1.96", got, q)
 			}
 			sc.cycle(s)
-			if got := sc.cpus(sc.qos); got != "4-6" {
-				t.Errorf("after 7 steps the best-effort cpuset is %s, want 4-6", got)
+			if got, q := sc.cpus(sc.qos), sc.quota(); got != "4-6" || q != -1 {
+				t.Errorf("after 7 steps the best-effort cpuset is %s and the quota %v, want 4-6 and unlimited", got, q)
+			}
+			if g := sc.gauge(); g != 3 {
+				t.Errorf("gauge %v back above the floor, want 3 CPUs", g)
 			}
 
 			// Switch to cfsQuota: the cpusets go back to every CPU (containers: every CPU but db's), and the
@@ -500,6 +513,57 @@ func TestCPUSetPolicy(t *testing.T) {
 			sc.cycle(s)
 			if got := sc.cpus(sc.qos); got != "3-6" {
 				t.Errorf("on again: cpuset %s, want 3-6", got)
+			}
+		})
+	}
+}
+
+// TestCPUSetPolicyOnASmallNode: on a node of two CPUs the cpuset policy's floor of two CPUs is the whole node, so
+// the share is held by the besteffort cgroup's quota alone (on v1 with the batch pods' own quotas lowered under
+// it, as the cfsQuota policy does); the cpuset stays every CPU, and turning suppression off lifts the quota.
+func TestCPUSetPolicyOnASmallNode(t *testing.T) {
+	for _, v := range []cgroup.Version{cgroup.V1, cgroup.V2} {
+		t.Run(v.String(), func(t *testing.T) {
+			r := newRig(t, v, 2, "2", hostsim.Config{})
+			s := spec(slov1alpha1.CPUSuppressCPUSet, 65, 0)
+			w, b := web(), batch()
+			r.addPod(w, 0.5)
+			r.addPod(b, 1.5)
+			podDir := r.Host.Layout().PodDirOf(corev1.PodQOSBestEffort, b.UID)
+			if err := r.FS.SetCPUQuota(podDir, cgroup.CPUQuota{Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond}); err != nil {
+				t.Fatal(err)
+			}
+			r.run(s)
+			// 2 x 65 % - 0.5 = 0.8 cores: below two CPUs.
+			r.cycle(s)
+			if q, g := r.quota(), r.gauge(); !near(q, 0.8) || !near(g, 0.8) {
+				t.Fatalf("besteffort quota %v, gauge %v; want 0.8 cores for both", q, g)
+			}
+			if got := r.cpus(r.Host.Layout().QoSDir(corev1.PodQOSBestEffort)); got != "" && got != "0-1" {
+				t.Errorf("the best-effort cpuset is %s, want every CPU (0-1)", got)
+			}
+			q, err := r.FS.CPUQuota(podDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[cgroup.Version]float64{cgroup.V1: 0.8, cgroup.V2: 1.5}[v]; !near(q.Cores(), want) {
+				t.Errorf("the batch pod's own quota is %v cores, want %v", q.Cores(), want)
+			}
+			// The service quiets: the quota loosens by 10 % of the node a second (0.04 a run).
+			r.setPod(w, 0)
+			r.cycle(s)
+			if q := r.quota(); !near(q, 0.84) {
+				t.Errorf("loosening: quota %v, want 0.84", q)
+			}
+			n := len(r.Exec.Audit())
+			r.cycle(off())
+			if q := r.quota(); q != -1 {
+				t.Errorf("off: quota %v, want unlimited", q)
+			}
+			for _, rec := range r.writes(n) {
+				if rec.Resource == executor.ResourceCPUQuota && rec.Dir == podDir {
+					t.Errorf("turning suppression off wrote the batch pod's quota (%s): the runtime hook owns it", rec.Value)
+				}
 			}
 		})
 	}

@@ -157,8 +157,10 @@ func (r *realNode) expectAllowed(burners []*exec.Cmd, want string) {
 //     over 2 s);
 //  2. a service pod starts burning a CPU, threshold 100 %, min 0: non-BE rises by a core, so the limit must fall
 //     to at most about one core (2 CPUs - 1), and the best-effort usage with it; the reaction time is logged;
-//  3. cpuset, with the minimum lowered to one CPU (threshold = min = 25 %: 0.5 cores, so one CPU): the burners must
-//     be pinned to the highest CPU (their Cpus_allowed_list) and use at most one core;
+//  3. cpuset, with the minimum lowered to one CPU (threshold = min = 50 %: 1 core, so one CPU): the burners must
+//     be pinned to the highest CPU (their Cpus_allowed_list) and use at most one core, the quota lifted; then
+//     threshold = min = 25 %: 0.5 cores, below the policy's floor of one CPU, so the quota holds them to 0.5 on
+//     that CPU;
 //  4. off: the quota and the cpuset are given back.
 //
 // Steps 2 and 3 need two CPUs and the cpuset controller; where the kernel has one CPU or no cpuset (the user-mode
@@ -198,13 +200,18 @@ func TestRealKernelSuppression(t *testing.T) {
 	}
 	r.box.Stop(service)
 
-	r.setSLO(slov1alpha1.CPUSuppressCPUSet, 25, 25, true)
+	r.setSLO(slov1alpha1.CPUSuppressCPUSet, 50, 50, true)
 	last := fmt.Sprint(r.top.CPUSet().List()[r.top.NumCPUs()-1])
 	r.waitFor("the quota lifted", func() bool { return r.quota() == -1 })
 	r.waitFor("cpuset "+last, func() bool { return r.cpuset() == last })
 	r.expectAllowed(burners, last)
 	if u := r.usage(); u > 1.1 {
 		t.Errorf("pinned to one CPU the best-effort burners used %.3f cores, want at most 1", u)
+	}
+	r.setSLO(slov1alpha1.CPUSuppressCPUSet, 25, 25, true)
+	r.waitFor("quota 0.5 below the cpuset policy's floor", func() bool { return r.quota() == 0.5 })
+	if u, s := r.usage(), r.cpuset(); u > 0.6 || s != last {
+		t.Errorf("below the floor the best-effort burners used %.3f cores on CPUs %s, want at most 0.6 on %s", u, s, last)
 	}
 
 	r.setSLO(slov1alpha1.CPUSuppressCPUSet, 25, 25, false)
