@@ -8,8 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
@@ -90,6 +93,44 @@ func (f *Evictor) Messages() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.msgs...)
+}
+
+// Script makes the evictions of the pods named in refuse refused and of those in fail fail, from now on.
+func (f *Evictor) Script(refuse, fail []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Refuse, f.Fail = map[string]bool{}, map[string]bool{}
+	for _, n := range refuse {
+		f.Refuse[n] = true
+	}
+	for _, n := range fail {
+		f.Fail[n] = true
+	}
+}
+
+// Expect checks the pods whose eviction was asked for (nil: the same as evicted) and those evicted, in order.
+func (f *Evictor) Expect(t testing.TB, asked, evicted []string) {
+	t.Helper()
+	if asked == nil {
+		asked = evicted
+	}
+	if diff := cmp.Diff(asked, f.Asked()); diff != "" {
+		t.Errorf("pods asked for (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(evicted, f.Evicted()); diff != "" {
+		t.Errorf("pods evicted (-want +got):\n%s", diff)
+	}
+}
+
+// ExpectErr stops the test unless err is nil where want is "", or contains want.
+func ExpectErr(t testing.TB, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
 }
 
 // Reset forgets what was recorded.

@@ -258,23 +258,14 @@ func TestRun(t *testing.T) {
 				n = node()
 			}
 			e := newEnv(t, n, tt.pods...)
-			e.evictor.Refuse, e.evictor.Fail = set(tt.refuse), set(tt.fail)
+			e.evictor.Script(tt.refuse, tt.fail)
 			p, err := New(e.deps)
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = p.Run(e.Ctx, tt.knobs.spec())
-			checkErr(t, err, tt.wantErr)
-			wantAsked := tt.wantAsked
-			if wantAsked == nil {
-				wantAsked = tt.wantEvict
-			}
-			if diff := cmp.Diff(wantAsked, e.evictor.Asked()); diff != "" {
-				t.Errorf("pods asked for (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantEvict, e.evictor.Evicted()); diff != "" {
-				t.Errorf("pods evicted (-want +got):\n%s", diff)
-			}
+			qosmanagertest.ExpectErr(t, err, tt.wantErr)
+			e.evictor.Expect(t, tt.wantAsked, tt.wantEvict)
 		})
 	}
 }
@@ -401,7 +392,7 @@ func TestRunUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = p.Run(e.Ctx, knobs{cpu: 80, cpuLower: 60}.spec())
-	checkErr(t, err, "evicting pod default/free-a for kubernetes.io/batch-cpu: evicting free-a: the API server cannot be reached")
+	qosmanagertest.ExpectErr(t, err, "evicting pod default/free-a for kubernetes.io/batch-cpu: evicting free-a: the API server cannot be reached")
 	if diff := cmp.Diff([]string{"free-a"}, e.evictor.Asked()); diff != "" {
 		t.Errorf("pods asked for (-want +got):\n%s", diff)
 	}
@@ -412,7 +403,7 @@ func TestRunUnreachable(t *testing.T) {
 
 func TestNewMissingDeps(t *testing.T) {
 	_, err := New(qosmanager.Deps{Clock: clocktesting.NewFakeClock(time.Now())})
-	checkErr(t, err, "building the allocatableevict plugin: missing States, Evictor")
+	qosmanagertest.ExpectErr(t, err, "building the allocatableevict plugin: missing States, Evictor")
 }
 
 func TestValidate(t *testing.T) {
@@ -461,23 +452,5 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			qosmanagertest.ExpectValidation(t, p.Validate(tt.spec), true, tt.want...)
 		})
-	}
-}
-
-func set(names []string) map[string]bool {
-	s := map[string]bool{}
-	for _, n := range names {
-		s[n] = true
-	}
-	return s
-}
-
-func checkErr(t *testing.T, err error, want string) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Fatalf("unexpected error: %v", err)
-	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-		t.Fatalf("error %v, want one containing %q", err, want)
 	}
 }

@@ -2,7 +2,6 @@ package cpuevict
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -203,23 +202,14 @@ func TestRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.fill(tt.series, tt.pods...)
-			e.evictor.Refuse, e.evictor.Fail = set(tt.refuse), set(tt.fail)
+			e.evictor.Script(tt.refuse, tt.fail)
 			p, err := New(e.deps)
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = p.Run(context.Background(), tt.spec)
-			checkErr(t, err, tt.wantErr)
-			wantAsked := tt.wantAsked
-			if wantAsked == nil {
-				wantAsked = tt.wantEvict
-			}
-			if diff := cmp.Diff(wantAsked, e.evictor.Asked()); diff != "" {
-				t.Errorf("pods asked for (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantEvict, e.evictor.Evicted()); diff != "" {
-				t.Errorf("pods evicted (-want +got):\n%s", diff)
-			}
+			qosmanagertest.ExpectErr(t, err, tt.wantErr)
+			e.evictor.Expect(t, tt.wantAsked, tt.wantEvict)
 		})
 	}
 }
@@ -297,7 +287,7 @@ func TestRequest(t *testing.T) {
 
 func TestNewMissingDeps(t *testing.T) {
 	_, err := New(qosmanager.Deps{Clock: clocktesting.NewFakeClock(time.Now())})
-	checkErr(t, err, "building the cpuevict plugin: missing States, Cache, Evictor")
+	qosmanagertest.ExpectErr(t, err, "building the cpuevict plugin: missing States, Cache, Evictor")
 }
 
 func TestValidate(t *testing.T) {
@@ -383,23 +373,5 @@ func TestValidateWindowAgainstTheCache(t *testing.T) {
 	err = p.(qosmanager.ValidatingPlugin).Validate(spec)
 	if want := "resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds is 1801, longer than the 1800 s the metric cache keeps"; err == nil || err.Error() != want {
 		t.Errorf("Validate = %v, want %q", err, want)
-	}
-}
-
-func set(names []string) map[string]bool {
-	s := map[string]bool{}
-	for _, n := range names {
-		s[n] = true
-	}
-	return s
-}
-
-func checkErr(t *testing.T, err error, want string) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Fatalf("unexpected error: %v", err)
-	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-		t.Fatalf("error %v, want one containing %q", err, want)
 	}
 }

@@ -222,23 +222,14 @@ func TestRun(t *testing.T) {
 			e := newEnv(t)
 			e.setUsed(t, tt.usedMiB)
 			e.add(tt.sampleAge, tt.pods...)
-			e.evictor.Refuse, e.evictor.Fail = set(tt.refuse), set(tt.fail)
+			e.evictor.Script(tt.refuse, tt.fail)
 			p, err := New(e.deps)
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = p.Run(context.Background(), tt.spec)
-			checkErr(t, err, tt.wantErr)
-			wantAsked := tt.wantAsked
-			if wantAsked == nil {
-				wantAsked = tt.wantEvict
-			}
-			if diff := cmp.Diff(wantAsked, e.evictor.Asked()); diff != "" {
-				t.Errorf("pods asked for (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantEvict, e.evictor.Evicted()); diff != "" {
-				t.Errorf("pods evicted (-want +got):\n%s", diff)
-			}
+			qosmanagertest.ExpectErr(t, err, tt.wantErr)
+			e.evictor.Expect(t, tt.wantAsked, tt.wantEvict)
 		})
 	}
 }
@@ -308,7 +299,7 @@ func TestRunMeminfoError(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = p.Run(context.Background(), enabled(70, 60))
-	checkErr(t, err, "reading the node's memory use: reading "+e.procDir+"/meminfo: MemTotal or MemAvailable missing")
+	qosmanagertest.ExpectErr(t, err, "reading the node's memory use: reading "+e.procDir+"/meminfo: MemTotal or MemAvailable missing")
 	if len(e.evictor.Asked()) != 0 {
 		t.Errorf("evicted %v without knowing the node's memory use", e.evictor.Asked())
 	}
@@ -316,7 +307,7 @@ func TestRunMeminfoError(t *testing.T) {
 
 func TestNewMissingDeps(t *testing.T) {
 	_, err := New(qosmanager.Deps{Clock: clocktesting.NewFakeClock(time.Now())})
-	checkErr(t, err, "building the memoryevict plugin: missing States, Cache, Proc, Evictor")
+	qosmanagertest.ExpectErr(t, err, "building the memoryevict plugin: missing States, Cache, Proc, Evictor")
 }
 
 func TestValidate(t *testing.T) {
@@ -401,24 +392,6 @@ func TestManagerKeepsTheLastGoodThresholds(t *testing.T) {
 	// 7300 > 7168 under the kept 70 %: 7300-200 = 7100, and nothing else to evict.
 	if diff := cmp.Diff([]string{"batch-c"}, e.evictor.Evicted()); diff != "" {
 		t.Errorf("evicted under the last good thresholds (-want +got):\n%s", diff)
-	}
-}
-
-func set(names []string) map[string]bool {
-	s := map[string]bool{}
-	for _, n := range names {
-		s[n] = true
-	}
-	return s
-}
-
-func checkErr(t *testing.T, err error, want string) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Fatalf("unexpected error: %v", err)
-	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-		t.Fatalf("error %v, want one containing %q", err, want)
 	}
 }
 
