@@ -128,12 +128,8 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 // logged.
 func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 	e := suite.Env(t)
-	total, used := meminfo(t)
-	threshold := int64(math.Ceil(float64(used+1<<30) / float64(total) * 100))
-	if threshold > 90 {
-		t.Fatalf("this machine uses %d of %d MiB already: no room for the test's 2.5 GiB", used>>20, total>>20)
-	}
-	setThresholds(e, fmt.Sprintf(`{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 100, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": %d, "memoryEvictLowerPercent": %d}}`, threshold, threshold-1))
+	threshold, total := memoryEvictThreshold(e, 1<<30)
+	setThresholds(e, memoryEvictConfig(threshold))
 	ns := e.Namespace()
 	batch := func(name string) *corev1.Pod {
 		return testutil.Pod(name).PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").Label("app", name).
@@ -141,24 +137,7 @@ func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 	}
 	free := e.RunPodIn(ns, batch("unguarded"))
 	guarded := e.RunPodIn(ns, batch("guarded"))
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "guard", Namespace: ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: &intstr.IntOrString{Type: intstr.Int, IntVal: 1},
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
-		},
-	}
-	if err := e.Client.Create(e.Ctx, pdb); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
-		got := &policyv1.PodDisruptionBudget{}
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
-			return false, err.Error()
-		}
-		return got.Status.ObservedGeneration == got.Generation && got.Status.CurrentHealthy == 1 && got.Status.DisruptionsAllowed == 0,
-			fmt.Sprintf("PDB status %+v", got.Status)
-	})
+	guard(e, ns, "guarded")
 	// The agent samples the pods' memory every second; eviction considers only pods with a fresh sample.
 	time.Sleep(3 * time.Second)
 
@@ -206,12 +185,8 @@ func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 // no disruption stays.
 func TestMemoryEvictionTakesTheMidTierLast(t *testing.T) {
 	e := suite.Env(t)
-	total, used := meminfo(t)
-	threshold := int64(math.Ceil(float64(used+1<<30) / float64(total) * 100))
-	if threshold > 90 {
-		t.Fatalf("this machine uses %d of %d MiB already: no room for the test's 2.5 GiB", used>>20, total>>20)
-	}
-	setThresholds(e, fmt.Sprintf(`{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 100, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": %d, "memoryEvictLowerPercent": %d}}`, threshold, threshold-1))
+	threshold, _ := memoryEvictThreshold(e, 1<<30)
+	setThresholds(e, memoryEvictConfig(threshold))
 	ns := e.Namespace()
 	eater := func(name, class string) *corev1.Pod {
 		return testutil.Pod(name).PriorityClass(class).Label("app", name).Image(EaterImage, "--size=64Mi").Obj()
@@ -219,24 +194,7 @@ func TestMemoryEvictionTakesTheMidTierLast(t *testing.T) {
 	batch := e.RunPodIn(ns, eater("batch", "gleaner-batch"))
 	mid := e.RunPodIn(ns, eater("mid", "gleaner-mid"))
 	guarded := e.RunPodIn(ns, eater("mid-guarded", "gleaner-mid"))
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "guard-mid", Namespace: ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: &intstr.IntOrString{Type: intstr.Int, IntVal: 1},
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": guarded.Name}},
-		},
-	}
-	if err := e.Client.Create(e.Ctx, pdb); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
-		got := &policyv1.PodDisruptionBudget{}
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
-			return false, err.Error()
-		}
-		return got.Status.ObservedGeneration == got.Generation && got.Status.CurrentHealthy == 1 && got.Status.DisruptionsAllowed == 0,
-			fmt.Sprintf("PDB status %+v", got.Status)
-	})
+	guard(e, ns, guarded.Name)
 	// The agent samples the pods' memory every second; eviction considers only pods with a fresh sample, and
 	// touches the mid tier only while every best-effort pod has one.
 	time.Sleep(3 * time.Second)
@@ -427,13 +385,52 @@ func watchMemory(ctx context.Context, threshold int64) func() time.Time {
 	return func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
 }
 
-// meminfo returns the node's memory and its use (MemTotal - MemAvailable), in bytes.
-func meminfo(t *testing.T) (total, used int64) {
+// memoryEvictThreshold is the memoryEvictThresholdPercent that lies headroom bytes above what the node uses now,
+// with the node's memory in bytes; the test stops where that is above 90 %.
+func memoryEvictThreshold(e *Env, headroom int64) (threshold, total int64) {
+	e.t.Helper()
 	total, available, err := readMeminfo()
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	return total, total - available
+	used := total - available
+	threshold = int64(math.Ceil(float64(used+headroom) / float64(total) * 100))
+	if threshold > 90 {
+		e.t.Fatalf("this machine uses %d of %d MiB already: no room for %d MiB above it", used>>20, total>>20, headroom>>20)
+	}
+	return threshold, total
+}
+
+// memoryEvictConfig is resource-threshold-config with memory eviction at threshold percent (lower mark 1 below),
+// and CPU suppression, which the strategy's switch turns on with it, at 100 %: best-effort pods get what the
+// services leave.
+func memoryEvictConfig(threshold int64) string {
+	return fmt.Sprintf(`{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 100, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": %d, "memoryEvictLowerPercent": %d}}`,
+		threshold, threshold-1)
+}
+
+// guard covers the pods labelled app=app in ns with a PodDisruptionBudget that allows no disruption, and waits
+// until its status says so (one healthy pod, no disruption allowed).
+func guard(e *Env, ns, app string) {
+	e.t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard-" + app, Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &intstr.IntOrString{Type: intstr.Int, IntVal: 1},
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		},
+	}
+	if err := e.Client.Create(e.Ctx, pdb); err != nil {
+		e.t.Fatal(err)
+	}
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		got := &policyv1.PodDisruptionBudget{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
+			return false, err.Error()
+		}
+		return got.Status.ObservedGeneration == got.Generation && got.Status.CurrentHealthy == 1 && got.Status.DisruptionsAllowed == 0,
+			fmt.Sprintf("PDB status %+v", got.Status)
+	})
 }
 
 func readMeminfo() (total, available int64, err error) {
