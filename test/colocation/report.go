@@ -72,7 +72,12 @@ type Summary struct {
 	BatchCores float64 `json:"batchCores"`
 	// Steal is the median share of the node's CPU time the hypervisor took.
 	Steal float64 `json:"steal"`
+	// Evictions sums the rounds' EvictionsAction counts: the agent's eviction requests, granted or refused.
+	Evictions float64 `json:"evictions"`
 }
+
+// EvictionsAction is the Phase.Actions key of the agent's evictions.
+const EvictionsAction = "evictions_total"
 
 // Summarise fills r.Ratios from r.Phases: one Summary per phase name, in first-run order. Without an alone phase
 // the ratios are 0.
@@ -116,6 +121,7 @@ func (r *Report) Summarise(serviceClass, batchClass string) {
 		}
 		for _, p := range ps {
 			s.Errors += p.Latency.Errors
+			s.Evictions += p.Actions[EvictionsAction]
 		}
 		r.Ratios = append(r.Ratios, s)
 	}
@@ -144,11 +150,11 @@ func ratio(v, base float64) float64 {
 // WriteTable writes the summary as a Markdown table.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | steal |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | steal | evictions |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Ratios {
-		fmt.Fprintf(&b, "| %s | %d | %.2fx | %.2fx | %.2fx | %.2f | %d | %.0f %% | %.0f %% | %.1f %% | %.2f | %.1f %% |\n",
-			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores, 100*s.Steal)
+		fmt.Fprintf(&b, "| %s | %d | %.2fx | %.2fx | %.2fx | %.2f | %d | %.0f %% | %.0f %% | %.1f %% | %.2f | %.1f %% | %.0f |\n",
+			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores, 100*s.Steal, s.Evictions)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -30,10 +30,12 @@ func TestSummarise(t *testing.T) {
 		phase("unprotected", 2, 3, 30, 60, 1, 0.97, 0.82, 0.05, 1.64),
 		phase("protected", 2, 2, 6, 12, 0, 0.87, 0.72, 0.05, 1.44),
 	}}
+	r.Phases[1].Actions = map[string]float64{EvictionsAction: 2, "executor_writes_total": 7}
+	r.Phases[4].Actions = map[string]float64{EvictionsAction: 1}
 	r.Summarise("service", "batch")
 	want := []Summary{
 		{Name: "alone", Rounds: 2, P50: 1, P99: 1, P999: 1, P99Ms: 5, Node: 0.11, Service: 0.05},
-		{Name: "unprotected", Rounds: 2, P50: 1.5, P99: 5, P999: 5, P99Ms: 25, Errors: 4, Node: 0.96, Batch: 0.81, Service: 0.05, BatchCores: 1.62},
+		{Name: "unprotected", Rounds: 2, P50: 1.5, P99: 5, P999: 5, P99Ms: 25, Errors: 4, Node: 0.96, Batch: 0.81, Service: 0.05, BatchCores: 1.62, Evictions: 3},
 		{Name: "protected", Rounds: 2, P50: 1, P99: 1.1, P999: 1.1, P99Ms: 5.5, Node: 0.86, Batch: 0.71, Service: 0.05, BatchCores: 1.42},
 	}
 	if diff := cmp.Diff(want, r.Ratios, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
@@ -44,11 +46,11 @@ func TestSummarise(t *testing.T) {
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	wantTable := `| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | steal |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| alone | 2 | 1.00x | 1.00x | 1.00x | 5.00 | 0 | 11 % | 0 % | 5.0 % | 0.00 | 0.0 % |
-| unprotected | 2 | 1.50x | 5.00x | 5.00x | 25.00 | 4 | 96 % | 81 % | 5.0 % | 1.62 | 0.0 % |
-| protected | 2 | 1.00x | 1.10x | 1.10x | 5.50 | 0 | 86 % | 71 % | 5.0 % | 1.42 | 0.0 % |
+	wantTable := `| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | steal | evictions |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| alone | 2 | 1.00x | 1.00x | 1.00x | 5.00 | 0 | 11 % | 0 % | 5.0 % | 0.00 | 0.0 % | 0 |
+| unprotected | 2 | 1.50x | 5.00x | 5.00x | 25.00 | 4 | 96 % | 81 % | 5.0 % | 1.62 | 0.0 % | 3 |
+| protected | 2 | 1.00x | 1.10x | 1.10x | 5.50 | 0 | 86 % | 71 % | 5.0 % | 1.42 | 0.0 % | 0 |
 `
 	if diff := cmp.Diff(wantTable, b.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)

@@ -51,6 +51,11 @@ const (
 const (
 	phaseUnprotected = "unprotected"
 	phaseProtected   = "protected"
+	// phaseSpike follows phaseProtected with the same batch pods and the service's load at twice the rate.
+	phaseSpike = "spike"
+	// phaseMemory runs once, protected with memory eviction on (memoryPhase): a second service pod grows while the
+	// phase is measured, past the node's threshold, so that the batch pods' memory must go.
+	phaseMemory = "memory growth"
 )
 
 // BenchmarkColocation measures the promise on the real local node: the service's latency from an open-loop load
@@ -106,25 +111,82 @@ func benchColocation(b *testing.B, e *Env) {
 	protection := benchProtection(e)
 	writeSLOKeys(e, protection.on, true)
 	protected := true
+	batch := func() func() { return runBatch(e, batchNS, mix) }
 	for round := 1; round <= rounds; round++ {
-		r.phase(colocation.AlonePhase, round, phaseLen, nil)
+		r.phase(benchPhase{name: colocation.AlonePhase, round: round}, phaseLen)
 		order := []bool{protected, !protected} // alternate, so that each switch of the protection serves two phases
 		for _, on := range order {
 			if on != protected {
 				setProtection(e, on, protection)
 				protected = on
 			}
-			name := phaseUnprotected
-			if on {
-				name = phaseProtected
+			if !on {
+				r.phase(benchPhase{name: phaseUnprotected, round: round, batch: batch}, phaseLen)
+				continue
 			}
-			r.phase(name, round, phaseLen, func() func() { return runBatch(e, batchNS, mix) })
+			stop := batch()
+			r.phase(benchPhase{name: phaseProtected, round: round}, phaseLen)
+			r.phase(benchPhase{name: phaseSpike, round: round, load: 2}, phaseLen)
+			stop()
 		}
 	}
 	if !protected {
 		setProtection(e, true, protection)
 	}
+	r.memoryPhase(ns, batchNS, mix, phaseLen)
 	r.finish(out)
+}
+
+// The memory-growth phase: a batch pod holding benchBatchMemory beside the mix, and a second service pod that
+// grows to benchServiceGrowth, a step a second, once the phase is measured; the node's memory eviction threshold
+// is benchMemoryHeadroom above what the node uses with the batch pods running, so that the growth crosses it and
+// the batch pod's memory must go for the service's to fit.
+const (
+	benchBatchMemory    = "2Gi"
+	benchHolderLimit    = "2112Mi" // benchBatchMemory and 64 MiB for the program
+	benchServiceGrowth  = "2Gi"
+	benchGrowthStep     = "128Mi"
+	benchMemoryHeadroom = 1 << 30
+)
+
+// memoryPhase runs phaseMemory: memory eviction on (memoryEvictConfig), the batch mix and a batch memory holder,
+// and the service's growth during the measurement. slo-controller-config's thresholds are put back as the
+// protected phases had them afterwards.
+func (r *benchRun) memoryPhase(ns, batchNS string, mix []batchWork, d time.Duration) {
+	e := r.e
+	e.t.Helper()
+	holder := batchWork{name: "bench-holder", image: EaterImage, args: []string{"--size=" + benchBatchMemory}, milli: benchDiskMilli,
+		memory: benchHolderLimit}
+	stop := runBatch(e, batchNS, append(slices.Clone(mix), holder))
+	defer stop()
+	time.Sleep(3 * time.Second) // the holder's pages touched, the agent's memory samples fresh
+	threshold, total := memoryEvictThreshold(e, benchMemoryHeadroom)
+	before := r.thresholds()
+	writeSLOKeys(e, map[string]string{resourceThresholdKey: memoryEvictConfig(threshold)}, true)
+	defer writeSLOKeys(e, map[string]string{resourceThresholdKey: before}, true)
+	r.b.Logf("memory phase: eviction threshold %d %% of %d MiB, %d MiB above the node's use with the batch pods", threshold, total>>20, benchMemoryHeadroom>>20)
+	// Created, not waited for: it runs beside the load generator, off the benchmark's goroutine.
+	grow := func() func() {
+		pod := testutil.Pod("bench-grower").Namespace(ns).PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
+			Image(EaterImage, "--size="+benchServiceGrowth, "--step="+benchGrowthStep).Requests("cpu", "100m", "memory", "64Mi").Obj()
+		pod.UID, pod.Status = "", corev1.PodStatus{}
+		if _, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{}); err != nil {
+			r.b.Errorf("creating the growing service pod: %v", err)
+		}
+		return func() {
+			_ = e.Clientset.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		}
+	}
+	r.phase(benchPhase{name: phaseMemory, round: 1, during: grow}, d)
+}
+
+// thresholds is slo-controller-config's resource-threshold-config now.
+func (r *benchRun) thresholds() string {
+	cm, err := r.e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(r.e.Ctx, SLOConfigName, metav1.GetOptions{})
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return cm.Data[resourceThresholdKey]
 }
 
 // benchSize reads GLEANER_BENCH_PHASE and GLEANER_BENCH_ROUNDS.
@@ -261,7 +323,7 @@ func describeMix(ws []batchWork) string {
 const benchDiskMilli = 50
 
 // runBatch deploys the batch work as a user would, plain Deployments in the profiled namespace, and waits until
-// their pods run; the returned func deletes them and waits until their pods are gone.
+// their pods run; the returned func deletes them and waits until they and their pods are gone.
 func runBatch(e *Env, ns string, works []batchWork) func() {
 	e.t.Helper()
 	for _, w := range works {
@@ -312,12 +374,18 @@ func runBatch(e *Env, ns string, works []batchWork) func() {
 				e.t.Fatalf("deleting the batch Deployment %s: %v", w.name, err)
 			}
 		}
+		// The Deployments too: foreground deletion keeps each until its pods are gone, and the next phase makes
+		// them again under the same names.
 		e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
 			pods, err := batchPods(ctx)
 			if err != nil {
 				return false, err.Error()
 			}
-			return len(pods) == 0, fmt.Sprintf("%d batch pods left", len(pods))
+			deps, err := e.Clientset.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(pods) == 0 && len(deps.Items) == 0, fmt.Sprintf("%d batch pods and %d Deployments left", len(pods), len(deps.Items))
 		})
 	}
 }
@@ -448,14 +516,32 @@ type benchRun struct {
 	samples []colocation.Sample
 }
 
-// phase runs one phase: start its workload (nil: none), let it settle, measure for d, stop the workload.
-func (r *benchRun) phase(name string, round int, d time.Duration, start func() func()) {
+// benchPhase is one phase's workload.
+type benchPhase struct {
+	name  string
+	round int
+	// load is the service's rate as a multiple of benchRate (0: 1).
+	load float64
+	// batch starts the batch work before the phase settles and returns its stop (nil: no batch work of its own).
+	batch func() func()
+	// during starts beside the load generator when the measurement starts and returns its stop (nil: nothing).
+	during func() func()
+}
+
+// phase runs one phase: start its batch work, let it settle, measure for d (starting what runs during it), stop
+// both.
+func (r *benchRun) phase(ph benchPhase, d time.Duration) {
 	r.b.Helper()
-	if start != nil {
-		stop := start()
+	name, round := ph.name, ph.round
+	if ph.batch != nil {
+		stop := ph.batch()
 		defer stop()
 	}
 	time.Sleep(benchSettle)
+	gen := r.gen
+	if ph.load > 0 {
+		gen.Rate *= ph.load
+	}
 	before := agentActions(r.e)
 	ctx, cancel := context.WithCancel(r.e.Ctx)
 	var wg sync.WaitGroup
@@ -469,9 +555,20 @@ func (r *benchRun) phase(name string, round int, d time.Duration, start func() f
 		defer wg.Done()
 		points = r.timeline(ctx, first)
 	}()
-	samples, err := r.gen.Run(r.e.Ctx, d)
+	var stopDuring func()
+	if ph.during != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stopDuring = ph.during()
+		}()
+	}
+	samples, err := gen.Run(r.e.Ctx, d)
 	cancel()
 	wg.Wait()
+	if stopDuring != nil {
+		defer stopDuring()
+	}
 	if err != nil {
 		r.b.Fatal(err)
 	}
