@@ -448,39 +448,7 @@ func TestCPUSetPolicy(t *testing.T) {
 				t.Errorf("gauge %v, want 4 CPUs", g)
 			}
 
-			// db spikes to 3: non-BE 3; 4 - 3 = 1 core: 2 CPUs (the minimum), 5-6, at once; a share below that
-			// floor is held by the besteffort cgroup's quota besides: 1 core.
-			sc.setPod(sc.db, 3)
-			sc.cycle(s)
-			if got, q := sc.cpus(sc.qos), sc.quota(); got != "5-6" || !near(q, 1) {
-				t.Errorf("after the spike the best-effort cpuset is %s and the quota %v, want 5-6 and 1 core", got, q)
-			}
-			if g := sc.gauge(); !near(g, 1) {
-				t.Errorf("gauge %v below the floor, want the quota, 1", g)
-			}
-			// db back to 0.5: target 3.5, loosened by 0.16 a run: the quota follows, 1.16, 1.32 ... 1.96, on the
-			// same 2 CPUs (only quotas written), until the share passes 2 (after 7 runs: 1 + 7 x 0.16 = 2.12):
-			// 3 CPUs, 4-6, and the quota lifted.
-			sc.setPod(sc.db, 0.5)
-			n = len(sc.Exec.Audit())
-			for range 6 {
-				sc.cycle(s)
-			}
-			for _, w := range sc.writes(n) {
-				if w.Resource != executor.ResourceCPUQuota {
-					t.Errorf("a share still under 2 CPUs wrote %s %s %s", w.Resource, w.Dir, w.Value)
-				}
-			}
-			if got, q := sc.cpus(sc.qos), sc.quota(); got != "5-6" || !near(q, 1.96) {
-				t.Errorf("after 6 steps the best-effort cpuset is %s and the quota %v, want 5-6 and 1.96", got, q)
-			}
-			sc.cycle(s)
-			if got, q := sc.cpus(sc.qos), sc.quota(); got != "4-6" || q != -1 {
-				t.Errorf("after 7 steps the best-effort cpuset is %s and the quota %v, want 4-6 and unlimited", got, q)
-			}
-			if g := sc.gauge(); g != 3 {
-				t.Errorf("gauge %v back above the floor, want 3 CPUs", g)
-			}
+			sc.throughTheFloor(t, s)
 
 			// Switch to cfsQuota: the cpusets go back to every CPU (containers: every CPU but db's), and the
 			// quota follows the formula at once, etl now outside what the knob confines, so non-BE:
@@ -515,6 +483,45 @@ func TestCPUSetPolicy(t *testing.T) {
 				t.Errorf("on again: cpuset %s, want 3-6", got)
 			}
 		})
+	}
+}
+
+// throughTheFloor: db spikes to 3 cores and back under the cpuset policy at 50 % (TestCPUSetPolicy's second step):
+// the share falls below the floor of two CPUs, where the quota holds it, and climbs back through it.
+func (sc *cpusetScene) throughTheFloor(t *testing.T, s *slov1alpha1.NodeSLOSpec) {
+	t.Helper()
+	// db spikes to 3: non-BE 3; 4 - 3 = 1 core: 2 CPUs (the minimum), 5-6, at once; a share below that
+	// floor is held by the besteffort cgroup's quota besides: 1 core.
+	sc.setPod(sc.db, 3)
+	sc.cycle(s)
+	if got, q := sc.cpus(sc.qos), sc.quota(); got != "5-6" || !near(q, 1) {
+		t.Errorf("after the spike the best-effort cpuset is %s and the quota %v, want 5-6 and 1 core", got, q)
+	}
+	if g := sc.gauge(); !near(g, 1) {
+		t.Errorf("gauge %v below the floor, want the quota, 1", g)
+	}
+	// db back to 0.5: target 3.5, loosened by 0.16 a run: the quota follows, 1.16, 1.32 ... 1.96, on the
+	// same 2 CPUs (only quotas written), until the share passes 2 (after 7 runs: 1 + 7 x 0.16 = 2.12):
+	// 3 CPUs, 4-6, and the quota lifted.
+	sc.setPod(sc.db, 0.5)
+	n := len(sc.Exec.Audit())
+	for range 6 {
+		sc.cycle(s)
+	}
+	for _, w := range sc.writes(n) {
+		if w.Resource != executor.ResourceCPUQuota {
+			t.Errorf("a share still under 2 CPUs wrote %s %s %s", w.Resource, w.Dir, w.Value)
+		}
+	}
+	if got, q := sc.cpus(sc.qos), sc.quota(); got != "5-6" || !near(q, 1.96) {
+		t.Errorf("after 6 steps the best-effort cpuset is %s and the quota %v, want 5-6 and 1.96", got, q)
+	}
+	sc.cycle(s)
+	if got, q := sc.cpus(sc.qos), sc.quota(); got != "4-6" || q != -1 {
+		t.Errorf("after 7 steps the best-effort cpuset is %s and the quota %v, want 4-6 and unlimited", got, q)
+	}
+	if g := sc.gauge(); g != 3 {
+		t.Errorf("gauge %v back above the floor, want 3 CPUs", g)
 	}
 }
 
