@@ -244,6 +244,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	}
 	hook, err := runtimehook.New(runtimehook.Deps{
 		States: states, Executor: exec, Cgroups: cgroups, Layout: host.Layout, CgroupVersion: host.CgroupVersion, Clock: clk,
+		Events: eventWriter,
 	}, opts.RuntimeHook, m.Registry)
 	if err != nil {
 		return nil, err

@@ -177,6 +177,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RuntimeHook.NRISocket, "nri-socket", o.RuntimeHook.NRISocket, "the container runtime's NRI socket, for --runtime-hook=nri")
 	fs.DurationVar(&o.RuntimeHook.PodWait, "nri-pod-wait", o.RuntimeHook.PodWait, "how long an NRI request waits for the agent to learn of a new pod before the container starts without adjustments (at most half the runtime's plugin request timeout)")
 	fs.DurationVar(&o.RuntimeHook.ReconcileInterval, "runtime-reconcile-interval", o.RuntimeHook.ReconcileInterval, "how often the runtime hook's reconciler writes every batch and mid pod's cgroup limits (pods that started without the NRI plugin)")
+	fs.BoolVar(&o.RuntimeHook.OOMScoreOrder, "oom-score-order", o.RuntimeHook.OOMScoreOrder, "give containers the oom_score_adj of their class, so that the kernel's OOM killer picks batch and free pods first, mid pods next and Burstable services last (docs/runtime-hook.md); false leaves the kubelet's values")
 	fs.StringVar(&o.PodSource, "pod-source", o.PodSource, "where pods come from: apiserver (a watch on this node's pods) or kubelet (its pod list)")
 	fs.StringVar(&o.Kubelet.URL, "kubelet-url", o.Kubelet.URL, "the kubelet's HTTPS endpoint, for --pod-source=kubelet")
 	fs.DurationVar(&o.Kubelet.Interval, "kubelet-poll-interval", o.Kubelet.Interval, "how often the kubelet's pod list is read")

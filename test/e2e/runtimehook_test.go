@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/internal/localcluster"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -97,6 +98,51 @@ func TestRuntimeHookSetsBatchLimitsAtCreation(t *testing.T) {
 	if diff := cmp.Diff(want, firstReport(e, svc)); diff != "" {
 		t.Errorf("a service's container (-want +got):\n%s", diff)
 	}
+
+	// Both containers' first process has its class's oom_score_adj from the adjustment (docs/runtime-hook.md, the
+	// OOM order): the batch pod 1000, the service its band's value, not the kubelet's.
+	if got := reportedOOMScore(e, pod); got != 1000 {
+		t.Errorf("the batch container started with oom_score_adj %d, want 1000", got)
+	}
+	wantSvc := serviceOOMScore(e, svc)
+	if got := reportedOOMScore(e, svc); got != wantSvc {
+		t.Errorf("the service's container started with oom_score_adj %d, want %d", got, wantSvc)
+	}
+}
+
+// oomScoreLine is the oom_score_adj at the end of cgroupreport's line.
+var oomScoreLine = regexp.MustCompile(`cgroupreport start=\d+ .* oom_score_adj=(-?\d+)`)
+
+// reportedOOMScore is the oom_score_adj pod's cgroupreport container started with.
+func reportedOOMScore(e *Env, pod *corev1.Pod) int {
+	e.t.Helper()
+	b, err := e.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: pod.Spec.Containers[0].Name}).DoRaw(e.Ctx)
+	if err != nil {
+		e.t.Fatalf("the log of %s: %v", pod.Name, err)
+	}
+	m := oomScoreLine.FindStringSubmatch(string(b))
+	if m == nil {
+		e.t.Fatalf("no oom_score_adj in the cgroupreport line of %s: %q", pod.Name, b)
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v
+}
+
+// serviceOOMScore is the oom_score_adj the runtime hook gives the first container of svc, a Burstable service, on
+// the local node; it fails the test unless it differs from the kubelet's own.
+func serviceOOMScore(e *Env, svc *corev1.Pod) int {
+	e.t.Helper()
+	node, err := e.Clientset.CoreV1().Nodes().Get(e.Ctx, localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	capacity := node.Status.Capacity.Memory().Value()
+	want, ok := runtimehook.OOMScoreAdj(slov1alpha1.ClassOf(svc), svc, &svc.Spec.Containers[0], capacity)
+	kubelet := 1000 - 1000*svc.Spec.Containers[0].Resources.Requests.Memory().Value()/capacity
+	if !ok || int64(want) >= kubelet {
+		e.t.Fatalf("the hook's oom_score_adj for %s is %d (%v), not below the kubelet's %d", svc.Name, want, ok, kubelet)
+	}
+	return want
 }
 
 // Restarting containerd ends the plugin's connection; it connects again on its own, and a batch pod created after

@@ -35,6 +35,22 @@ const (
 // A malformed value is ignored for that pod, with a Warning event, and the node's strategy applies.
 const AnnotationCPUBurst = "gleaner.sh/cpu-burst"
 
+// Pod annotations that set the oom_score_adj of a pod's containers over the class's value (the runtime hook's OOM
+// order), within what the class allows: a batch or free pod only 1000, a mid pod 334 or more, any other pod -997 or
+// more. Of each pair the gleaner.sh annotation wins when both are set; the other is Koordinator's. A malformed
+// value, or one outside the class's range, is ignored with a Warning event, and the class's value applies.
+const (
+	// AnnotationOOMScoreAdj is the value for every container of the pod: an integer, such as "-500".
+	AnnotationOOMScoreAdj = "gleaner.sh/oom-score-adj"
+	// AnnotationOOMScoreAdjAlias is Koordinator's AnnotationOOMScoreAdj.
+	AnnotationOOMScoreAdjAlias = "koordinator.sh/oom-score-adj"
+	// AnnotationOOMScoreAdjSpec is the value per container, a JSON object such as {"app": -500, "sidecar": 200};
+	// a container it does not name gets AnnotationOOMScoreAdj's.
+	AnnotationOOMScoreAdjSpec = "gleaner.sh/oom-score-adj-spec"
+	// AnnotationOOMScoreAdjSpecAlias is Koordinator's AnnotationOOMScoreAdjSpec.
+	AnnotationOOMScoreAdjSpecAlias = "koordinator.sh/oom-score-adj-spec"
+)
+
 // QoSClass is a pod's colocation QoS class. It is independent of the Kubernetes QoS class (Guaranteed, Burstable,
 // BestEffort): it says how much interference a pod tolerates, not how its requests relate to its limits.
 // +kubebuilder:validation:Enum=LSE;LSR;LS;BE;SYSTEM;NONE

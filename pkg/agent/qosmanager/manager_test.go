@@ -10,26 +10,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/test/testutil"
 )
-
-// recorder keeps the events it is given.
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *recorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m, _ := obj.(metav1.Object)
-	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", m.GetName(), eventtype, reason, fmt.Sprintf(messageFmt, args...)))
-}
 
 // thresholdPlugin records the suppression threshold of every spec it runs with, and refuses thresholds above 90.
 type thresholdPlugin struct {
@@ -61,7 +48,7 @@ func slo(threshold int64) *slov1alpha1.NodeSLO {
 // valid ones (with one log line and one event) while the NodeSLO is invalid, the new ones once it is valid again.
 func TestManagerKeepsTheLastAcceptedNodeSLO(t *testing.T) {
 	store := statesinformer.NewStore()
-	events := &recorder{}
+	events := &testutil.Events{}
 	p := &thresholdPlugin{}
 	m, err := NewManager(Deps{States: store, Events: events}, clocktesting.NewFakeClock(time.Now()),
 		[]Factory{{Name: "threshold", Interval: time.Second, Default: true, New: func(Deps) (RunPlugin, error) { return p, nil }}}, []string{"*"}, nil)
@@ -81,11 +68,11 @@ func TestManagerKeepsTheLastAcceptedNodeSLO(t *testing.T) {
 	if got, want := fmt.Sprint(p.seen), "[65 50 50 50 50 80]"; got != want {
 		t.Errorf("thresholds run with %s, want %s (default, 50, kept through 0 and 150, then 80)", got, want)
 	}
-	if len(events.events) != 2 {
-		t.Fatalf("events %q, want one per refused NodeSLO (0, then 150)", events.events)
+	if len(events.List()) != 2 {
+		t.Fatalf("events %q, want one per refused NodeSLO (0, then 150)", events.List())
 	}
 	for i, want := range []string{"is 0, outside [1, 100]", "is 150, outside [1, 100]"} {
-		if e := events.events[i]; !strings.Contains(e, "node-1 Warning NodeSLORefused: QoS plugin threshold refused") || !strings.Contains(e, want) {
+		if e := events.List()[i]; !strings.Contains(e, "node-1 Warning NodeSLORefused: QoS plugin threshold refused") || !strings.Contains(e, want) {
 			t.Errorf("event %d = %q, want a refusal naming %q", i, e, want)
 		}
 	}

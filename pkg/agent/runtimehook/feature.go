@@ -102,11 +102,14 @@ type Values struct {
 	MemoryLimit int64
 	// CPUs is the container's cpuset; containers only, at StageCreateContainer and StageUpdateContainer.
 	CPUs cpuset.CPUSet
+	// OOMScoreAdj is the oom_score_adj of the container's processes; containers only, at StageCreateContainer and
+	// StageReconcile; nil leaves the kubelet's.
+	OOMScoreAdj *int
 }
 
 // Empty reports whether v sets nothing.
 func (v Values) Empty() bool {
-	return v.CPUShares == 0 && !v.HasQuota() && v.MemoryLimit <= 0 && v.CPUs.IsEmpty()
+	return v.CPUShares == 0 && !v.HasQuota() && v.MemoryLimit <= 0 && v.CPUs.IsEmpty() && v.OOMScoreAdj == nil
 }
 
 // HasQuota reports whether v sets a CFS quota.
@@ -125,6 +128,9 @@ func (v Values) merge(o Values) Values {
 	}
 	if !o.CPUs.IsEmpty() {
 		v.CPUs = o.CPUs
+	}
+	if o.OOMScoreAdj != nil {
+		v.OOMScoreAdj = o.OOMScoreAdj
 	}
 	return v
 }

@@ -116,10 +116,10 @@ func TestRegistryRefusesBadFeatures(t *testing.T) {
 	}
 }
 
-// The hook's own registry: the tier resources, then the best-effort cpuset; every name once.
+// The hook's own registry: the tier resources, the best-effort cpuset, the OOM order; every name once.
 func TestFeaturesRegistry(t *testing.T) {
 	f := newFixture(t, clock.RealClock{})
-	if diff := cmp.Diff([]string{TierFeatureName, CPUSetFeatureName}, f.registry(t).Names()); diff != "" {
+	if diff := cmp.Diff([]string{TierFeatureName, CPUSetFeatureName, OOMScoreFeatureName}, f.registry(t).Names()); diff != "" {
 		t.Errorf("features (-want +got):\n%s", diff)
 	}
 }

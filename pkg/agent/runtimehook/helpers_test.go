@@ -14,6 +14,7 @@ import (
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -104,12 +105,15 @@ func readFiles(t *testing.T, root, dir string) cgroupFiles {
 // kubeletBestEffort are the files of a BestEffort pod's cgroup as the kubelet leaves them.
 var kubeletBestEffort = cgroupFiles{Shares: "2", Quota: "-1", Period: "100000", Memory: unlimitedMemory}
 
-// fixture is a hook's dependencies on a fixture tree, with pods in a states store.
+// fixture is a hook's dependencies on a fixture tree, with pods in a states store. Each container cgroup that
+// addCgroup makes holds one process, whose /proc/PID/oom_score_adj is under host.
 type fixture struct {
 	root  string
+	host  string
 	store *statesinformer.Store
 	reg   *prometheus.Registry
 	deps  Deps
+	pids  map[string]int // container cgroup -> its process
 }
 
 func newFixture(t *testing.T, clk clock.WithTicker, pods ...*corev1.Pod) *fixture {
@@ -119,15 +123,33 @@ func newFixture(t *testing.T, clk clock.WithTicker, pods ...*corev1.Pod) *fixtur
 	for _, p := range pods {
 		store.SetPod(p)
 	}
+	store.SetNode(testutil.Node("node-a").Capacity("memory", "8Gi").Obj())
 	reg := prometheus.NewRegistry()
 	fs := cgroup.NewFS(root, cgroup.V1)
-	exec, err := executor.New(fs, clk, reg, executor.DefaultOptions())
+	host := t.TempDir()
+	opts := executor.DefaultOptions()
+	opts.Host = system.NewHostFS(host)
+	exec, err := executor.New(fs, clk, reg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{root: root, store: store, reg: reg, deps: Deps{
+	return &fixture{root: root, host: host, store: store, reg: reg, pids: map[string]int{}, deps: Deps{
 		States: store, Executor: exec, Cgroups: fs, Layout: cgroup.Layout{Driver: cgroup.Cgroupfs}, CgroupVersion: cgroup.V1, Clock: clk,
 	}}
+}
+
+// oomScore is the oom_score_adj of the process in container cgroup dir (one addCgroup made).
+func (f *fixture) oomScore(t *testing.T, dir string) string {
+	t.Helper()
+	pid, ok := f.pids[dir]
+	if !ok {
+		t.Fatalf("no process in %s", dir)
+	}
+	b, err := os.ReadFile(filepath.Join(f.host, "proc", strconv.Itoa(pid), "oom_score_adj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func (f *fixture) status(t *testing.T, configured Mode) *Status {
@@ -150,6 +172,11 @@ func (f *fixture) addCgroup(t *testing.T, dir string) {
 	} {
 		writeFile(t, f.root, file, dir, v)
 	}
+	// One process, with oom_score_adj 0 (not a value of any class, so that a write shows).
+	pid := 1000 + len(f.pids)
+	f.pids[dir] = pid
+	writeFile(t, f.root, "memory/cgroup.procs", dir, strconv.Itoa(pid)+"\n")
+	writeFile(t, f.host, "proc/oom_score_adj", strconv.Itoa(pid), "0\n")
 }
 
 // registry builds the hook's features on f's dependencies.

@@ -3,9 +3,11 @@ package runtimehook
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
@@ -32,14 +34,16 @@ type Options struct {
 	PodWait time.Duration
 	// ReconcileInterval is how often the reconciler walks the node's pods.
 	ReconcileInterval time.Duration
+	// OOMScoreOrder gives containers their class's oom_score_adj (see OOMScoreAdj); false leaves the kubelet's.
+	OOMScoreOrder bool
 }
 
 // DefaultNRISocket is containerd's (and CRI-O's) default NRI socket.
 const DefaultNRISocket = "/var/run/nri/nri.sock"
 
-// DefaultOptions are NRI at the default socket with the reconciler every 10 s.
+// DefaultOptions are NRI at the default socket with the reconciler every 10 s, and the OOM order on.
 func DefaultOptions() Options {
-	return Options{Mode: string(ModeNRI), NRISocket: DefaultNRISocket, PodWait: time.Second, ReconcileInterval: 10 * time.Second}
+	return Options{Mode: string(ModeNRI), NRISocket: DefaultNRISocket, PodWait: time.Second, ReconcileInterval: 10 * time.Second, OOMScoreOrder: true}
 }
 
 // Validate reports every invalid option, by flag.
@@ -77,6 +81,14 @@ type Deps struct {
 	CgroupVersion cgroup.Version
 	// Clock drives the reconciler, the reconnect backoff and the pod wait.
 	Clock clock.WithTicker
+	// Events, when set, receives the Warning events about pods' annotations the hook cannot use.
+	Events EventRecorder
+}
+
+// EventRecorder records events (*events.Writer implements it).
+type EventRecorder interface {
+	// Eventf records an event of type eventtype (corev1.EventTypeNormal or corev1.EventTypeWarning) on obj.
+	Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
 func (d Deps) check() error {
@@ -126,7 +138,11 @@ func New(d Deps, opts Options, reg prometheus.Registerer) (*Hook, error) {
 	if Mode(opts.Mode) == ModeOff {
 		return h, nil
 	}
-	fs, err := NewRegistry(d, Features())
+	factories := Features()
+	if !opts.OOMScoreOrder {
+		factories = slices.DeleteFunc(factories, func(f FeatureFactory) bool { return f.Name == OOMScoreFeatureName })
+	}
+	fs, err := NewRegistry(d, factories)
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +153,8 @@ func New(d Deps, opts Options, reg prometheus.Registerer) (*Hook, error) {
 	return h, nil
 }
 
-// updates are the executor's updates that make dir hold v's shares, quota and memory limit (cpusets are CPU
-// suppression's to write; the hook gives them to the runtime only).
+// updates are the executor's updates that make dir hold v's shares, quota and memory limit, and its processes v's
+// oom_score_adj (cpusets are CPU suppression's to write; the hook gives them to the runtime only).
 func updates(dir string, v Values, reason string) []executor.Update {
 	var u []executor.Update
 	if v.CPUShares > 0 {
@@ -149,6 +165,9 @@ func updates(dir string, v Values, reason string) []executor.Update {
 	}
 	if v.MemoryLimit > 0 {
 		u = append(u, executor.Update{Dir: dir, Value: executor.MemoryLimit(v.MemoryLimit), Reason: reason})
+	}
+	if v.OOMScoreAdj != nil {
+		u = append(u, executor.Update{Dir: dir, Value: executor.OOMScoreAdj(*v.OOMScoreAdj), Reason: reason})
 	}
 	return u
 }

@@ -228,9 +228,9 @@ func (h *handler) RunPodSandbox(ctx context.Context, sb *api.PodSandbox) error {
 	return nil
 }
 
-// CreateContainer adjusts the Linux resources of a container the features give values (a batch or mid pod's; a
-// best-effort pod's that asks for more CPUs than its pod cgroup has). On cgroup v1 the quota is left out: it is
-// written at StartContainer.
+// CreateContainer adjusts the Linux resources and the oom_score_adj of a container the features give values (a batch
+// or mid pod's; a best-effort pod's that asks for more CPUs than its pod cgroup has; a service's OOM score). On
+// cgroup v1 the quota is left out: it is written at StartContainer.
 func (h *handler) CreateContainer(_ context.Context, sb *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
 	var adjust *api.ContainerAdjustment
 	h.p.answer(EventCreateContainer, sb, ctr, func(log klog.Logger) string {
@@ -242,6 +242,9 @@ func (h *handler) CreateContainer(_ context.Context, sb *api.PodSandbox, ctr *ap
 		if !v.Empty() {
 			adjust = &api.ContainerAdjustment{}
 			setResources(adjust, v)
+			if v.OOMScoreAdj != nil {
+				adjust.SetLinuxOomScoreAdj(v.OOMScoreAdj)
+			}
 		}
 		log.V(2).Info("container adjusted", "values", v)
 		return result

@@ -278,6 +278,9 @@ func TestNRIAdjustsBatchPodsOnly(t *testing.T) {
 	if diff := cmp.Diff(want, valuesOf(created.GetAdjust().GetLinux().GetResources())); diff != "" {
 		t.Errorf("batch container adjustment (-want +got):\n%s", diff)
 	}
+	if got := oomScoreOf(created.GetAdjust()); got != "1000" {
+		t.Errorf("batch container's oom_score_adj adjustment = %q, want 1000", got)
+	}
 	// runc creates the container's cgroup with the adjustment (and the kubelet's unlimited quota), then the runtime
 	// tells the plugin before it starts the process.
 	ctrDir := batchDir + "/c-batch"
@@ -316,9 +319,10 @@ func TestNRIAdjustsBatchPodsOnly(t *testing.T) {
 		t.Errorf("container quota after PostUpdateContainer = %s, want 200000", got)
 	}
 
-	for _, pod := range []*corev1.Pod{lsPod(), bePod()} {
-		expectNoAdjustment(t, rt, pod)
-	}
+	// Their containers get their class's oom_score_adj and nothing else: the service (256Mi of 8Gi, 969 from the
+	// kubelet) 323, the best-effort pod 1000.
+	expectOnlyOOMScore(t, rt, lsPod(), "323")
+	expectOnlyOOMScore(t, rt, bePod(), "1000")
 	if diff := cmp.Diff(kubeletBestEffort, readFiles(t, f.root, beDir)); diff != "" {
 		t.Errorf("best-effort pod cgroup changed (-want +got):\n%s", diff)
 	}
@@ -327,16 +331,24 @@ func TestNRIAdjustsBatchPodsOnly(t *testing.T) {
 	}
 	expectAnswers(t, st, []answers{
 		{EventRunPodSandbox, ResultAdjusted, 1}, {EventRunPodSandbox, ResultSkipped, 2},
-		{EventCreateContainer, ResultAdjusted, 1}, {EventCreateContainer, ResultSkipped, 2},
+		{EventCreateContainer, ResultAdjusted, 3},
 		{EventUpdateContainer, ResultAdjusted, 1}, {EventUpdateContainer, ResultSkipped, 2},
 		{EventStartContainer, ResultAdjusted, 1}, {EventStartContainer, ResultSkipped, 2},
 		{EventPostUpdateContainer, ResultAdjusted, 1},
 	})
 }
 
-// expectNoAdjustment runs pod's sandbox and creates and updates its container "main": the runtime must get no
-// adjustment and no update.
-func expectNoAdjustment(t *testing.T, rt *runtimeSide, pod *corev1.Pod) {
+// oomScoreOf is the oom_score_adj an adjustment sets, "" for none.
+func oomScoreOf(a *api.ContainerAdjustment) string {
+	if v := a.GetLinux().GetOomScoreAdj(); v != nil {
+		return fmt.Sprint(v.GetValue())
+	}
+	return ""
+}
+
+// expectOnlyOOMScore runs pod's sandbox and creates and updates its container "main": the runtime must get no
+// resources and no update, and oomScore as the container's oom_score_adj ("" for none).
+func expectOnlyOOMScore(t *testing.T, rt *runtimeSide, pod *corev1.Pod, oomScore string) {
 	t.Helper()
 	ctx := context.Background()
 	sb := sandbox(pod)
@@ -349,6 +361,9 @@ func expectNoAdjustment(t *testing.T, rt *runtimeSide, pod *corev1.Pod) {
 	}
 	if got := valuesOf(created.GetAdjust().GetLinux().GetResources()); got != (linuxValues{}) {
 		t.Errorf("%s pod's container was adjusted: %+v", pod.Name, got)
+	}
+	if got := oomScoreOf(created.GetAdjust()); got != oomScore {
+		t.Errorf("%s pod's container got oom_score_adj %q, want %q", pod.Name, got, oomScore)
 	}
 	if err := rt.nri.StartContainer(ctx, &api.StartContainerRequest{Pod: sb, Container: container(sb, "c-"+pod.Name, "main", "")}); err != nil {
 		t.Fatalf("StartContainer %s: %v", pod.Name, err)

@@ -45,6 +45,13 @@ func TestReconcilerWritesBatchPods(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", dir, diff)
 		}
 	}
+	// Every running container's process gets its class's oom_score_adj: the batch pod's 1000, the service's (256Mi
+	// of 8Gi, 969 from the kubelet) 323; the container that is not running keeps what it had.
+	for dir, want := range map[string]string{batchDir + "/c-proxy": "1000", batchDir + "/c-main": "1000", batchDir + "/c-waiting": "0", lsDir + "/c-ls": "323"} {
+		if got := f.oomScore(t, dir); got != want {
+			t.Errorf("oom_score_adj in %s = %s, want %s", dir, got, want)
+		}
+	}
 	owners := map[string]bool{}
 	for _, rec := range f.deps.Executor.Audit() {
 		owners[rec.Owner] = true
@@ -55,8 +62,8 @@ func TestReconcilerWritesBatchPods(t *testing.T) {
 	if diff := cmp.Diff(map[string]bool{OwnerReconciler: true}, owners); diff != "" {
 		t.Errorf("audit owners (-want +got):\n%s", diff)
 	}
-	if got := st.Info().ReconciledPods; got != 1 {
-		t.Errorf("reconciled pods = %d, want 1", got)
+	if got := st.Info().ReconciledPods; got != 2 {
+		t.Errorf("reconciled pods = %d, want 2 (the batch pod, and the service for its OOM score)", got)
 	}
 }
 

@@ -218,3 +218,13 @@ func foldResource(r corev1.ResourceRequirements, native corev1.ResourceName, tie
 		lim[native] = *resource.NewQuantity(limit, resource.BinarySI)
 	}
 }
+
+// MemoryRequest is the memory container c requests as the kubelet would count it had its tier resources been
+// native: its memory request plus its kubernetes.io/batch-memory and mid-memory requests, in bytes.
+func MemoryRequest(c *corev1.Container) int64 {
+	n := c.Resources.Requests.Memory().Value()
+	for _, name := range tierMemory {
+		n += tierAmount(c.Resources.Requests, name)
+	}
+	return n
+}

@@ -5,10 +5,11 @@
 //
 // The line is
 //
-//	cgroupreport start=<unix nanoseconds> shares=2048 quota=200000 period=100000 memory=4294967296
+//	cgroupreport start=<unix nanoseconds> shares=2048 quota=200000 period=100000 memory=4294967296 oom_score_adj=1000
 //
 // on cgroup v1 (runc mounts the container's own cgroups at /sys/fs/cgroup/<subsystem>), and with weight=, max= and
-// memory= from cpu.weight, cpu.max and memory.max on v2. A file that cannot be read is reported as "?".
+// memory= from cpu.weight, cpu.max and memory.max on v2; oom_score_adj is the process's own, which the runtime set
+// from the container's spec. A file that cannot be read is reported as "?".
 package main
 
 import (
@@ -23,7 +24,7 @@ import (
 
 func main() {
 	start := time.Now()
-	fmt.Printf("cgroupreport start=%d %s\n", start.UnixNano(), report("/sys/fs/cgroup"))
+	fmt.Printf("cgroupreport start=%d %s oom_score_adj=%s\n", start.UnixNano(), report("/sys/fs/cgroup"), read("/proc/self/oom_score_adj"))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
@@ -37,11 +38,16 @@ func report(root string) string {
 	}
 	parts := make([]string, 0, len(files))
 	for _, f := range files {
-		v := "?"
-		if b, err := os.ReadFile(filepath.Join(root, f[1])); err == nil {
-			v = strings.ReplaceAll(strings.TrimSpace(string(b)), " ", "/")
-		}
-		parts = append(parts, f[0]+"="+v)
+		parts = append(parts, f[0]+"="+read(filepath.Join(root, f[1])))
 	}
 	return strings.Join(parts, " ")
+}
+
+// read is the content of file, its spaces as "/", or "?" when it cannot be read.
+func read(file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "?"
+	}
+	return strings.ReplaceAll(strings.TrimSpace(string(b)), " ", "/")
 }

@@ -19,9 +19,21 @@ import (
 // is an error, so that a caller never acts on a task it cannot name.
 func (f *FS) Tasks(dir string) ([]int, error) {
 	file := "cgroup.threads"
-	tops := []string{f.Dir("", dir)}
 	if f.version == V1 {
 		file = "tasks"
+	}
+	return f.ids(dir, file, "tasks")
+}
+
+// Procs returns the process ids of every process in cgroup dir and its descendants (cgroup.procs, on v1 of the
+// memory hierarchy, else the cpu one), as Tasks does threads: for what the kernel keeps per process, such as
+// oom_score_adj. The errors are Tasks'.
+func (f *FS) Procs(dir string) ([]int, error) { return f.ids(dir, "cgroup.procs", "processes") }
+
+// ids lists the ids in file of dir's cgroup and its descendants; what names them in the error.
+func (f *FS) ids(dir, file, what string) ([]int, error) {
+	tops := []string{f.Dir("", dir)}
+	if f.version == V1 {
 		tops = []string{f.Dir("memory", dir), f.Dir("cpu", dir)}
 	}
 	for _, top := range tops {
@@ -30,7 +42,7 @@ func (f *FS) Tasks(dir string) ([]int, error) {
 		}
 		return treeIDs(top, file)
 	}
-	return nil, fmt.Errorf("listing the tasks of cgroup %q: no such cgroup under %s: %w", dir, f.root, fs.ErrNotExist)
+	return nil, fmt.Errorf("listing the %s of cgroup %q: no such cgroup under %s: %w", what, dir, f.root, fs.ErrNotExist)
 }
 
 // treeIDs reads the ids listed in file (tasks, cgroup.threads, cgroup.procs) of top and every cgroup below it;

@@ -84,3 +84,40 @@ func TestTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestProcs: processes, not threads, of the cgroup and its children, on both versions; a cgroup that is gone is
+// fs.ErrNotExist.
+func TestProcs(t *testing.T) {
+	for _, tt := range []struct {
+		version Version
+		files   map[string]string
+		want    []int
+	}{
+		{V1, map[string]string{
+			"memory/" + pod + "/cgroup.procs":    "",
+			"memory/" + pod + "/c1/cgroup.procs": "20\n",
+			"memory/" + pod + "/c1/tasks":        "20\n21\n",
+			"memory/" + pod + "/c2/cgroup.procs": "40\n41\n",
+		}, []int{20, 40, 41}},
+		{V2, map[string]string{
+			pod + "/cgroup.procs":      "",
+			pod + "/c1/cgroup.procs":   "30\n",
+			pod + "/c1/cgroup.threads": "30\n31\n",
+		}, []int{30}},
+	} {
+		t.Run(tt.version.String(), func(t *testing.T) {
+			f := NewFS(tree(t, tt.files), tt.version)
+			got, err := f.Procs(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Fatalf("processes (-want +got):\n%s", d)
+			}
+			if _, err := f.Procs(pod + "/gone"); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("Procs of a cgroup that is gone: %v; want fs.ErrNotExist", err)
+			}
+		})
+	}
+}

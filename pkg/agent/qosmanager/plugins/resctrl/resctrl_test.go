@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -27,6 +26,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/resctrl/resctrltest"
+	"github.com/gleaner-sh/gleaner/test/testutil"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -438,7 +438,7 @@ func TestRefusedKeepsTheLastGoodValue(t *testing.T) {
 	host := resctrltest.Intel()
 	host.L3.MinBits = 2
 	r := newRig(t, cgroup.V2, host)
-	events := &recorder{}
+	events := &testutil.Events{}
 	m, err := qosmanager.NewManager(qosmanager.Deps{States: r.store, Events: events}, r.clk,
 		[]qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true, New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}},
 		[]string{"*"}, nil)
@@ -460,13 +460,7 @@ func TestRefusedKeepsTheLastGoodValue(t *testing.T) {
 	if got := r.schemata("gleaner-BE"); got != good || good != "L3:0=f;1=f\nMB:0=50;1=50\n" {
 		t.Errorf("schemata after a refused NodeSLO %q, want the last good %q", got, good)
 	}
-	if len(events.msgs) != 1 || !strings.Contains(events.msgs[0], "min_cbm_bits") {
-		t.Errorf("events %q, want one Warning naming min_cbm_bits", events.msgs)
+	if len(events.List()) != 1 || !strings.Contains(events.List()[0], "min_cbm_bits") {
+		t.Errorf("events %q, want one Warning naming min_cbm_bits", events.List())
 	}
-}
-
-type recorder struct{ msgs []string }
-
-func (e *recorder) Eventf(_ runtime.Object, eventtype, reason, format string, args ...any) {
-	e.msgs = append(e.msgs, eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
 }

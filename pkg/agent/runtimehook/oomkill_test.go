@@ -1,0 +1,200 @@
+package runtimehook
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/test/cgrouptest"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+// The environment that makes the test binary a process holding memory instead of running tests (see TestMain):
+// holdEnv MiB at once, then growEnv MiB more every 50 ms, forever.
+const (
+	holdEnv = "GLEANER_TEST_HOLD_MIB"
+	growEnv = "GLEANER_TEST_GROW_MIB"
+)
+
+func TestMain(m *testing.M) {
+	if hold := os.Getenv(holdEnv); hold != "" {
+		holdMemory(hold, os.Getenv(growEnv))
+	}
+	os.Exit(m.Run())
+}
+
+// holdMemory makes hold MiB resident, then grows by grow MiB every 50 ms; it never returns.
+func holdMemory(hold, grow string) {
+	mib := func(s string) int {
+		n, err := strconv.Atoi(s)
+		if err != nil && s != "" {
+			fmt.Fprintf(os.Stderr, "holdMemory: %v\n", err)
+			os.Exit(2)
+		}
+		return n
+	}
+	touch := func(n int) []byte {
+		b := make([]byte, n<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		return b
+	}
+	held := [][]byte{touch(mib(hold))}
+	for step := mib(grow); ; time.Sleep(50 * time.Millisecond) {
+		if step > 0 {
+			held = append(held, touch(step))
+		}
+	}
+}
+
+// On the real kernel (v1 and v2), a real OOM inside the pods' cgroup: a batch pod holds 32 MiB and a Burstable
+// service that requested 16 MiB grows past it until the 128 MiB limit of the cgroup above both is hit. With the
+// kubelet's values (batch 1000, the service 999) the OOM killer takes the service, the larger one; after one
+// reconciler round of the runtime hook (the service at 333) it takes the batch pod, and the service keeps growing
+// until the limit is hit again.
+func TestRealKernelOOMKillsBatchBeforeServices(t *testing.T) {
+	box := cgrouptest.New(t)
+	box.Require("memory")
+	l := box.Layout()
+	batch := testutil.Pod("batch").Namespace("jobs").UID(batchUID).
+		Container("main").Requests("kubernetes.io/batch-memory", "64Mi").Running("containerd://c-batch").Obj()
+	svc := testutil.Pod("web").Namespace("prod").UID(lsUID).
+		Container("main").Requests("cpu", "100m", "memory", "16Mi").Running("containerd://c-web").Obj()
+	batchCtr, svcCtr := l.PodDir(batch)+"/c-batch", l.PodDir(svc)+"/c-web"
+	box.Mkdir(batchCtr)
+	box.Mkdir(svcCtr)
+	fs := box.FS()
+	top := l.QoSDir(corev1.PodQOSGuaranteed) // kubepods, above both pods
+	if err := fs.SetMemoryLimit(top, 128<<20); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// start runs a process holding hold MiB (growing by grow MiB every 50 ms) in dir, with oom_score_adj adj as the
+	// kubelet gives it, and returns it with a channel that is closed when it has exited.
+	start := func(dir string, hold, grow, adj int) (*exec.Cmd, chan struct{}) {
+		t.Helper()
+		cmd := box.Start(dir, "/usr/bin/env", fmt.Sprintf("%s=%d", holdEnv, hold), fmt.Sprintf("%s=%d", growEnv, grow), self, "-test.run=^$")
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte(strconv.Itoa(adj)), 0); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, done
+	}
+	stop := func(cmd *exec.Cmd, done chan struct{}) {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	// killed reports which process the kernel killed: by SIGKILL, its exit status says.
+	killed := func(name string, cmd *exec.Cmd) string {
+		t.Helper()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("the %s process ended, but not by SIGKILL: %v", name, cmd.ProcessState)
+		}
+		return name
+	}
+	// firstToDie starts the batch pod's process, waits until it holds its memory, starts the service's growing one,
+	// runs before (the reconciler, or nothing) and returns which of the two the kernel killed first.
+	firstToDie := func(before func()) string {
+		t.Helper()
+		b, bDone := start(batchCtr, 32, 0, 1000)
+		defer stop(b, bDone)
+		waitResident(t, b.Process.Pid, 32<<20)
+		s, sDone := start(svcCtr, 8, 2, 999)
+		defer stop(s, sDone)
+		before()
+		select {
+		case <-bDone:
+			return killed("batch", b)
+		case <-sDone:
+			return killed("service", s)
+		case <-time.After(60 * time.Second):
+			t.Fatal("no process was killed within 60 s: the limit of 128 MiB was never hit")
+		}
+		return ""
+	}
+	if got := firstToDie(func() {}); got != "service" {
+		t.Fatalf("with the kubelet's values the kernel killed the %s first; the premise (the larger service dies first) is wrong", got)
+	}
+
+	store := statesinformer.NewStore()
+	store.SetPod(batch)
+	store.SetPod(svc)
+	store.SetNode(testutil.Node("node-a").Capacity("memory", "8Gi").Obj())
+	opts := executor.DefaultOptions()
+	opts.Host = system.NewHostFS("/")
+	exe, err := executor.New(fs, clock.RealClock{}, prometheus.NewRegistry(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Deps{States: store, Executor: exe, Cgroups: fs, Layout: l, CgroupVersion: box.Version, Clock: clock.RealClock{}}
+	st, err := NewStatus("reconciler", "", prometheus.NewRegistry(), d.Clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReconciler(d, newRegistry(t, d), st, time.Second)
+	got := firstToDie(func() {
+		if err := r.Reconcile(context.Background()); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+		for dir, want := range map[string]string{batchCtr: "1000", svcCtr: "333"} {
+			if got := oomScoreIn(t, box, dir); got != want {
+				t.Errorf("oom_score_adj in %s = %s after the round, want %s", dir, got, want)
+			}
+		}
+	})
+	if got != "batch" {
+		t.Errorf("with the hook's values the kernel killed the %s first, want the batch pod", got)
+	}
+}
+
+// waitResident waits until process pid has at least bytes resident.
+func waitResident(t *testing.T, pid int, bytes int64) {
+	t.Helper()
+	var rss int64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
+		if err != nil {
+			t.Fatalf("process %d: %v", pid, err)
+		}
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			pages, _ := strconv.ParseInt(f[1], 10, 64)
+			if rss = pages * int64(os.Getpagesize()); rss >= bytes {
+				return
+			}
+		}
+	}
+	t.Fatalf("process %d holds %d bytes after 30 s, want %d", pid, rss, bytes)
+}
+
+// oomScoreIn is the oom_score_adj of the one process in cgroup dir of box.
+func oomScoreIn(t *testing.T, box *cgrouptest.Sandbox, dir string) string {
+	t.Helper()
+	pids, err := box.FS().Procs(dir)
+	if err != nil || len(pids) != 1 {
+		t.Fatalf("processes of %s: %v, %v; want one", dir, pids, err)
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "oom_score_adj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
