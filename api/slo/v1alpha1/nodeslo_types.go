@@ -139,6 +139,16 @@ type ResourceThresholdStrategy struct {
 	// +kubebuilder:validation:Maximum=3600
 	CPUEvictTimeWindowSeconds *int64 `json:"cpuEvictTimeWindowSeconds,omitempty"`
 
+	// EvictEnabledPriorityThreshold limits memory eviction and CPU-satisfaction eviction to pods whose
+	// spec.priority (0 when unset) is at most this value, e.g. 5999 for batch and free pods only, which keeps the
+	// mid tier out of them. Unset: every best-effort pod, and for memory every mid-tier pod after them. Koordinator's
+	// key; unlike Koordinator, a higher value never makes a service evictable: only best-effort and mid-tier pods
+	// ever are.
+	// +optional
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
+	EvictEnabledPriorityThreshold *int64 `json:"evictEnabledPriorityThreshold,omitempty"`
+
 	// CPUAllocatableEvictThresholdPercent is the share, percent of the node's allocatable kubernetes.io/batch-cpu
 	// (and, separately, kubernetes.io/mid-cpu), that the requests of the node's pods of that tier may reach before
 	// allocatable eviction evicts some of them: the tier's allocatable shrinks when the services grow, and the pods

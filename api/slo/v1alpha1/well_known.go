@@ -35,6 +35,17 @@ const (
 // A malformed value is ignored for that pod, with a Warning event, and the node's strategy applies.
 const AnnotationCPUBurst = "gleaner.sh/cpu-burst"
 
+// Pod annotations that order a pod among the pods of its tier for the agent's evictions (memory, CPU satisfaction,
+// allocatable): an int32, lower first, before spec.priority; 0 when unset. A best-effort pod always goes before
+// every mid-tier pod whatever it says. Of the pair the gleaner.sh annotation wins when both are set; the other is
+// Koordinator's. A malformed value counts as 0, with a Warning event.
+const (
+	// AnnotationEvictionPriority is the pod's eviction priority, such as "-10" to go first.
+	AnnotationEvictionPriority = "gleaner.sh/eviction-priority"
+	// AnnotationEvictionPriorityAlias is Koordinator's AnnotationEvictionPriority.
+	AnnotationEvictionPriorityAlias = "koordinator.sh/eviction-priority"
+)
+
 // Pod annotations that set the oom_score_adj of a pod's containers over the class's value (the runtime hook's OOM
 // order), within what the class allows: a batch or free pod only 1000, a mid pod 334 or more, any other pod -997 or
 // more. Of each pair the gleaner.sh annotation wins when both are set; the other is Koordinator's. A malformed

@@ -1336,6 +1336,11 @@ func (in *ResourceThresholdStrategy) DeepCopyInto(out *ResourceThresholdStrategy
 		*out = new(int64)
 		**out = **in
 	}
+	if in.EvictEnabledPriorityThreshold != nil {
+		in, out := &in.EvictEnabledPriorityThreshold, &out.EvictEnabledPriorityThreshold
+		*out = new(int64)
+		**out = **in
+	}
 	if in.CPUAllocatableEvictThresholdPercent != nil {
 		in, out := &in.CPUAllocatableEvictThresholdPercent, &out.CPUAllocatableEvictThresholdPercent
 		*out = new(int64)

@@ -2,11 +2,18 @@ package qosmanager
 
 import (
 	"cmp"
+	"context"
+	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 )
 
@@ -24,11 +31,27 @@ type Candidate struct {
 }
 
 // SortForEviction orders candidates in the order they are evicted: every best-effort pod before any mid-tier pod,
-// then lowest spec.priority first (free before batch; a pod without a priority counts as 0, the API's default),
-// then largest Usage, then namespace/name so that the order does not depend on the order of the input.
-func SortForEviction(c []Candidate) {
+// then lowest eviction priority first (the pod's annotation, EvictionPriority), then lowest spec.priority (free
+// before batch; a pod without a priority counts as 0, the API's default), then largest Usage, then namespace/name
+// so that the order does not depend on the order of the input. A candidate whose eviction-priority annotation is
+// malformed is said through bad (which may be nil) and sorted as 0.
+func SortForEviction(ctx context.Context, c []Candidate, bad *Warnings) {
+	if bad != nil {
+		for _, x := range c {
+			if _, err := EvictionPriority(x.Meta.Pod); err != nil {
+				bad.Warn(ctx, x.Meta.Pod, evictionPriorityValue(x.Meta.Pod), err, "it is evicted as if it had eviction priority 0")
+			} else {
+				bad.Fine(x.Meta.Pod)
+			}
+		}
+	}
 	slices.SortStableFunc(c, func(a, b Candidate) int {
 		if d := cmp.Compare(tierRank(a.Meta), tierRank(b.Meta)); d != 0 {
+			return d
+		}
+		ea, _ := EvictionPriority(a.Meta.Pod)
+		eb, _ := EvictionPriority(b.Meta.Pod)
+		if d := cmp.Compare(ea, eb); d != 0 {
 			return d
 		}
 		if d := cmp.Compare(priority(a.Meta), priority(b.Meta)); d != 0 {
@@ -47,6 +70,41 @@ func tierRank(m *statesinformer.PodMeta) int {
 		return 1
 	}
 	return 0
+}
+
+// EvictionPriority is the eviction priority pod's annotations ask for among the pods of its tier: gleaner.sh's
+// annotation, else Koordinator's, an int32, lower evicted first; 0 without one. A value that is not an int32 is an
+// error naming the annotation, and counts as 0.
+func EvictionPriority(pod *corev1.Pod) (int32, error) {
+	for _, k := range []string{slov1alpha1.AnnotationEvictionPriority, slov1alpha1.AnnotationEvictionPriorityAlias} {
+		v, ok := pod.Annotations[k]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("annotation %s: %q is not an integer from %d to %d", k, v, math.MinInt32, math.MaxInt32)
+		}
+		return int32(n), nil
+	}
+	return 0, nil
+}
+
+// evictionPriorityValue is the eviction-priority annotation EvictionPriority reads, as written.
+func evictionPriorityValue(pod *corev1.Pod) string {
+	if v, ok := pod.Annotations[slov1alpha1.AnnotationEvictionPriority]; ok {
+		return v
+	}
+	return pod.Annotations[slov1alpha1.AnnotationEvictionPriorityAlias]
+}
+
+// ReasonBadEvictionPriority is the reason of the Warning event on a pod whose eviction priority is malformed.
+const ReasonBadEvictionPriority = "InvalidEvictionPriority"
+
+// UnderPriorityThreshold reports whether m's spec.priority (0 when unset) is at most threshold; a nil threshold
+// takes every pod (evictEnabledPriorityThreshold, allocatableEvictPriorityThreshold).
+func UnderPriorityThreshold(m *statesinformer.PodMeta, threshold *int64) bool {
+	return threshold == nil || int64(priority(m)) <= *threshold
 }
 
 func priority(m *statesinformer.PodMeta) int32 {

@@ -1,6 +1,8 @@
 package qosmanager
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func TestSortForEviction(t *testing.T) {
 		{Meta: meta(testutil.Pod("mid-big").Priority(7000)), Usage: 5000},
 		{Meta: meta(testutil.Pod("mid-by-label").Label(slov1alpha1.LabelPriorityClass, "mid")), Usage: 1},
 	}
-	SortForEviction(c)
+	SortForEviction(context.Background(), c, nil)
 	var got []string
 	for _, x := range c {
 		got = append(got, x.Meta.Pod.Name)
@@ -43,6 +45,68 @@ func TestSortForEviction(t *testing.T) {
 		"mid-by-label", "mid-big"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// TestSortForEvictionByAnnotation: a pod's eviction priority (gleaner.sh's annotation over Koordinator's) orders it
+// within its tier before spec.priority, never across tiers; a malformed one counts as 0 and is said once per pod
+// and value, with a Warning event.
+func TestSortForEvictionByAnnotation(t *testing.T) {
+	ann := func(name string, priority int32, kv ...string) Candidate {
+		b := testutil.Pod(name).Priority(priority)
+		for i := 0; i+1 < len(kv); i += 2 {
+			b = b.Annotation(kv[i], kv[i+1])
+		}
+		return Candidate{Meta: meta(b), Usage: 1}
+	}
+	const own, koord = slov1alpha1.AnnotationEvictionPriority, slov1alpha1.AnnotationEvictionPriorityAlias
+	c := []Candidate{
+		ann("free", 3000),                                // eviction priority 0, spec.priority 3000
+		ann("batch-first", 5500, own, "-10"),             // asks to go before the free pod
+		ann("batch-koord", 5500, koord, "-5"),            // Koordinator's annotation
+		ann("batch-both", 5500, own, "5", koord, "-100"), // gleaner.sh's wins: 5
+		ann("batch-bad", 5000, own, "soon"),              // malformed: 0, and then its spec.priority
+		ann("mid-first", 7000, own, "-1000"),             // never before best-effort pods
+	}
+	events := &testutil.Events{}
+	bad := NewWarnings(events, ReasonBadEvictionPriority)
+	for range 2 {
+		SortForEviction(context.Background(), c, bad)
+	}
+	var got []string
+	for _, x := range c {
+		got = append(got, x.Meta.Pod.Name)
+	}
+	want := []string{"batch-first", "batch-koord", "free", "batch-bad", "batch-both", "mid-first"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if got := events.List(); len(got) != 1 || !strings.Contains(got[0], `batch-bad Warning InvalidEvictionPriority: annotation gleaner.sh/eviction-priority: "soon" is not an integer`) {
+		t.Errorf("events %q, want one warning about batch-bad", got)
+	}
+	for _, v := range []string{"2147483648", "-2147483649", "1.5"} {
+		if _, err := EvictionPriority(testutil.Pod("x").Annotation(own, v).Obj()); err == nil {
+			t.Errorf("eviction priority %q was taken", v)
+		}
+	}
+}
+
+// UnderPriorityThreshold takes every pod without a threshold, and pods at or below it with one (no priority is 0).
+func TestUnderPriorityThreshold(t *testing.T) {
+	threshold := int64(5999)
+	for _, tt := range []struct {
+		pod  *statesinformer.PodMeta
+		th   *int64
+		want bool
+	}{
+		{meta(testutil.Pod("mid").Priority(7000)), nil, true},
+		{meta(testutil.Pod("mid").Priority(7000)), &threshold, false},
+		{meta(testutil.Pod("batch").Priority(5999)), &threshold, true},
+		{meta(testutil.Pod("none")), &threshold, true},
+	} {
+		if got := UnderPriorityThreshold(tt.pod, tt.th); got != tt.want {
+			t.Errorf("UnderPriorityThreshold(%s, %v) = %v, want %v", tt.pod.Pod.Name, tt.th, got, tt.want)
+		}
 	}
 }
 

@@ -60,6 +60,7 @@ type Plugin struct {
 	evictor   qosmanager.Evictor
 	clock     clock.PassiveClock
 	evictions *qosmanager.Evictions
+	badOrder  *qosmanager.Warnings // malformed eviction-priority annotations
 	// unpublished holds the resources found missing from the node's allocatable and said so in the log, so that a
 	// node that never publishes the mid tier is told once, not every second.
 	unpublished map[corev1.ResourceName]bool
@@ -75,7 +76,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if err := d.Need(Name, "States", "Evictor", "Clock"); err != nil {
 		return nil, err
 	}
-	return &Plugin{states: d.States, evictor: d.Evictor, clock: d.Clock, evictions: qosmanager.NewEvictions(settle),
+	return &Plugin{states: d.States, evictor: d.Evictor, clock: d.Clock, evictions: qosmanager.NewEvictions(settle), badOrder: qosmanager.NewWarnings(d.Events, qosmanager.ReasonBadEvictionPriority),
 		unpublished: map[corev1.ResourceName]bool{}}, nil
 }
 
@@ -194,7 +195,7 @@ func (p *Plugin) evictAccount(ctx context.Context, node *corev1.Node, resource c
 		switch {
 		case p.evictions.Going(m, now):
 			going += req
-		case m.Evictable() && (priorityThreshold == nil || int64(priority(m)) <= *priorityThreshold):
+		case m.Evictable() && qosmanager.UnderPriorityThreshold(m, priorityThreshold):
 			// Usage is the request: exact in a float64 up to 2^53 bytes or millicores.
 			candidates = append(candidates, qosmanager.Candidate{Meta: m, Usage: float64(req)})
 		}
@@ -214,7 +215,7 @@ func (p *Plugin) evictAccount(ctx context.Context, node *corev1.Node, resource c
 		return nil
 	}
 
-	qosmanager.SortForEviction(candidates)
+	qosmanager.SortForEviction(ctx, candidates, p.badOrder)
 	var errs []error
 	for _, c := range candidates {
 		if projected*100 <= allocatable*lowerPct {
@@ -261,11 +262,6 @@ func request(pod *corev1.Pod, resource corev1.ResourceName) int64 {
 		return 0
 	}
 	return q.Value()
-}
-
-// priority is the pod's spec.priority; 0, the API's default, when it has none.
-func priority(m *statesinformer.PodMeta) int32 {
-	return ptr.Deref(m.Pod.Spec.Priority, 0)
 }
 
 // pctOf is v x pct / 100.

@@ -50,7 +50,7 @@ type Plugin struct {
 	pool pool
 
 	noBurstFile bool                 // this kernel lacks cpu.cfs_burst_us (cpu.max.burst): the knob steps aside
-	badPods     map[types.UID]string // the malformed annotation last reported per pod
+	badPods     *qosmanager.Warnings // malformed annotations, said once per pod and value
 	clampSaid   map[int64]bool       // the values of cpuBurstPercent above 100 said to be clamped
 	active      slov1alpha1.CPUBurstPolicy
 	poolWhy     string // why the share pool's load is not known, as last logged
@@ -84,7 +84,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if err := d.Need(Name, "States", "Cache", "Executor", "Cgroups", "Clock"); err != nil {
 		return nil, err
 	}
-	return &Plugin{d: d, dirs: map[string]*dirState{}, badPods: map[types.UID]string{}, clampSaid: map[int64]bool{}}, nil
+	return &Plugin{d: d, dirs: map[string]*dirState{}, badPods: qosmanager.NewWarnings(d.Events, reasonBadAnnotation), clampSaid: map[int64]bool{}}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -156,11 +156,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 			delete(p.dirs, dir)
 		}
 	}
-	for uid := range p.badPods {
-		if !r.seen(uid) {
-			delete(p.badPods, uid)
-		}
-	}
+	p.badPods.Prune(r.seen)
 	if len(updates) == 0 {
 		return nil
 	}
@@ -197,9 +193,9 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	if !other {
 		var err error
 		if cfg, k, err = podConfig(m.Pod, node); err != nil {
-			p.warnOnce(ctx, m, err)
+			p.badPods.Warn(ctx, m.Pod, m.Pod.Annotations[slov1alpha1.AnnotationCPUBurst], err, "the node's CPU burst strategy applies")
 		} else {
-			delete(p.badPods, m.Pod.UID)
+			p.badPods.Fine(m.Pod)
 		}
 	}
 	if k.burst {
@@ -468,19 +464,6 @@ func (p *Plugin) nextQuota(ds *dirState, dir string, base cgroup.CPUQuota, cfg *
 		ds.since = r.now
 	}
 	return next, why
-}
-
-// warnOnce reports a malformed annotation once per pod and value: a log line and a Warning event on the pod.
-func (p *Plugin) warnOnce(ctx context.Context, m *statesinformer.PodMeta, err error) {
-	raw := m.Pod.Annotations[slov1alpha1.AnnotationCPUBurst]
-	if v, ok := p.badPods[m.Pod.UID]; ok && v == raw {
-		return
-	}
-	p.badPods[m.Pod.UID] = raw
-	klog.FromContext(ctx).Info("ignoring a pod's CPU burst annotation; the node's strategy applies", "pod", klog.KObj(m.Pod), "err", err.Error())
-	if p.d.Events != nil {
-		p.d.Events.Eventf(m.Pod, corev1.EventTypeWarning, reasonBadAnnotation, "%v; the node's CPU burst strategy applies", err)
-	}
 }
 
 // sayClamp says once per value that a cpuBurstPercent above maxBurstPercent acts as maxBurstPercent.

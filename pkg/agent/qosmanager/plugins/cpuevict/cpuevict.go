@@ -48,6 +48,7 @@ type Plugin struct {
 	clock     clock.PassiveClock
 	retention time.Duration // the longest window the cache answers; 0 when unknown
 	evictions *qosmanager.Evictions
+	badOrder  *qosmanager.Warnings // malformed eviction-priority annotations
 }
 
 var (
@@ -60,7 +61,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if err := d.Need(Name, "States", "Cache", "Evictor", "Clock"); err != nil {
 		return nil, err
 	}
-	p := &Plugin{states: d.States, cache: d.Cache, evictor: d.Evictor, clock: d.Clock, evictions: qosmanager.NewEvictions(settle)}
+	p := &Plugin{states: d.States, cache: d.Cache, evictor: d.Evictor, clock: d.Clock, evictions: qosmanager.NewEvictions(settle), badOrder: qosmanager.NewWarnings(d.Events, qosmanager.ReasonBadEvictionPriority)}
 	if c, ok := d.Cache.(interface{ Config() metriccache.Config }); ok {
 		p.retention = c.Config().Retention()
 	}
@@ -158,7 +159,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		}
 		remaining += req
 		// A best-effort pod outside the requests would not change the satisfaction: it is not evicted for it.
-		if m.BestEffort && req > 0 {
+		if m.BestEffort && req > 0 && qosmanager.UnderPriorityThreshold(m, s.EvictEnabledPriorityThreshold) {
 			candidates = append(candidates, qosmanager.Candidate{Meta: m, Usage: p.podUsage(m, w)})
 		}
 	}
@@ -170,7 +171,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		return nil
 	}
 
-	qosmanager.SortForEviction(candidates)
+	qosmanager.SortForEviction(ctx, candidates, p.badOrder)
 	var errs []error
 	for _, c := range candidates {
 		if projected >= float64(upperPct)/100 {

@@ -131,6 +131,29 @@ func TestRun(t *testing.T) {
 			wantEvict: []string{"be-b", "be-a"},
 		},
 		{
+			name: "deeper: the batch pods go too", spec: enabled(), series: flat(10, 1, 5, 0.95), pods: usual(),
+			// 1/5 = 20%: be-b leaves 3 requested (33%), be-a 2 (50%), then be-c (0.5 cores, more than be-d) 1: 100%.
+			wantEvict: []string{"be-b", "be-a", "be-c"},
+		},
+		{
+			name: "evictEnabledPriorityThreshold: only pods at or below it", series: flat(10, 1, 5, 0.95), pods: usual(),
+			spec: func() *slov1alpha1.NodeSLOSpec {
+				s := enabled()
+				s.ResourceUsedThresholdWithBE.EvictEnabledPriorityThreshold = ptr.To[int64](5000)
+				return s
+			}(),
+			// As above, but the batch pods (5500) stay: only be-b and be-a (3500) go.
+			wantEvict: []string{"be-b", "be-a"},
+		},
+		{
+			name: "evictEnabledPriorityThreshold below every pod: nothing", series: flat(10, 2, 5, 1.9), pods: usual(),
+			spec: func() *slov1alpha1.NodeSLOSpec {
+				s := enabled()
+				s.ResourceUsedThresholdWithBE.EvictEnabledPriorityThreshold = ptr.To[int64](3000)
+				return s
+			}(),
+		},
+		{
 			name: "satisfaction at the lower percent: nothing", spec: enabled(), series: flat(10, 3, 5, 2.9), pods: usual(),
 			// 3/5 = 60%, not below 60% (utilisation 2.9/3 = 97%).
 		},

@@ -49,6 +49,7 @@ type Plugin struct {
 	layout    cgroup.Layout
 	clock     clock.PassiveClock
 	evictions *qosmanager.Evictions
+	badOrder  *qosmanager.Warnings // malformed eviction-priority annotations
 }
 
 var (
@@ -61,7 +62,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if err := d.Need(Name, "States", "Cache", "Proc", "Evictor", "Clock"); err != nil {
 		return nil, err
 	}
-	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, layout: d.Layout, clock: d.Clock, evictions: qosmanager.NewEvictions(settle)}, nil
+	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, layout: d.Layout, clock: d.Clock, evictions: qosmanager.NewEvictions(settle), badOrder: qosmanager.NewWarnings(d.Events, qosmanager.ReasonBadEvictionPriority)}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -112,7 +113,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	projected, going, unknown, unknownBE := used, 0, 0, 0
 	var candidates []qosmanager.Candidate
 	for _, m := range p.states.GetAllPods() {
-		if !m.Evictable() {
+		if !m.Evictable() || !qosmanager.UnderPriorityThreshold(m, s.EvictEnabledPriorityThreshold) {
 			continue
 		}
 		usage, ok := p.usage(m, now)
@@ -143,7 +144,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		return nil
 	}
 
-	qosmanager.SortForEviction(candidates)
+	qosmanager.SortForEviction(ctx, candidates, p.badOrder)
 	var errs []error
 	for _, c := range candidates {
 		if projected < lower {

@@ -158,6 +158,26 @@ func TestRun(t *testing.T) {
 			wantEvict: []string{"free-b", "free-a", "batch-a", "batch-b", "mid-big"},
 		},
 		{
+			name: "evictEnabledPriorityThreshold keeps the mid tier, and pods above it, out", usedMiB: 9900,
+			spec: func() *slov1alpha1.NodeSLOSpec {
+				s := enabled(70, 60)
+				s.ResourceUsedThresholdWithBE.EvictEnabledPriorityThreshold = ptr.To[int64](5000)
+				return s
+			}(),
+			pods: append([]pod{mid("mid-big", 7000, 2000)}, usual...),
+			// Only the free pods (3500) are at most 5000: 9900-700-300 = 8900, still above; nothing else may go.
+			wantEvict: []string{"free-b", "free-a"},
+		},
+		{
+			name: "an eviction priority orders a pod within its tier", spec: spec, usedMiB: 7500,
+			pods: []pod{
+				be("free-a", 3500, 300), {be("batch-a", 5500, 1500).b.Annotation(slov1alpha1.AnnotationEvictionPriorityAlias, "-1"), 1500},
+				svc("web", 3000),
+			},
+			// batch-a asks to go first (Koordinator's annotation): 7500-1500 = 6000 < 6144, and free-a stays.
+			wantEvict: []string{"batch-a"},
+		},
+		{
 			name: "the mid tier stays when the best-effort pods are enough", spec: spec, usedMiB: 8192,
 			pods:      append([]pod{mid("mid-big", 7000, 5000)}, usual...),
 			wantEvict: []string{"free-b", "free-a", "batch-a"},

@@ -26,7 +26,6 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/resctrl/resctrltest"
-	"github.com/gleaner-sh/gleaner/test/testutil"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -438,7 +437,7 @@ func TestRefusedKeepsTheLastGoodValue(t *testing.T) {
 	host := resctrltest.Intel()
 	host.L3.MinBits = 2
 	r := newRig(t, cgroup.V2, host)
-	events := &testutil.Events{}
+	events := &tu.Events{}
 	m, err := qosmanager.NewManager(qosmanager.Deps{States: r.store, Events: events}, r.clk,
 		[]qosmanager.Factory{{Name: Name, Interval: DefaultInterval, Default: true, New: func(qosmanager.Deps) (qosmanager.RunPlugin, error) { return r.p, nil }}},
 		[]string{"*"}, nil)
