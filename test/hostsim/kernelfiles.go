@@ -1,8 +1,8 @@
 package hostsim
 
 // WriteEach writes file ("subsystem/name" on cgroup v1, "name" on v2) with content into every cgroup of the
-// simulated kubepods tree that exists now (kubepods, the QoS cgroups, pods and containers): a kernel that has the
-// file, as a newer kernel than the tree's defaults (cpu.idle needs 5.15) or cgroup v2's memory.min. Call it again
+// simulated kubepods tree that exists now (kubepods, the QoS cgroups, pods and containers) and of the host
+// applications: a kernel that has the file, as a newer kernel than the tree's defaults (cpu.idle needs 5.15) or cgroup v2's memory.min. Call it again
 // after adding pods.
 func (h *Host) WriteEach(file, content string) error {
 	h.mu.Lock()
@@ -19,5 +19,13 @@ func (h *Host) WriteEach(file, content string) error {
 		}
 		return nil
 	}
-	return walk(h.kubepods)
+	if err := walk(h.kubepods); err != nil {
+		return err
+	}
+	for _, g := range h.apps {
+		if err := walk(g); err != nil {
+			return err
+		}
+	}
+	return nil
 }

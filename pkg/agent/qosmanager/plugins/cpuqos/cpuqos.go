@@ -142,14 +142,44 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		want = append(want, executor.Update{Dir: dir, Value: executor.CPUIdle(true),
 			Reason: fmt.Sprintf("pod %s of class %s (cpuQOS groupIdentity -1) runs as SCHED_IDLE", m.Key(), m.QoS)})
 	}
+	hosts := p.hostApplications(spec, s)
+	for _, u := range hosts {
+		if u != nil {
+			want = append(want, *u)
+		}
+	}
 	p.reassertDrifted(want)
 	wasIdle := map[string]bool{}
 	for dir := range live {
 		wasIdle[dir] = p.hold.Held(dir, executor.ResourceCPUIdle)
 	}
+	for dir := range hosts {
+		live[dir] = nil // held while configured; its weight is not the kubelet's to restore (see restoreShares)
+	}
 	err := p.hold.Sync(ctx, "cpuQOS of the class is off or not groupIdentity -1: cpu.idle back to the kernel's 0", want,
 		func(dir string) bool { _, ok := live[dir]; return ok })
+	for dir := range hosts {
+		delete(live, dir)
+	}
 	return errors.Join(err, p.restoreShares(ctx, live, wasIdle), p.standIn(ctx, all, idle(s.BEClass)))
+}
+
+// hostApplications are the cgroups of the NodeSLO's host applications, each with its cpu.idle = 1 update when its
+// class runs as SCHED_IDLE (nil when not): a BE application, such as a log shipper or a node-local build cache
+// declared in hostApplications, yields to the services as a BE pod does. An application's cgroup is its own
+// (CgroupLocation); when it is not there the write is "gone" and tried again at the next run.
+func (p *Plugin) hostApplications(spec *slov1alpha1.NodeSLOSpec, s *slov1alpha1.ResourceQOSStrategy) map[string]*executor.Update {
+	dirs := map[string]*executor.Update{}
+	for _, app := range spec.HostApplications {
+		base, parent, rel := app.CgroupLocation()
+		dir := p.d.Layout.HostDir(cgroup.HostBase(base), parent, rel)
+		dirs[dir] = nil
+		if app.QoS != "" && idle(qosmanager.ResourceQOSOf(s, app.QoS)) {
+			dirs[dir] = &executor.Update{Dir: dir, Value: executor.CPUIdle(true),
+				Reason: fmt.Sprintf("host application %s of class %s (cpuQOS groupIdentity -1) runs as SCHED_IDLE", app.Name, app.QoS)}
+		}
+	}
+	return dirs
 }
 
 // reassertDrifted has the executor write again the cpu.idle 1 of wanted cgroups that no longer hold it. The executor

@@ -155,6 +155,48 @@ func TestDefaultIdlesBestEffort(t *testing.T) {
 	})
 }
 
+// TestHostApplications: a host application of class BE runs idle like a BE pod, one of class LS does not; moving
+// the BE one to LS writes 0 back (the kernel's weight of 1024 stays: its weight is not the kubelet's to restore).
+func TestHostApplications(t *testing.T) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
+		r := newRig(t, l, false, web())
+		apps := []slov1alpha1.HostApplicationSpec{
+			// Its own cgroup path: without one the class decides the parent directory, and a new class is a new cgroup.
+			{Name: "log-shipper", QoS: slov1alpha1.QoSBE, CgroupPath: &slov1alpha1.CgroupPath{ParentDir: "daemons"}},
+			{Name: "nginx", QoS: slov1alpha1.QoSLS},
+			{Name: "sidecar", QoS: slov1alpha1.QoSBE, CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseKubepods, ParentDir: "host", RelativePath: "sidecar"}},
+		}
+		dirs := map[string]string{}
+		for i := range apps {
+			base, parent, rel := apps[i].CgroupLocation()
+			dirs[apps[i].Name] = r.Host.Layout().HostDir(cgroup.HostBase(base), parent, rel)
+			if err := r.Host.AddHostApp(apps[i].Name, dirs[apps[i].Name], hostsim.Usage{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		file := "cpu.idle"
+		if l.Version == cgroup.V1 {
+			file = "cpu/cpu.idle"
+		}
+		r.WriteEach(file, "0\n")
+		withApps := func(edit func(s *slov1alpha1.ResourceQOSStrategy)) *slov1alpha1.NodeSLOSpec {
+			s := spec(edit)
+			s.HostApplications = apps
+			return s
+		}
+		r.run(withApps(nil))
+		r.expectIdle(map[string]bool{dirs["log-shipper"]: true, dirs["sidecar"]: true, dirs["nginx"]: false, r.beDir(): true})
+
+		apps[0].QoS = slov1alpha1.QoSLS
+		r.run(withApps(nil))
+		r.expectIdle(map[string]bool{dirs["log-shipper"]: false, dirs["sidecar"]: true})
+
+		// BE's cpuQOS off: every BE application leaves idle with the besteffort cgroup.
+		r.run(withApps(beOff))
+		r.expectIdle(map[string]bool{dirs["sidecar"]: false, r.beDir(): false})
+	})
+}
+
 // TestStandsInForTheKubelet: while the besteffort QoS cgroup is idle the plugin keeps the burstable QoS cgroup's
 // cpu.shares at the kubelet's value (the kubelet's own update stops at the refused besteffort write), follows a new
 // Burstable pod, and lets the value go, without writing, once BE's cpuQOS is off.
