@@ -35,6 +35,18 @@ const (
 // A malformed value is ignored for that pod, with a Warning event, and the node's strategy applies.
 const AnnotationCPUBurst = "gleaner.sh/cpu-burst"
 
+// AnnotationCPUBurstAlias is Koordinator's AnnotationCPUBurst, read when the pod has no gleaner.sh one.
+const AnnotationCPUBurstAlias = "koordinator.sh/cpuBurst"
+
+// AnnotationCPUQOS is the pod annotation that sets the pod's own CPU QoS: a JSON CPUQOSCfg such as
+// {"enable": true, "groupIdentity": -1}, which runs the pod as SCHED_IDLE (cpu.idle 1) although its class does not.
+// It may only narrow its class's: a pod of a class that runs idle cannot leave it. A malformed value, or one its
+// class does not allow, is ignored with a Warning event, and the class's applies.
+const AnnotationCPUQOS = "gleaner.sh/cpu-qos"
+
+// AnnotationCPUQOSAlias is Koordinator's AnnotationCPUQOS, read when the pod has no gleaner.sh one.
+const AnnotationCPUQOSAlias = "koordinator.sh/cpuQOS"
+
 // Pod annotations that order a pod among the pods of its tier for the agent's evictions (memory, CPU satisfaction,
 // allocatable): an int32, lower first, before spec.priority; 0 when unset. A best-effort pod always goes before
 // every mid-tier pod whatever it says. Of the pair the gleaner.sh annotation wins when both are set; the other is

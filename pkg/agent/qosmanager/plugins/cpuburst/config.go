@@ -65,15 +65,15 @@ func checkConfig(prefix string, c *slov1alpha1.CPUBurstConfig, partial bool) []s
 }
 
 // podConfig is the CPU burst configuration of pod under the node's: the node's, with what the pod's
-// AnnotationCPUBurst sets over it; its policy only narrows the node's. An annotation that is not a valid
-// CPUBurstConfig is an error (the caller then uses the node's).
+// AnnotationCPUBurst (or Koordinator's AnnotationCPUBurstAlias) sets over it; its policy only narrows the node's. An
+// annotation that is not a valid CPUBurstConfig is an error (the caller then uses the node's).
 func podConfig(pod *corev1.Pod, node *slov1alpha1.CPUBurstConfig) (*slov1alpha1.CPUBurstConfig, knobs, error) {
 	nodeKnobs, _ := knobsOf(node.Policy)
-	raw, ok := pod.Annotations[slov1alpha1.AnnotationCPUBurst]
+	key, raw, ok := annotation(pod)
 	if !ok {
 		return node, nodeKnobs, nil
 	}
-	own, err := parseAnnotation(raw)
+	own, err := parseAnnotation(key, raw)
 	if err != nil {
 		return node, nodeKnobs, err
 	}
@@ -86,20 +86,30 @@ func podConfig(pod *corev1.Pod, node *slov1alpha1.CPUBurstConfig) (*slov1alpha1.
 	return merged, k, nil
 }
 
-// parseAnnotation reads a pod's AnnotationCPUBurst: a JSON CPUBurstConfig with no unknown fields and values in
+// annotation is the pod's own CPU burst annotation and its key: gleaner.sh's, else Koordinator's.
+func annotation(pod *corev1.Pod) (key, raw string, ok bool) {
+	for _, k := range []string{slov1alpha1.AnnotationCPUBurst, slov1alpha1.AnnotationCPUBurstAlias} {
+		if v, has := pod.Annotations[k]; has {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
+// parseAnnotation reads a pod's CPU burst annotation key: a JSON CPUBurstConfig with no unknown fields and values in
 // range.
-func parseAnnotation(raw string) (*slov1alpha1.CPUBurstConfig, error) {
+func parseAnnotation(key, raw string) (*slov1alpha1.CPUBurstConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
 	dec.DisallowUnknownFields()
 	var c slov1alpha1.CPUBurstConfig
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("annotation %s=%q is not a CPU burst configuration: %w", slov1alpha1.AnnotationCPUBurst, raw, err)
+		return nil, fmt.Errorf("annotation %s=%q is not a CPU burst configuration: %w", key, raw, err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("annotation %s=%q has more than one JSON value", slov1alpha1.AnnotationCPUBurst, raw)
+		return nil, fmt.Errorf("annotation %s=%q has more than one JSON value", key, raw)
 	}
 	if msgs := checkConfig("", &c, true); len(msgs) > 0 {
-		return nil, fmt.Errorf("annotation %s=%q: %s", slov1alpha1.AnnotationCPUBurst, raw, strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("annotation %s=%q: %s", key, raw, strings.Join(msgs, "; "))
 	}
 	return &c, nil
 }

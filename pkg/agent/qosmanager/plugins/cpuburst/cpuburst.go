@@ -193,7 +193,8 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	if !other {
 		var err error
 		if cfg, k, err = podConfig(m.Pod, node); err != nil {
-			p.badPods.Warn(ctx, m.Pod, m.Pod.Annotations[slov1alpha1.AnnotationCPUBurst], err, "the node's CPU burst strategy applies")
+			_, raw, _ := annotation(m.Pod)
+			p.badPods.Warn(ctx, m.Pod, raw, err, "the node's CPU burst strategy applies")
 		} else {
 			p.badPods.Fine(m.Pod)
 		}

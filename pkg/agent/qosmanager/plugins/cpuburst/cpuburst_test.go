@@ -162,7 +162,8 @@ func burstPods() map[string]*corev1.Pod {
 		// Guaranteed, 500m, its own percent.
 		"tiny": tu.Pod("tiny").UID("00000000-0000-4000-8000-00000000000c").Annotation(slov1alpha1.AnnotationCPUBurst, `{"cpuBurstPercent":50}`).
 			Container("c").Requests("cpu", "500m", "memory", "64Mi").Limits("cpu", "500m", "memory", "64Mi").Running("containerd://tiny-c").Obj(),
-		"optout": tu.Pod("optout").UID("00000000-0000-4000-8000-00000000000d").Annotation(slov1alpha1.AnnotationCPUBurst, `{"policy":"none"}`).
+		// Opts out with Koordinator's annotation.
+		"optout": tu.Pod("optout").UID("00000000-0000-4000-8000-00000000000d").Annotation(slov1alpha1.AnnotationCPUBurstAlias, `{"policy":"none"}`).
 			Container("c").Requests("cpu", "100m").Limits("cpu", "1").Running("containerd://optout-c").Obj(),
 		"bad": tu.Pod("bad").UID("00000000-0000-4000-8000-00000000000e").Annotation(slov1alpha1.AnnotationCPUBurst, `{"cpuBurstPercent":-5}`).
 			Container("c").Requests("cpu", "100m").Limits("cpu", "1").Running("containerd://bad-c").Obj(),
@@ -723,4 +724,17 @@ func TestQuotaBurstResize(t *testing.T) {
 			t.Errorf("quotas container %d, pod %d µs, want the kubelet's 150000", a, p)
 		}
 	})
+}
+
+// The pod's own annotation is gleaner.sh's when it has both, else Koordinator's, and an error names the one read.
+func TestAnnotationPrecedence(t *testing.T) {
+	node := &slov1alpha1.CPUBurstConfig{Policy: slov1alpha1.CPUBurstAuto}
+	both := tu.Pod("both").Annotation(slov1alpha1.AnnotationCPUBurst, `{"policy":"none"}`).Annotation(slov1alpha1.AnnotationCPUBurstAlias, `{"cpuBurstPercent":-1}`).Obj()
+	if _, k, err := podConfig(both, node); err != nil || k.burst || k.quota {
+		t.Errorf("with both annotations: knobs %+v, %v; want gleaner.sh's policy none", k, err)
+	}
+	koord := tu.Pod("koord").Annotation(slov1alpha1.AnnotationCPUBurstAlias, `{"cpuBurstPercent":-1}`).Obj()
+	if _, _, err := podConfig(koord, node); err == nil || !strings.Contains(err.Error(), "annotation koordinator.sh/cpuBurst=") {
+		t.Errorf("a bad Koordinator annotation: %v; want an error naming it", err)
+	}
 }

@@ -2,12 +2,14 @@ package cpuqos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -26,6 +28,9 @@ const Name = "cpuqos"
 // a second of its first container starting.
 const DefaultInterval = time.Second
 
+// ReasonBadAnnotation is the reason of the Warning event on a pod whose CPU QoS annotation cannot be used.
+const ReasonBadAnnotation = "InvalidCPUQOSAnnotation"
+
 // IdleGroupIdentity is the groupIdentity that means cpu.idle = 1: Anolis OS's lowest group identity, the one
 // upstream kernels have an equivalent of.
 const IdleGroupIdentity = -1
@@ -37,6 +42,7 @@ type Plugin struct {
 	burstableDir string // the burstable QoS cgroup, whose cpu.shares the plugin keeps for the kubelet (standIn)
 	v2           bool
 	hold         *qosmanager.Holder
+	bad          *qosmanager.Warnings // pods' CPU QoS annotations that cannot be used
 
 	probed      bool // cpu.idle was found in the besteffort QoS cgroup (or found missing)
 	unsupported bool // this kernel has no cpu.idle: the plugin steps aside
@@ -60,6 +66,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		burstableDir: d.Layout.QoSDir(corev1.PodQOSBurstable),
 		v2:           d.CgroupVersion() == cgroup.V2,
 		hold:         qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
+		bad:          qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
 	}, nil
 }
 
@@ -136,12 +143,21 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	for _, m := range pods {
 		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		live[dir] = m.Pod
-		if !idle(qosmanager.ResourceQOSOf(s, m.QoS)) || underIdleQoS(m, s) || hookOwnsShares(m.Pod) {
+		classIdle := idle(qosmanager.ResourceQOSOf(s, m.QoS))
+		podIdle, why, err := PodIdle(m.Pod, classIdle)
+		if err != nil {
+			_, raw, _ := annotation(m.Pod)
+			p.bad.Warn(ctx, m.Pod, raw, err, fmt.Sprintf("its class %s's cpuQOS applies", m.QoS))
+		} else {
+			p.bad.Fine(m.Pod)
+		}
+		if !podIdle || underIdleQoS(m, s) || hookOwnsShares(m.Pod) {
 			continue
 		}
 		want = append(want, executor.Update{Dir: dir, Value: executor.CPUIdle(true),
-			Reason: fmt.Sprintf("pod %s of class %s (cpuQOS groupIdentity -1) runs as SCHED_IDLE", m.Key(), m.QoS)})
+			Reason: fmt.Sprintf("pod %s of class %s %s runs as SCHED_IDLE", m.Key(), m.QoS, why)})
 	}
+	p.bad.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
 	hosts := p.hostApplications(spec, s)
 	for _, u := range hosts {
 		if u != nil {
@@ -216,6 +232,45 @@ func (p *Plugin) restoreShares(ctx context.Context, live map[string]*corev1.Pod,
 			Reason: "cpu.idle 0 resets the weight to 1024: the kubelet's value back"}))
 	}
 	return errors.Join(errs...)
+}
+
+// PodIdle reports whether pod runs as SCHED_IDLE, whose class does (classIdle) or not, and why: its class's
+// cpuQOS, or its own AnnotationCPUQOS (else Koordinator's), which may make it idle but never take idle from a pod
+// whose class has it. An annotation that is not a JSON CPUQOSCfg with a groupIdentity in [-1, 2], or that would
+// leave idle, is an error, and the class decides.
+func PodIdle(pod *corev1.Pod, classIdle bool) (bool, string, error) {
+	why := "(the class's cpuQOS groupIdentity -1)"
+	key, raw, ok := annotation(pod)
+	if !ok {
+		return classIdle, why, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var cfg slov1alpha1.CPUQOSCfg
+	if err := dec.Decode(&cfg); err != nil {
+		return classIdle, why, fmt.Errorf("annotation %s=%q is not a CPU QoS configuration: %w", key, raw, err)
+	}
+	if gi := cfg.GroupIdentity; gi != nil && (*gi < IdleGroupIdentity || *gi > 2) {
+		return classIdle, why, fmt.Errorf("annotation %s=%q: groupIdentity %d is outside [-1, 2]", key, raw, *gi)
+	}
+	own := cfg.Enable != nil && *cfg.Enable && cfg.GroupIdentity != nil && *cfg.GroupIdentity == IdleGroupIdentity
+	if classIdle && !own {
+		return true, why, fmt.Errorf("annotation %s=%q would take the pod out of SCHED_IDLE, which its class runs it as: a pod may only narrow its class's CPU QoS", key, raw)
+	}
+	if own && !classIdle {
+		return true, "(its annotation " + key + ")", nil
+	}
+	return classIdle, why, nil
+}
+
+// annotation is the pod's own CPU QoS annotation and its key: gleaner.sh's, else Koordinator's.
+func annotation(pod *corev1.Pod) (key, raw string, ok bool) {
+	for _, k := range []string{slov1alpha1.AnnotationCPUQOS, slov1alpha1.AnnotationCPUQOSAlias} {
+		if v, has := pod.Annotations[k]; has {
+			return k, v, true
+		}
+	}
+	return "", "", false
 }
 
 // underIdleQoS reports whether pod m is a BE pod in the besteffort QoS cgroup while that cgroup is idle: the

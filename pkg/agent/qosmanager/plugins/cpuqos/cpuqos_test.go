@@ -2,6 +2,7 @@ package cpuqos
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,35 @@ func TestHostApplications(t *testing.T) {
 		// BE's cpuQOS off: every BE application leaves idle with the besteffort cgroup.
 		r.run(withApps(beOff))
 		r.expectIdle(map[string]bool{dirs["sidecar"]: false, r.beDir(): false})
+	})
+}
+
+// TestPodAnnotation: a service's own CPU QoS annotation (Koordinator's here) makes it idle although its class is
+// not; a BE pod cannot leave its class's idle, and a malformed annotation is ignored: each said once with a Warning
+// event, and the class decides.
+func TestPodAnnotation(t *testing.T) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
+		yields := tu.Pod("yields").UID("0000000d-0000-4000-8000-000000000004").Annotation(slov1alpha1.AnnotationCPUQOSAlias, `{"enable":true,"groupIdentity":-1}`).
+			Container("c").Requests("cpu", "1").Running("containerd://yields").Obj()
+		stays := beOutside()
+		stays.Annotations = map[string]string{slov1alpha1.AnnotationCPUQOS: `{"enable":false}`}
+		bad := tu.Pod("bad").UID("0000000e-0000-4000-8000-000000000005").Annotation(slov1alpha1.AnnotationCPUQOS, `{"groupIdentity":-2}`).
+			Container("c").Requests("cpu", "1").Running("containerd://bad").Obj()
+		w := web()
+		r := newRig(t, l, true, w, yields, stays, bad)
+		for range 2 {
+			r.run(spec(nil))
+		}
+		r.expectIdle(map[string]bool{r.podDir(yields): true, r.podDir(stays): true, r.podDir(bad): false, r.podDir(w): false})
+		close(r.Events.Events)
+		var events []string
+		for e := range r.Events.Events {
+			events = append(events, e)
+		}
+		if len(events) != 2 || !strings.Contains(strings.Join(events, "\n"), "would take the pod out of SCHED_IDLE") ||
+			!strings.Contains(strings.Join(events, "\n"), "groupIdentity -2 is outside [-1, 2]") {
+			t.Errorf("events %q, want one Warning for each of the two pods", events)
+		}
 	})
 }
 
