@@ -185,7 +185,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	log := klog.FromContext(ctx)
 	c := config(spec)
 	if c == nil {
-		return p.restore(ctx, log)
+		return p.restore(ctx, log, spec.HostApplications)
 	}
 	p.restored = false
 	if err := p.probe(log); err != nil {
@@ -196,7 +196,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	}
 	// A device that went away since Validate accepted the spec is reported; the others are still capped.
 	pl, planErr := p.plan(c)
-	pods, known := p.bestEffortDirs()
+	pods, known := p.bestEffortDirs(spec.HostApplications)
 	dirs := append([]string{p.qosDir}, pods...)
 	errs := []error{p.takeBack(ctx, log, dirs, known, pl)}
 	sets := p.updates(dirs, pl)
@@ -289,14 +289,23 @@ func (p *Plugin) takeBack(ctx context.Context, log klog.Logger, dirs []string, k
 	return err
 }
 
-// bestEffortDirs returns the cgroups of the running best-effort pods, and the cgroups of every pod on the node.
-func (p *Plugin) bestEffortDirs() ([]string, map[string]bool) {
+// bestEffortDirs returns the cgroups of the running best-effort pods and of the BE host applications, and the
+// cgroups of every pod and host application on the node.
+func (p *Plugin) bestEffortDirs(apps []slov1alpha1.HostApplicationSpec) ([]string, map[string]bool) {
 	var dirs []string
 	known := map[string]bool{}
 	for _, m := range p.d.States.GetAllPods() {
 		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		known[dir] = true
 		if m.Pod.Status.Phase == corev1.PodRunning && m.BestEffort {
+			dirs = append(dirs, dir)
+		}
+	}
+	for _, app := range apps {
+		base, parent, rel := app.CgroupLocation()
+		dir := p.d.Layout.HostDir(cgroup.HostBase(base), parent, rel)
+		known[dir] = true
+		if app.QoS == slov1alpha1.QoSBE {
 			dirs = append(dirs, dir)
 		}
 	}
@@ -327,13 +336,13 @@ func (p *Plugin) probe(log klog.Logger) error {
 }
 
 // restore removes, once, every cap and every weight other than the default from the besteffort cgroup, the
-// best-effort pods' cgroups and those this process capped, and stops holding them. Reading the kernel's values
+// best-effort pods' and BE host applications' cgroups and those this process capped, and stops holding them. Reading the kernel's values
 // rather than trusting what this process wrote also clears what an agent before it left.
-func (p *Plugin) restore(ctx context.Context, log klog.Logger) error {
+func (p *Plugin) restore(ctx context.Context, log klog.Logger, apps []slov1alpha1.HostApplicationSpec) error {
 	if p.restored {
 		return nil
 	}
-	pods, _ := p.bestEffortDirs()
+	pods, _ := p.bestEffortDirs(apps)
 	dirs := append([]string{p.qosDir}, pods...)
 	dirs = append(dirs, slices.Collect(maps.Keys(p.held))...)
 	slices.Sort(dirs)

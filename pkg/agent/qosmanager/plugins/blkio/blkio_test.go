@@ -249,6 +249,33 @@ func capsFollowTheConfiguration(t *testing.T, v cgroup.Version, driver cgroup.Dr
 	r.step("a resync and another run after off: the values were released", off(), nil)
 }
 
+// TestHostApplications: a BE host application's cgroup gets the class's caps and weight like a best-effort pod, an
+// LS one nothing; moved to LS, its caps and weight are written back.
+func TestHostApplications(t *testing.T) {
+	r := newRig(t, cgroup.V2, cgroup.Systemd)
+	qos := r.Host.Layout().QoSDir(corev1.PodQOSBestEffort)
+	r.blkioFiles(qos, true)
+	apps := []slov1alpha1.HostApplicationSpec{
+		{Name: "backup", QoS: slov1alpha1.QoSBE, CgroupPath: &slov1alpha1.CgroupPath{ParentDir: "daemons"}},
+		{Name: "nginx", QoS: slov1alpha1.QoSLS},
+	}
+	dirs := map[string]string{}
+	for _, app := range apps {
+		base, parent, rel := app.CgroupLocation()
+		dirs[app.Name] = r.Host.Layout().HostDir(cgroup.HostBase(base), parent, rel)
+		r.blkioFiles(dirs[app.Name], true)
+	}
+	withApps := func() *slov1alpha1.NodeSLOSpec {
+		s := on(dev("vda", slov1alpha1.IOCfg{WriteBPS: i64(8 * mi), IOWeightPercent: i64(50)}))
+		s.HostApplications = apps
+		return s
+	}
+	vdaCap := executor.IOLimit{Device: vda, Limit: cgroup.IOLimit{WriteBPS: 8 * mi}}
+	r.step("BE application capped", withApps(), expect([]string{qos, dirs["backup"]}, vdaCap, executor.IOWeight(50)))
+	apps[0].QoS = slov1alpha1.QoSLS
+	r.step("moved to LS", withApps(), expect([]string{dirs["backup"]}, executor.IOLimit{Device: vda}, executor.IOWeight(100)))
+}
+
 // TestOffClearsWhatAnEarlierAgentLeft: a freshly started agent with the strategy off removes caps and weights left
 // on best-effort cgroups (by an agent before it), once, and leaves the service's alone.
 func TestOffClearsWhatAnEarlierAgentLeft(t *testing.T) {
