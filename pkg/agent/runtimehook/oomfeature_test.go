@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -187,4 +188,40 @@ func TestReconcilerWritesAnnotatedOOMScores(t *testing.T) {
 	if len(rec.List()) != 2 {
 		t.Errorf("events after the annotation changed = %q, want a second warning", rec.List())
 	}
+}
+
+// The reconciler puts best-effort host applications (class BE, or priority batch or free) at 1000 with batch pods,
+// leaves the others alone, and gives 0 back to one that is no longer best-effort.
+func TestReconcilerOrdersHostApplications(t *testing.T) {
+	f := newFixture(t, clock.RealClock{})
+	apps := []slov1alpha1.HostApplicationSpec{
+		{Name: "backup", QoS: slov1alpha1.QoSBE, CgroupPath: &slov1alpha1.CgroupPath{ParentDir: "daemons"}},
+		{Name: "cache", Priority: slov1alpha1.PriorityFree, CgroupPath: &slov1alpha1.CgroupPath{ParentDir: "daemons"}},
+		{Name: "nginx", QoS: slov1alpha1.QoSLS},
+	}
+	dirs := map[string]string{}
+	for _, app := range apps {
+		base, parent, rel := app.CgroupLocation()
+		dirs[app.Name] = f.deps.Layout.HostDir(cgroup.HostBase(base), parent, rel)
+		f.addCgroup(t, dirs[app.Name])
+	}
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: apps}}
+	f.store.SetNodeSLO(slo)
+	r := NewReconciler(f.deps, f.registry(t), f.status(t, ModeReconciler), time.Second)
+	expect := func(step string, want map[string]string) {
+		t.Helper()
+		if err := r.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want {
+			if got := f.oomScore(t, dirs[name]); got != w {
+				t.Errorf("%s: oom_score_adj of %s = %s, want %s", step, name, got, w)
+			}
+		}
+	}
+	expect("first round", map[string]string{"backup": "1000", "cache": "1000", "nginx": "0"})
+	slo = slo.DeepCopy()
+	slo.Spec.HostApplications[0].QoS = slov1alpha1.QoSLS
+	f.store.SetNodeSLO(slo)
+	expect("backup moved to LS", map[string]string{"backup": "0", "cache": "1000"})
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
 // Reconciler is the hook's fallback: a Runnable that, when it starts and every interval after, walks the node's pods
@@ -25,11 +28,15 @@ type Reconciler struct {
 	fs       *Registry
 	status   *Status
 	interval time.Duration
+
+	oomOrder  bool            // the registry has the OOM order: best-effort host applications get 1000 too
+	hostsKill map[string]bool // host applications' cgroups given oom_score_adj 1000
 }
 
 // NewReconciler returns the reconciler; d must be complete (see New).
 func NewReconciler(d Deps, fs *Registry, status *Status, interval time.Duration) *Reconciler {
-	return &Reconciler{d: d, fs: fs, status: status, interval: interval}
+	return &Reconciler{d: d, fs: fs, status: status, interval: interval,
+		oomOrder: slices.Contains(fs.Names(), OOMScoreFeatureName), hostsKill: map[string]bool{}}
 }
 
 // Name is the reconciler's name as a Runnable.
@@ -71,9 +78,51 @@ func (r *Reconciler) Reconcile(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", m.Pod.Namespace, m.Pod.Name, err))
 		}
 	}
+	if u := r.hostUpdates(); len(u) > 0 {
+		if err := r.d.Executor.Apply(ctx, OwnerReconciler, u...); err != nil {
+			errs = append(errs, fmt.Errorf("host applications: %w", err))
+		}
+	}
 	err := errors.Join(errs...)
 	r.status.reconciled(n, err)
 	return err
+}
+
+// hostUpdates put the NodeSLO's best-effort host applications (class BE, or priority batch or free) in the OOM
+// order's best-effort band: oom_score_adj 1000 for every process of their cgroups, so that a backup daemon outside
+// Kubernetes dies before the services as a batch pod does (other host applications keep theirs: 0 by default, below
+// every pod). An application that is no longer best-effort gets 0 back, once; one removed from the NodeSLO keeps
+// what it has (its cgroup is no longer known as the application's).
+func (r *Reconciler) hostUpdates() []executor.Update {
+	if !r.oomOrder {
+		return nil
+	}
+	var u []executor.Update
+	seen := map[string]bool{}
+	if slo := r.d.States.GetNodeSLO(); slo != nil {
+		for _, app := range slo.Spec.HostApplications {
+			base, parent, rel := app.CgroupLocation()
+			dir := r.d.Layout.HostDir(cgroup.HostBase(base), parent, rel)
+			seen[dir] = true
+			be := app.QoS == slov1alpha1.QoSBE || app.Priority == slov1alpha1.PriorityBatch || app.Priority == slov1alpha1.PriorityFree
+			switch {
+			case be:
+				r.hostsKill[dir] = true
+				u = append(u, executor.Update{Dir: dir, Value: executor.OOMScoreAdj(oomBestEffort),
+					Reason: "runtime hook reconciler, best-effort host application " + app.Name})
+			case r.hostsKill[dir]:
+				delete(r.hostsKill, dir)
+				u = append(u, executor.Update{Dir: dir, Value: executor.OOMScoreAdj(0),
+					Reason: "runtime hook reconciler, host application " + app.Name + " is no longer best-effort"})
+			}
+		}
+	}
+	for dir := range r.hostsKill {
+		if !seen[dir] {
+			delete(r.hostsKill, dir)
+		}
+	}
+	return u
 }
 
 // podUpdates are the writes for one pod: its cgroup and each running container's (the executor orders them for the
