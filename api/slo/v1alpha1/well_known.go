@@ -47,6 +47,14 @@ const AnnotationCPUQOS = "gleaner.sh/cpu-qos"
 // AnnotationCPUQOSAlias is Koordinator's AnnotationCPUQOS, read when the pod has no gleaner.sh one.
 const AnnotationCPUQOSAlias = "koordinator.sh/cpuQOS"
 
+// AnnotationMemoryQOS is the pod annotation that narrows its class's memory QoS for the pod: a JSON object with a
+// policy ("default", "auto" or "none") and MemoryQOS fields, such as {"policy": "none"} or {"throttlingPercent": 80}.
+// A pod may only lower its protection and raise its throttling; anything else is ignored with a Warning event.
+const AnnotationMemoryQOS = "gleaner.sh/memory-qos"
+
+// AnnotationMemoryQOSAlias is Koordinator's AnnotationMemoryQOS, read when the pod has no gleaner.sh one.
+const AnnotationMemoryQOSAlias = "koordinator.sh/memoryQOS"
+
 // Pod annotations that order a pod among the pods of its tier for the agent's evictions (memory, CPU satisfaction,
 // allocatable): an int32, lower first, before spec.priority; 0 when unset. A best-effort pod always goes before
 // every mid-tier pod whatever it says. Of the pair the gleaner.sh annotation wins when both are set; the other is

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -33,6 +34,7 @@ type Plugin struct {
 	v1      bool
 	parents []parent
 	hold    *qosmanager.Holder
+	bad     *qosmanager.Warnings // pods' memory QoS annotations that cannot be used
 
 	probed      bool // memory.min was found in the kubepods cgroup (or found missing)
 	unsupported bool // no memory.min here: the plugin steps aside
@@ -66,6 +68,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 			{d.Layout.QoSDir(corev1.PodQOSBestEffort), []corev1.PodQOSClass{corev1.PodQOSBestEffort}},
 		},
 		hold: qosmanager.NewHolder(Name, d.Executor, executor.MemoryMin(0), executor.MemoryLow(0), executor.MemoryHigh(-1), executor.MemoryOOMGroup(false)),
+		bad:  qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
 	}
 	p.v1 = d.CgroupVersion() == cgroup.V1
 	return p, nil
@@ -168,7 +171,8 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		log.Info("memory QoS writes memory.min, memory.low, memory.high and memory.oom.group; wmarkRatio, wmarkScalePermill, wmarkMinAdj, priorityEnable and priority need Anolis OS memcg extensions and are not applied", "classes", strings.Join(on, ","))
 	}
 	pods := qosmanager.WithRunningContainers(p.d.States.GetAllPods())
-	want, live := p.wanted(s, pods)
+	want, live := p.wanted(ctx, s, pods)
+	p.bad.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
 	// Recorded before written: a value written but not recorded would be left behind by a restart.
 	held := p.hold.All()
 	for _, u := range want {
@@ -220,7 +224,7 @@ func (p *Plugin) probe(log klog.Logger) error {
 
 // wanted are the values of the pods of the classes that are on and of the QoS parents; live are the cgroups that
 // exist (the parents, the pods' and their running containers').
-func (p *Plugin) wanted(s *slov1alpha1.ResourceQOSStrategy, pods []*statesinformer.PodMeta) (want []executor.Update, live map[string]bool) {
+func (p *Plugin) wanted(ctx context.Context, s *slov1alpha1.ResourceQOSStrategy, pods []*statesinformer.PodMeta) (want []executor.Update, live map[string]bool) {
 	live = map[string]bool{}
 	for _, pr := range p.parents {
 		live[pr.dir] = true
@@ -235,7 +239,13 @@ func (p *Plugin) wanted(s *slov1alpha1.ResourceQOSStrategy, pods []*statesinform
 				containers[st.Name], live[dir] = dir, true
 			}
 		})
-		cfg := memoryQOS(qosmanager.ResourceQOSOf(s, m.QoS))
+		cfg, err := PodMemoryQOS(m.Pod, memoryQOS(qosmanager.ResourceQOSOf(s, m.QoS)))
+		if err != nil {
+			_, raw, _ := annotation(m.Pod)
+			p.bad.Warn(ctx, m.Pod, raw, err, fmt.Sprintf("its class %s's memory QoS applies", m.QoS))
+		} else {
+			p.bad.Fine(m.Pod)
+		}
 		if cfg == nil {
 			continue
 		}
