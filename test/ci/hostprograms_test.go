@@ -33,10 +33,11 @@ var builtByProject = []string{"kube-apiserver", "kubectl", "kubelet", "kube-sche
 
 // notPrograms are words the scan finds in a program's place that name something else; each says what it is.
 var notPrograms = map[string]string{
-	"node":  "a Kubernetes resource or label word, not Node.js",
-	"write": "a file operation's name in a test, not write(1)",
-	"gold":  "a word in a test's data, not the gold linker",
-	"patch": "a kubectl verb (testenv's Kubectl), not patch(1)",
+	"node":   "a Kubernetes resource or label word, not Node.js",
+	"write":  "a file operation's name in a test, not write(1)",
+	"gold":   "a word in a test's data, not the gold linker",
+	"patch":  "a kubectl verb (testenv's Kubectl), not patch(1)",
+	"docker": "a runtime a test names as an invalid --runtime-hook mode; the project never runs the docker CLI",
 }
 
 // programDirs are where a bare program name is looked up: root's default PATH, not the caller's, so that a
