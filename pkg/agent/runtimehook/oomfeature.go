@@ -44,7 +44,8 @@ const (
 //   - mid pods: the kubelet's value with their mid-memory counted as a memory request, scaled into [334, 666];
 //   - every other pod that is not Guaranteed (services, system pods, a BestEffort pod labelled prod): the kubelet's
 //     Burstable value for its memory request scaled into [1, 333];
-//   - Guaranteed pods and node-critical ones keep the kubelet's -997.
+//   - Guaranteed pods and node-critical ones keep the kubelet's -997 (given explicitly, so that it comes back when
+//     an annotation that set another value goes).
 //
 // The OOM killer weighs memory in thousandths of what it chooses within (the node's, or a cgroup's whose limit was
 // hit). So a mid process dies before a batch process only when it uses a third of that memory more than the batch
@@ -55,7 +56,11 @@ func OOMScoreAdj(class slov1alpha1.PodClass, pod *corev1.Pod, c *corev1.Containe
 	switch {
 	case class.BestEffort:
 		return oomBestEffort, true
-	case memCapacity <= 0 || class.KubeQoS == corev1.PodQOSGuaranteed || pod.Spec.PriorityClassName == nodeCritical:
+	case class.KubeQoS == corev1.PodQOSGuaranteed || pod.Spec.PriorityClassName == nodeCritical:
+		// The kubelet's own, given explicitly: a pod whose annotation set another gets it back when the annotation
+		// goes.
+		return kubeletGuaranteed, true
+	case memCapacity <= 0:
 		return 0, false
 	case class.Mid:
 		return band(kubeletBurstable(tier.MemoryRequest(c), memCapacity), oomMidLow, oomMidHigh), true
@@ -65,6 +70,9 @@ func OOMScoreAdj(class slov1alpha1.PodClass, pod *corev1.Pod, c *corev1.Containe
 
 // nodeCritical is the priority class whose pods the kubelet gives -997 whatever their resources.
 const nodeCritical = "system-node-critical"
+
+// kubeletGuaranteed is what the kubelet gives Guaranteed and node-critical pods' containers.
+const kubeletGuaranteed = -997
 
 // kubeletBurstable is the kubelet's oom_score_adj for a Burstable container requesting request bytes of memory.
 func kubeletBurstable(request, capacity int64) int {
@@ -105,26 +113,33 @@ func (f *oomFeature) ContainerValues(t Target) (Values, error) {
 	if c == nil {
 		return Values{}, ErrContainerUnknown
 	}
-	if adj, ok, err := AnnotatedOOMScoreAdj(t.Pod.PodClass, t.Pod.Pod, t.Container); err != nil {
-		if t.Stage == StageReconcile {
-			f.warn(t.Pod.Pod, err)
-		}
-	} else if ok {
+	adj, ok, err := AnnotatedOOMScoreAdj(t.Pod.PodClass, t.Pod.Pod, t.Container)
+	if t.Stage == StageReconcile {
+		f.warn(t.Pod.Pod, err)
+	}
+	if err == nil && ok {
 		return Values{OOMScoreAdj: &adj}, nil
 	}
 	var capacity int64
 	if n := f.d.States.GetNode(); n != nil {
 		capacity = n.Status.Capacity.Memory().Value()
 	}
-	adj, ok := OOMScoreAdj(t.Pod.PodClass, t.Pod.Pod, c, capacity)
+	adj, ok = OOMScoreAdj(t.Pod.PodClass, t.Pod.Pod, c, capacity)
 	if !ok {
 		return Values{}, nil
 	}
 	return Values{OOMScoreAdj: &adj}, nil
 }
 
-// warn says once per pod and annotation values that pod's OOM annotations are not used.
+// warn says err, once per pod and annotation values, when pod's OOM annotations are not used; a nil err forgets
+// the pod, so that a bad value that comes back is said again.
 func (f *oomFeature) warn(pod *corev1.Pod, err error) {
+	if err == nil {
+		f.mu.Lock()
+		delete(f.warned, pod.UID)
+		f.mu.Unlock()
+		return
+	}
 	key := pod.Annotations[slov1alpha1.AnnotationOOMScoreAdj] + "\x00" + pod.Annotations[slov1alpha1.AnnotationOOMScoreAdjAlias] +
 		"\x00" + pod.Annotations[slov1alpha1.AnnotationOOMScoreAdjSpec] + "\x00" + pod.Annotations[slov1alpha1.AnnotationOOMScoreAdjSpecAlias]
 	f.mu.Lock()
@@ -202,13 +217,20 @@ func AnnotatedOOMScoreAdj(class slov1alpha1.PodClass, pod *corev1.Pod, container
 	return v, true, nil
 }
 
-// specContainer is the container or init container of pod named name, nil if it has none.
+// specContainer is the container, init container or ephemeral container (kubectl debug) of pod named name, nil if
+// it has none.
 func specContainer(pod *corev1.Pod, name string) *corev1.Container {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if cs[i].Name == name {
 				return &cs[i]
 			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if ec := &pod.Spec.EphemeralContainers[i]; ec.Name == name {
+			c := corev1.Container(ec.EphemeralContainerCommon)
+			return &c
 		}
 	}
 	return nil

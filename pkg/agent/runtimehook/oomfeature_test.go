@@ -3,6 +3,7 @@ package runtimehook
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,8 @@ func TestOOMScoreAdj(t *testing.T) {
 		{"Burstable service", lsPod(), 323},
 		{"Burstable service requesting the whole node", testutil.Pod("big").Container("main").Requests("memory", "8Gi").Obj(), 1},
 		{"Burstable service without a memory request", testutil.Pod("cpu").Container("main").Requests("cpu", "1").Obj(), 333},
-		{"Guaranteed service", testutil.Pod("g").Container("main").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Obj(), -1},
+		// The kubelet's -997, given explicitly so that it comes back when an annotation goes.
+		{"Guaranteed service", testutil.Pod("g").Container("main").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Obj(), -997},
 		// A service without a request: the kubelet's 999 (or 1000, BestEffort), the top of the band.
 		{"BestEffort service (labelled prod)", testutil.Pod("p").Label(slov1alpha1.LabelPriorityClass, "prod").Container("main").Obj(), 333},
 		// System pods are as protected as services: left at the kubelet's 998 they would die before every service.
@@ -43,7 +45,7 @@ func TestOOMScoreAdj(t *testing.T) {
 		{"system-cluster-critical pod", testutil.Pod("dns").Priority(2000000000).Container("main").Requests("memory", "70Mi").Obj(), 330},
 		{"SYSTEM pod", testutil.Pod("agent").Label(slov1alpha1.LabelQoSClass, "SYSTEM").Container("main").Requests("memory", "70Mi").Obj(), 330},
 		{"static pod", testutil.Pod("etcd").Annotation("kubernetes.io/config.mirror", "x").Container("main").Requests("memory", "70Mi").Obj(), 330},
-		{"node-critical pod (the kubelet's -997)", nodeCriticalPod(), -1},
+		{"node-critical pod (the kubelet's -997)", nodeCriticalPod(), -997},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestOOMScoreAdj(t *testing.T) {
 			}
 		})
 	}
-	// Without the node's capacity only best-effort work has a value (1000 needs none).
+	// Without the node's capacity only best-effort work and Guaranteed pods have a value (neither needs it).
 	if _, ok := OOMScoreAdj(slov1alpha1.ClassOf(lsPod()), lsPod(), &lsPod().Spec.Containers[0], 0); ok {
 		t.Error("a service got a value without the node's memory capacity")
 	}
@@ -190,8 +192,9 @@ func TestReconcilerWritesAnnotatedOOMScores(t *testing.T) {
 	}
 }
 
-// The reconciler puts best-effort host applications (class BE, or priority batch or free) at 1000 with batch pods,
-// leaves the others alone, and gives 0 back to one that is no longer best-effort.
+// The reconciler puts host applications of class BE at 1000 with batch pods and leaves the others alone (a free
+// priority without class BE too: cpuqos and blkio go by the class alike); one that is no longer BE gets 0 back once
+// and is let go: a value it then sets itself stays, at the next round and at the executor's resync.
 func TestReconcilerOrdersHostApplications(t *testing.T) {
 	f := newFixture(t, clock.RealClock{})
 	apps := []slov1alpha1.HostApplicationSpec{
@@ -219,9 +222,55 @@ func TestReconcilerOrdersHostApplications(t *testing.T) {
 			}
 		}
 	}
-	expect("first round", map[string]string{"backup": "1000", "cache": "1000", "nginx": "0"})
+	expect("first round", map[string]string{"backup": "1000", "cache": "0", "nginx": "0"})
 	slo = slo.DeepCopy()
 	slo.Spec.HostApplications[0].QoS = slov1alpha1.QoSLS
 	f.store.SetNodeSLO(slo)
-	expect("backup moved to LS", map[string]string{"backup": "0", "cache": "1000"})
+	expect("backup moved to LS", map[string]string{"backup": "0"})
+	// Its own value now: neither the next round nor a resync writes over it.
+	writeFile(t, f.host, "proc/oom_score_adj", strconv.Itoa(f.pids[dirs["backup"]]), "-100\n")
+	expect("a round after", map[string]string{"backup": "-100"})
+	if err := f.deps.Executor.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.oomScore(t, dirs["backup"]); got != "-100" {
+		t.Errorf("after a resync oom_score_adj of backup = %s, want its own -100", got)
+	}
+}
+
+// A Guaranteed pod whose annotation made it 1000 gets the kubelet's -997 back when the annotation goes; a debug
+// (ephemeral) container gets its pod's band like any other, not "unknown".
+func TestOOMScoreAnnotationGoesAndEphemeralContainers(t *testing.T) {
+	g := testutil.Pod("db").Namespace("prod").UID(lsUID).Annotation(slov1alpha1.AnnotationOOMScoreAdj, "1000").
+		Container("main").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Running("containerd://c-db").Obj()
+	g.Status.QOSClass = corev1.PodQOSGuaranteed
+	dir := "kubepods/pod" + lsUID + "/c-db"
+	f := newFixture(t, clock.RealClock{}, g)
+	f.addCgroup(t, dir)
+	r := NewReconciler(f.deps, f.registry(t), f.status(t, ModeReconciler), time.Second)
+	for _, step := range []struct {
+		annotated bool
+		want      string
+	}{{true, "1000"}, {false, "-997"}} {
+		p := g.DeepCopy()
+		if !step.annotated {
+			p.Annotations = nil
+		}
+		f.store.SetPod(p)
+		if err := r.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.oomScore(t, dir); got != step.want {
+			t.Errorf("annotated %v: oom_score_adj = %s, want %s", step.annotated, got, step.want)
+		}
+	}
+
+	debug := lsPod()
+	debug.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger"}}}
+	f.store.SetPod(debug)
+	m := f.store.GetPod(debug.UID)
+	v, err := f.registry(t).containerValues(Target{Stage: StageCreateContainer, Pod: m, Container: "debugger"})
+	if err != nil || v.OOMScoreAdj == nil || *v.OOMScoreAdj != 333 {
+		t.Errorf("an ephemeral container's values: %+v, %v; want the top of the services' band, 333", v, err)
+	}
 }

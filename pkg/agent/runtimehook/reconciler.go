@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -78,51 +79,62 @@ func (r *Reconciler) Reconcile(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", m.Pod.Namespace, m.Pod.Name, err))
 		}
 	}
-	if u := r.hostUpdates(); len(u) > 0 {
-		if err := r.d.Executor.Apply(ctx, OwnerReconciler, u...); err != nil {
-			errs = append(errs, fmt.Errorf("host applications: %w", err))
-		}
+	if err := r.hosts(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("host applications: %w", err))
 	}
 	err := errors.Join(errs...)
 	r.status.reconciled(n, err)
 	return err
 }
 
-// hostUpdates put the NodeSLO's best-effort host applications (class BE, or priority batch or free) in the OOM
-// order's best-effort band: oom_score_adj 1000 for every process of their cgroups, so that a backup daemon outside
-// Kubernetes dies before the services as a batch pod does (other host applications keep theirs: 0 by default, below
-// every pod). An application that is no longer best-effort gets 0 back, once; one removed from the NodeSLO keeps
-// what it has (its cgroup is no longer known as the application's).
-func (r *Reconciler) hostUpdates() []executor.Update {
+// hosts puts the NodeSLO's host applications of class BE in the OOM order's best-effort band: oom_score_adj 1000,
+// held, for every process of their cgroups, so that a backup daemon outside Kubernetes dies before the services as
+// a batch pod does (other host applications keep theirs: 0 by default, below every pod). An application that is no
+// longer BE gets 0 written once and is let go, so that it may set its own again; one removed from the NodeSLO is let
+// go as it is (its cgroup is no longer known as the application's). What this process set is not remembered across
+// a restart: an application that stops being BE while the agent is down keeps 1000 until it restarts.
+func (r *Reconciler) hosts(ctx context.Context) error {
 	if !r.oomOrder {
 		return nil
 	}
-	var u []executor.Update
+	var hold []executor.Update
+	var errs []error
 	seen := map[string]bool{}
 	if slo := r.d.States.GetNodeSLO(); slo != nil {
 		for _, app := range slo.Spec.HostApplications {
 			base, parent, rel := app.CgroupLocation()
 			dir := r.d.Layout.HostDir(cgroup.HostBase(base), parent, rel)
 			seen[dir] = true
-			be := app.QoS == slov1alpha1.QoSBE || app.Priority == slov1alpha1.PriorityBatch || app.Priority == slov1alpha1.PriorityFree
 			switch {
-			case be:
+			case app.QoS == slov1alpha1.QoSBE:
 				r.hostsKill[dir] = true
-				u = append(u, executor.Update{Dir: dir, Value: executor.OOMScoreAdj(oomBestEffort),
-					Reason: "runtime hook reconciler, best-effort host application " + app.Name})
+				hold = append(hold, executor.Update{Dir: dir, Value: executor.OOMScoreAdj(oomBestEffort),
+					Reason: "runtime hook reconciler, host application " + app.Name + " of class BE"})
 			case r.hostsKill[dir]:
-				delete(r.hostsKill, dir)
-				u = append(u, executor.Update{Dir: dir, Value: executor.OOMScoreAdj(0),
-					Reason: "runtime hook reconciler, host application " + app.Name + " is no longer best-effort"})
+				r.release(dir)
+				err := r.d.Executor.Do(ctx, OwnerReconciler, executor.Update{Dir: dir, Value: executor.OOMScoreAdj(0),
+					Reason: "runtime hook reconciler, host application " + app.Name + " is no longer of class BE"})
+				if !errors.Is(err, fs.ErrNotExist) { // an application whose cgroup is gone has nothing to give back
+					errs = append(errs, err)
+				}
 			}
 		}
 	}
 	for dir := range r.hostsKill {
 		if !seen[dir] {
-			delete(r.hostsKill, dir)
+			r.release(dir)
 		}
 	}
-	return u
+	if len(hold) > 0 {
+		errs = append(errs, r.d.Executor.Apply(ctx, OwnerReconciler, hold...))
+	}
+	return errors.Join(errs...)
+}
+
+// release lets go of the oom_score_adj the reconciler holds for host application cgroup dir.
+func (r *Reconciler) release(dir string) {
+	delete(r.hostsKill, dir)
+	r.d.Executor.Release(OwnerReconciler, executor.ResourceOOMScoreAdj, func(d string) bool { return d == dir })
 }
 
 // podUpdates are the writes for one pod: its cgroup and each running container's (the executor orders them for the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -215,6 +216,7 @@ func (p *Plugin) evictAccount(ctx context.Context, node *corev1.Node, resource c
 		return nil
 	}
 
+	p.badOrder.Prune(func(uid types.UID) bool { return p.states.GetPod(uid) != nil })
 	qosmanager.SortForEviction(ctx, candidates, p.badOrder)
 	var errs []error
 	for _, c := range candidates {

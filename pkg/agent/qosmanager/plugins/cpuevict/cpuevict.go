@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -171,6 +172,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		return nil
 	}
 
+	p.badOrder.Prune(func(uid types.UID) bool { return p.states.GetPod(uid) != nil })
 	qosmanager.SortForEviction(ctx, candidates, p.badOrder)
 	var errs []error
 	for _, c := range candidates {

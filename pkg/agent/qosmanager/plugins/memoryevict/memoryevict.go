@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -113,7 +114,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	projected, going, unknown, unknownBE := used, 0, 0, 0
 	var candidates []qosmanager.Candidate
 	for _, m := range p.states.GetAllPods() {
-		if !m.Evictable() || !qosmanager.UnderPriorityThreshold(m, s.EvictEnabledPriorityThreshold) {
+		if !m.Evictable() {
 			continue
 		}
 		usage, ok := p.usage(m, now)
@@ -121,6 +122,9 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 			projected -= usage // unknown usage (the pod's cgroup is gone already) counts as 0
 			going++
 			continue
+		}
+		if !qosmanager.UnderPriorityThreshold(m, s.EvictEnabledPriorityThreshold) {
+			continue // on its way out it counts, whatever the threshold says now; it is never a candidate
 		}
 		switch {
 		case !ok:
@@ -144,6 +148,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		return nil
 	}
 
+	p.badOrder.Prune(func(uid types.UID) bool { return p.states.GetPod(uid) != nil })
 	qosmanager.SortForEviction(ctx, candidates, p.badOrder)
 	var errs []error
 	for _, c := range candidates {
