@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -272,5 +273,30 @@ func TestOOMScoreAnnotationGoesAndEphemeralContainers(t *testing.T) {
 	v, err := f.registry(t).containerValues(Target{Stage: StageCreateContainer, Pod: m, Container: "debugger"})
 	if err != nil || v.OOMScoreAdj == nil || *v.OOMScoreAdj != 333 {
 		t.Errorf("an ephemeral container's values: %+v, %v; want the top of the services' band, 333", v, err)
+	}
+}
+
+// Negative values are not given at creation (see oomFeature.values), only by the reconciler: a Guaranteed pod's
+// -997 and an annotated service's -500; a positive one goes to the runtime.
+func TestNegativeOOMScoresWaitForTheReconciler(t *testing.T) {
+	g := testutil.Pod("db").UID(lsUID).Container("main").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Obj()
+	annotated := testutil.Pod("web").UID(beUID).Annotation(slov1alpha1.AnnotationOOMScoreAdj, "-500").Container("main").Requests("memory", "64Mi").Obj()
+	f := newFixture(t, clock.RealClock{}, g, annotated)
+	reg := f.registry(t)
+	for _, tt := range []struct {
+		uid                  types.UID
+		atCreation, atRounds string
+	}{{lsUID, "", "-997"}, {beUID, "", "-500"}} {
+		m := f.store.GetPod(tt.uid)
+		for stage, want := range map[Stage]string{StageCreateContainer: tt.atCreation, StageReconcile: tt.atRounds} {
+			v, err := reg.containerValues(Target{Stage: stage, Pod: m, Container: "main"})
+			got := ""
+			if v.OOMScoreAdj != nil {
+				got = strconv.Itoa(*v.OOMScoreAdj)
+			}
+			if err != nil || got != want {
+				t.Errorf("%s at %s: %q, %v; want %q", m.Pod.Name, stage, got, err, want)
+			}
+		}
 	}
 }
