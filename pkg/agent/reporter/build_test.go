@@ -302,7 +302,18 @@ func TestStartFollowsTheReportInterval(t *testing.T) {
 	r := New(nil, store, fill(t), clk, m, "n", DefaultOptions()) // no data: every report is "not ready"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The NodeMetric set above left a change pending: let the callbacks take it before the reporter registers its
+	// own, or it would re-arm the reporter's timer at a moment of the scheduler's choosing (once after the first
+	// step below, on a loaded machine, and the report came 9 s late).
+	settled := make(chan struct{}, 1)
+	store.RegisterCallback(statesinformer.KindNodeMetric, "test", func(statesinformer.Kind) {
+		select {
+		case settled <- struct{}{}:
+		default:
+		}
+	})
 	go store.RunCallbacks(ctx)
+	<-settled
 	done := make(chan error)
 	go func() { done <- r.Start(ctx) }()
 
@@ -328,12 +339,19 @@ func TestStartFollowsTheReportInterval(t *testing.T) {
 	clk.Step(time.Second)
 	waitReports(1)
 
-	// A shorter interval applies at once, not after the 10 s already armed.
+	// A shorter interval applies at once, not after the 10 s already armed: the report comes within 6 s of fake
+	// time. The callback re-arms the timer when the scheduler runs it, so the clock moves 2 s at a time until it does.
 	waitTimer()
 	store.SetNodeMetric(withInterval(2))
-	time.Sleep(50 * time.Millisecond) // the callback re-arms the timer
-	waitTimer()
-	clk.Step(2 * time.Second)
+	<-settled
+	for step := 0; step < 3 && reports() < 2; step++ {
+		time.Sleep(50 * time.Millisecond)
+		waitTimer()
+		clk.Step(2 * time.Second)
+		for deadline := time.Now().Add(300 * time.Millisecond); reports() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	waitReports(2)
 	cancel()
 	if err := <-done; err != nil {
