@@ -111,11 +111,19 @@ func (s *Suite) setUp() error {
 		return err
 	}
 	s.RepoRoot = root
-	s.Before = TakeSnapshot(s.StateDir)
 	s.cluster, err = localcluster.New(localcluster.Config{StateDir: s.StateDir, RepoRoot: root})
 	if err != nil {
 		return err
 	}
+	// Before must be the machine without a cluster: a snapshot taken while an earlier run's cluster is still up
+	// counts its mounts and cgroups as the machine's own, and the teardown tests then find them missing.
+	if errors.Is(localcluster.Running(s.StateDir), localcluster.ErrAlreadyRunning) {
+		fmt.Fprintf(os.Stderr, "e2e: a cluster from an earlier run is still up in %s; tearing it down first\n", s.StateDir)
+		if err := s.cluster.Down(context.Background()); err != nil {
+			return err
+		}
+	}
+	s.Before = TakeSnapshot(s.StateDir)
 	return s.StartCluster(context.Background())
 }
 
