@@ -55,6 +55,15 @@ const AnnotationMemoryQOS = "gleaner.sh/memory-qos"
 // AnnotationMemoryQOSAlias is Koordinator's AnnotationMemoryQOS, read when the pod has no gleaner.sh one.
 const AnnotationMemoryQOSAlias = "koordinator.sh/memoryQOS"
 
+// AnnotationBlkIOQOS is the pod annotation that narrows the block I/O caps and weight its class gives it: a JSON
+// BlkIOQOS, such as {"blocks": [{"name": "/dev/vdb", "type": "device", "ioCfg": {"writeBPS": 10485760}}]}. A pod
+// may only lower a cap or its weight, or set a cap where its class has none; anything else is ignored with a
+// Warning event, and the class's apply.
+const AnnotationBlkIOQOS = "gleaner.sh/blkio-qos"
+
+// AnnotationBlkIOQOSAlias is Koordinator's AnnotationBlkIOQOS, read when the pod has no gleaner.sh one.
+const AnnotationBlkIOQOSAlias = "koordinator.sh/blkioQOS"
+
 // Pod annotations that order a pod among the pods of its tier for the agent's evictions (memory, CPU satisfaction,
 // allocatable): an int32, lower first, before spec.priority; 0 when unset. A best-effort pod always goes before
 // every mid-tier pod whatever it says. Of the pair the gleaner.sh annotation wins when both are set; the other is

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -49,6 +50,8 @@ type Plugin struct {
 	probed                   bool // the besteffort cgroup's files were read once: lacksLimits, lacksWeight are known
 	lacksLimits, lacksWeight bool // this kernel lacks the files: said once, never written
 	restored                 bool // off, and nothing left to undo
+
+	bad *qosmanager.Warnings // pods' block I/O QoS annotations that cannot be used
 }
 
 type heldDir struct {
@@ -69,7 +72,8 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if d.SysRoot == "" {
 		return nil, fmt.Errorf("building the %s plugin: missing SysRoot", Name)
 	}
-	return &Plugin{d: d, sysRoot: d.SysRoot, qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort), held: map[string]*heldDir{}}, nil
+	return &Plugin{d: d, sysRoot: d.SysRoot, qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort), held: map[string]*heldDir{},
+		bad: qosmanager.NewWarnings(d.Events, ReasonBadAnnotation)}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -90,16 +94,20 @@ func config(spec *slov1alpha1.NodeSLOSpec) *slov1alpha1.BlkIOQOS {
 // devCap is one device's caps from one block of the configuration.
 type devCap struct {
 	block int
-	name  string
 	dev   cgroup.Device
 	limit cgroup.IOLimit
+	why   string // the block it comes from, for the executor's audit trail
 }
 
-// plan is what the configuration asks for: the caps per device and the weight (0: left alone).
+// plan is what the configuration asks for, for one cgroup: the caps per device and the weight (0: left alone).
 type plan struct {
-	caps   []devCap
-	weight uint64
+	caps      []devCap
+	weight    uint64
+	weightWhy string
 }
+
+// empty: the plan writes nothing.
+func (pl plan) empty() bool { return len(pl.caps) == 0 && pl.weight == 0 }
 
 // Validate implements qosmanager.ValidatingPlugin: with the strategy on, every block must name a device (type
 // device) or an LVM volume group (type volumegroup) that sysfs shows, no two blocks the same disk, no value may be
@@ -117,12 +125,18 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 // plan resolves the configuration's devices and checks its values; the error names every block it refuses, and
 // the plan holds the others.
 func (p *Plugin) plan(c *slov1alpha1.BlkIOQOS) (plan, error) {
+	return resolvePlan(p.sysRoot, field+".", c.Blocks)
+}
+
+// resolvePlan resolves blocks' devices through the node's /sys at sysRoot and checks their values, naming each
+// block as prefix+"blocks[i]"; the error names every block it refuses, and the plan holds the others.
+func resolvePlan(sysRoot, prefix string, blocks []slov1alpha1.BlockCfg) (plan, error) {
 	var pl plan
 	var errs []string
 	weightFrom := -1
 	seen := map[cgroup.Device]int{}
-	for i, b := range c.Blocks {
-		f := fmt.Sprintf("%s.blocks[%d]", field, i)
+	for i, b := range blocks {
+		f := fmt.Sprintf("%sblocks[%d]", prefix, i)
 		var bad []string
 		var limit cgroup.IOLimit
 		vals := []struct {
@@ -151,15 +165,16 @@ func (p *Plugin) plan(c *slov1alpha1.BlkIOQOS) (plan, error) {
 					f, *w, weightFrom, pl.weight))
 			case weightFrom < 0:
 				weightFrom, pl.weight = i, uint64(*w)*defaultWeight/100
+				pl.weightWhy = fmt.Sprintf("%s.ioCfg.ioWeightPercent %d", f, *w)
 			}
 		}
-		devs, err := resolve(p.sysRoot, b)
+		devs, err := resolve(sysRoot, b)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s (%s %q): %v", f, b.Type, b.Name, err))
 		}
 		for _, d := range devs {
 			if j, dup := seen[d]; dup {
-				bad = append(bad, fmt.Sprintf("%s (%q) and %s.blocks[%d] both cap device %s", f, b.Name, field, j, d))
+				bad = append(bad, fmt.Sprintf("%s (%q) and %sblocks[%d] both cap device %s", f, b.Name, prefix, j, d))
 			}
 			seen[d] = i
 		}
@@ -168,7 +183,7 @@ func (p *Plugin) plan(c *slov1alpha1.BlkIOQOS) (plan, error) {
 			continue
 		}
 		for _, d := range devs {
-			pl.caps = append(pl.caps, devCap{block: i, name: b.Name, dev: d, limit: limit})
+			pl.caps = append(pl.caps, devCap{block: i, dev: d, limit: limit, why: fmt.Sprintf("%s %q", f, b.Name)})
 		}
 	}
 	if len(errs) > 0 {
@@ -178,49 +193,95 @@ func (p *Plugin) plan(c *slov1alpha1.BlkIOQOS) (plan, error) {
 }
 
 // Run implements qosmanager.RunPlugin. With the strategy on it hands the executor the caps and weight of every
-// configured device for the besteffort QoS cgroup and every running best-effort pod, and takes back those the
-// configuration no longer asks for. With it off it removes every cap and weight left on those cgroups, once, and
-// releases them.
+// configured device for the besteffort QoS cgroup, every running best-effort pod and BE host application; every
+// running pod's own annotation (AnnotationBlkIOQOS) narrows what its cgroup gets, whatever its class. It takes
+// back what is no longer asked for. With the strategy off it first removes every cap and weight left on the
+// best-effort cgroups, once, and releases them; pods' annotations still apply.
 func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	log := klog.FromContext(ctx)
 	c := config(spec)
+	var class plan
+	var planErr error
 	if c == nil {
-		return p.restore(ctx, log, spec.HostApplications)
+		if err := p.restore(ctx, log, spec.HostApplications); err != nil {
+			return err
+		}
+	} else {
+		p.restored = false
+		// A device that went away since Validate accepted the spec is reported; the others are still capped.
+		class, planErr = p.plan(c)
 	}
-	p.restored = false
+	want, known := p.wanted(ctx, spec.HostApplications, c != nil, class)
+	if planErr != nil {
+		planErr = fmt.Errorf("capping block I/O: %w", planErr)
+	}
+	if len(want) == 0 && len(p.held) == 0 {
+		return planErr
+	}
 	if err := p.probe(log); err != nil {
 		return err
 	}
 	if p.lacksLimits && p.lacksWeight {
 		return nil
 	}
-	// A device that went away since Validate accepted the spec is reported; the others are still capped.
-	pl, planErr := p.plan(c)
-	pods, known := p.bestEffortDirs(spec.HostApplications)
-	dirs := append([]string{p.qosDir}, pods...)
-	errs := []error{p.takeBack(ctx, log, dirs, known, pl)}
-	sets := p.updates(dirs, pl)
-	errs = append(errs, p.d.Executor.Apply(ctx, Name, sets...))
+	errs := []error{p.takeBack(ctx, log, want, known)}
+	sets := p.updates(want)
+	errs = append(errs, p.d.Executor.Apply(ctx, Name, sets...), planErr)
 	p.remember(sets)
-	if planErr != nil {
-		errs = append(errs, fmt.Errorf("capping block I/O: %w", planErr))
-	}
 	return errors.Join(errs...)
 }
 
-// updates are the caps and weight of pl for every cgroup in dirs, less what this kernel lacks.
-func (p *Plugin) updates(dirs []string, pl plan) []executor.Update {
+// wanted are the plans of the cgroups the plugin writes: with the strategy on, the besteffort QoS cgroup, the
+// running best-effort pods and the BE host applications get class; every running pod's annotation narrows its
+// own (a bad one is warned about, once). known are the cgroups of every pod and host application on the node.
+func (p *Plugin) wanted(ctx context.Context, apps []slov1alpha1.HostApplicationSpec, on bool, class plan) (map[string]plan, map[string]bool) {
+	want := map[string]plan{}
+	known := map[string]bool{p.qosDir: true}
+	if on {
+		want[p.qosDir] = class
+	}
+	for _, m := range p.d.States.GetAllPods() {
+		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
+		known[dir] = true
+		if m.Pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		var own plan
+		if on && m.BestEffort {
+			own = class
+		}
+		pl, err := p.podPlan(m.Pod, own)
+		if err != nil {
+			_, raw, _ := annotation(m.Pod)
+			p.bad.Warn(ctx, m.Pod, raw, err, fmt.Sprintf("its class %s's block I/O QoS applies", m.QoS))
+		} else {
+			p.bad.Fine(m.Pod)
+		}
+		if !pl.empty() {
+			want[dir] = pl
+		}
+	}
+	p.bad.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
+	for _, dir := range p.hostAppDirs(apps, known) {
+		if on {
+			want[dir] = class
+		}
+	}
+	return want, known
+}
+
+// updates are the caps and weight of every cgroup in want, less what this kernel lacks.
+func (p *Plugin) updates(want map[string]plan) []executor.Update {
 	var sets []executor.Update
-	for _, dir := range dirs {
+	for _, dir := range slices.Sorted(maps.Keys(want)) {
+		pl := want[dir]
 		if !p.lacksLimits {
 			for _, dc := range pl.caps {
-				sets = append(sets, executor.Update{Dir: dir, Value: executor.IOLimit{Device: dc.dev, Limit: dc.limit},
-					Reason: fmt.Sprintf("%s.blocks[%d] %q", field, dc.block, dc.name)})
+				sets = append(sets, executor.Update{Dir: dir, Value: executor.IOLimit{Device: dc.dev, Limit: dc.limit}, Reason: dc.why})
 			}
 		}
 		if !p.lacksWeight && pl.weight > 0 {
-			sets = append(sets, executor.Update{Dir: dir, Value: executor.IOWeight(pl.weight),
-				Reason: fmt.Sprintf("%s ioWeightPercent %d", field, pl.weight*100/defaultWeight)})
+			sets = append(sets, executor.Update{Dir: dir, Value: executor.IOWeight(pl.weight), Reason: pl.weightWhy})
 		}
 	}
 	return sets
@@ -243,34 +304,33 @@ func (p *Plugin) remember(sets []executor.Update) {
 	}
 }
 
-// takeBack writes back what this process handed out and pl no longer asks for in dirs (devices dropped from the
-// configuration, the weight, pods no longer best-effort) and releases those cgroups; the caps still wanted there
-// are handed over again after it (written again, harmlessly). Cgroups of pods that left the node (not in known)
-// are gone, and the executor forgets them.
-func (p *Plugin) takeBack(ctx context.Context, log klog.Logger, dirs []string, known map[string]bool, pl plan) error {
-	want, wantDevs := map[string]bool{}, map[cgroup.Device]bool{}
-	for _, d := range dirs {
-		want[d] = true
-	}
-	for _, dc := range pl.caps {
-		wantDevs[dc.dev] = true
-	}
+// takeBack writes back what this process handed out and want no longer asks for (devices dropped from the
+// configuration or a pod's annotation, the weight, pods no longer best-effort) and releases those cgroups; the
+// caps still wanted there are handed over again after it (written again, harmlessly). Cgroups of pods that left
+// the node (not in known) are gone, and the executor forgets them.
+func (p *Plugin) takeBack(ctx context.Context, log klog.Logger, want map[string]plan, known map[string]bool) error {
 	var clears []executor.Update
 	var released []string
-	for dir, h := range p.held {
-		if !want[dir] && !known[dir] {
+	for _, dir := range slices.Sorted(maps.Keys(p.held)) {
+		h := p.held[dir]
+		pl, wanted := want[dir]
+		if !wanted && !known[dir] {
 			delete(p.held, dir)
 			continue
 		}
+		wantDevs := map[cgroup.Device]bool{}
+		for _, dc := range pl.caps {
+			wantDevs[dc.dev] = true
+		}
 		n := len(clears)
-		for d := range h.devices {
-			if !want[dir] || !wantDevs[d] {
-				clears = append(clears, executor.Update{Dir: dir, Value: executor.IOLimit{Device: d}, Reason: "no longer in " + field})
+		for _, d := range slices.SortedFunc(maps.Keys(h.devices), compareDevices) {
+			if !wantDevs[d] {
+				clears = append(clears, executor.Update{Dir: dir, Value: executor.IOLimit{Device: d}, Reason: "no longer in " + field + " or the pod's annotation"})
 				delete(h.devices, d)
 			}
 		}
-		if h.weight && (!want[dir] || pl.weight == 0) {
-			clears = append(clears, executor.Update{Dir: dir, Value: executor.IOWeight(defaultWeight), Reason: "no ioWeightPercent in " + field})
+		if h.weight && pl.weight == 0 {
+			clears = append(clears, executor.Update{Dir: dir, Value: executor.IOWeight(defaultWeight), Reason: "no ioWeightPercent in " + field + " or the pod's annotation"})
 			h.weight = false
 		}
 		if len(clears) > n {
@@ -289,18 +349,20 @@ func (p *Plugin) takeBack(ctx context.Context, log klog.Logger, dirs []string, k
 	return err
 }
 
-// bestEffortDirs returns the cgroups of the running best-effort pods and of the BE host applications, and the
-// cgroups of every pod and host application on the node.
-func (p *Plugin) bestEffortDirs(apps []slov1alpha1.HostApplicationSpec) ([]string, map[string]bool) {
+// bestEffortDirs returns the cgroups of the running best-effort pods and of the BE host applications.
+func (p *Plugin) bestEffortDirs(apps []slov1alpha1.HostApplicationSpec) []string {
 	var dirs []string
-	known := map[string]bool{}
 	for _, m := range p.d.States.GetAllPods() {
-		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
-		known[dir] = true
 		if m.Pod.Status.Phase == corev1.PodRunning && m.BestEffort {
-			dirs = append(dirs, dir)
+			dirs = append(dirs, p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod)))
 		}
 	}
+	return append(dirs, p.hostAppDirs(apps, map[string]bool{})...)
+}
+
+// hostAppDirs returns the cgroups of the BE host applications, and adds every host application's to known.
+func (p *Plugin) hostAppDirs(apps []slov1alpha1.HostApplicationSpec, known map[string]bool) []string {
+	var dirs []string
 	for _, app := range apps {
 		base, parent, rel := app.CgroupLocation()
 		dir := p.d.Layout.HostDir(cgroup.HostBase(base), parent, rel)
@@ -309,7 +371,7 @@ func (p *Plugin) bestEffortDirs(apps []slov1alpha1.HostApplicationSpec) ([]strin
 			dirs = append(dirs, dir)
 		}
 	}
-	return dirs, known
+	return dirs
 }
 
 // probe reads the besteffort cgroup's files once, to learn whether this kernel has them, and says so once where
@@ -342,8 +404,7 @@ func (p *Plugin) restore(ctx context.Context, log klog.Logger, apps []slov1alpha
 	if p.restored {
 		return nil
 	}
-	pods, _ := p.bestEffortDirs(apps)
-	dirs := append([]string{p.qosDir}, pods...)
+	dirs := append([]string{p.qosDir}, p.bestEffortDirs(apps)...)
 	dirs = append(dirs, slices.Collect(maps.Keys(p.held))...)
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
@@ -354,7 +415,7 @@ func (p *Plugin) restore(ctx context.Context, log klog.Logger, apps []slov1alpha
 		if err != nil && !ignorable(err) {
 			return fmt.Errorf("reading the I/O caps of %s: %w", dir, err)
 		}
-		for _, d := range slices.SortedFunc(maps.Keys(limits), func(a, b cgroup.Device) int { return strings.Compare(a.String(), b.String()) }) {
+		for _, d := range slices.SortedFunc(maps.Keys(limits), compareDevices) {
 			if limits[d] != (cgroup.IOLimit{}) {
 				updates = append(updates, executor.Update{Dir: dir, Value: executor.IOLimit{Device: d}, Reason: reason})
 			}
@@ -378,6 +439,8 @@ func (p *Plugin) restore(ctx context.Context, log klog.Logger, apps []slov1alpha
 	p.restored = true
 	return nil
 }
+
+func compareDevices(a, b cgroup.Device) int { return strings.Compare(a.String(), b.String()) }
 
 // ignorable: a cgroup that is gone or a file this kernel lacks holds nothing to undo.
 func ignorable(err error) bool {
