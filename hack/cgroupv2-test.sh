@@ -32,6 +32,7 @@ EXPECTED_SKIPS=(
   TestRealKernelBurst                                   # CPU time accounted by ticks of a host-scheduled CPU
   TestRealKernelCgroupCounters                          # no perf events in user-mode Linux
   TestRealKernelContainerStartsWhileSuppressionTightens # about cgroup v1: the quota written at StartContainer
+  TestRealKernelServiceStallEvictsBatch                 # no pressure stall information in user-mode Linux
 )
 
 # cannot says why the tests cannot run: a failure under CI=true, a skip elsewhere.

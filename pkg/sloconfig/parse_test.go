@@ -258,6 +258,7 @@ func TestDefaults(t *testing.T) {
 		MemoryEvictLowerPercent:         ptr.To[int64](68),
 		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90),
 		CPUEvictTimeWindowSeconds:       ptr.To[int64](1),
+		PressureEvictWindowSeconds:      ptr.To[int64](10),
 	}
 	expectDiff(t, "threshold defaults", wantThreshold, eff.ResourceUsedThresholdWithBE)
 	expectDiff(t, "cpu burst defaults", slov1alpha1.DefaultCPUBurstStrategy(), eff.CPUBurstStrategy)

@@ -25,6 +25,9 @@ const (
 	// MaxCPUEvictTimeWindowSeconds bounds spec.resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds: the window
 	// is read from the same one-hour metric cache.
 	MaxCPUEvictTimeWindowSeconds int64 = 3600
+	// MaxPressureEvictWindowSeconds bounds spec.resourceUsedThresholdWithBE.pressureEvictWindowSeconds: the stall is
+	// averaged from the metric cache's per-second ring, which spans 300 s by default.
+	MaxPressureEvictWindowSeconds int64 = 300
 	// MaxCFSQuotaBurstPeriodSeconds bounds spec.cpuBurstStrategy.cfsQuotaBurstPeriodSeconds: a burst allowed to
 	// last longer than a day is no limit; -1 says that explicitly.
 	MaxCFSQuotaBurstPeriodSeconds int64 = 86400

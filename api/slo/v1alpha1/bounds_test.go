@@ -43,6 +43,7 @@ func TestBoundsMatchTheCRDs(t *testing.T) {
 		{"NodeMetric", "spec.metricCollectPolicy.aggregateDurationSeconds", slov1alpha1.MaxMetricAggregateDurationSeconds},
 		{"NodeMetric", "spec.metricCollectPolicy.reportIntervalSeconds", slov1alpha1.MaxMetricReportIntervalSeconds},
 		{"NodeSLO", "spec.resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds", slov1alpha1.MaxCPUEvictTimeWindowSeconds},
+		{"NodeSLO", "spec.resourceUsedThresholdWithBE.pressureEvictWindowSeconds", slov1alpha1.MaxPressureEvictWindowSeconds},
 		{"NodeSLO", "spec.cpuBurstStrategy.cfsQuotaBurstPeriodSeconds", slov1alpha1.MaxCFSQuotaBurstPeriodSeconds},
 		{"NodeSLO", "spec.cpuBurstStrategy.cpuBurstPercent", slov1alpha1.MaxCPUBurstPercent},
 		{"NodeSLO", "spec.cpuBurstStrategy.cfsQuotaBurstPercent", slov1alpha1.MaxCPUBurstPercent},

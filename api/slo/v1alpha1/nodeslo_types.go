@@ -149,6 +149,34 @@ type ResourceThresholdStrategy struct {
 	// +kubebuilder:validation:Maximum=2147483647
 	EvictEnabledPriorityThreshold *int64 `json:"evictEnabledPriorityThreshold,omitempty"`
 
+	// MemoryEvictPressurePercent turns on eviction by pressure stall for memory: when the share of time the tasks of
+	// a service stalled on memory (the kernel's pressure stall information, "some", averaged over
+	// PressureEvictWindowSeconds) is at or above this percent, the agent evicts one best-effort pod, then mid-tier
+	// pods, at a time, however little of the node's memory is used. Which stall counts: each protected pod's own on
+	// cgroup v2 (except a pod at its own memory limit, whose stall batch work does not cause); the node's on cgroup
+	// v1, which has no per-cgroup stall. Unset (no default): off. Gleaner's own key.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MemoryEvictPressurePercent *int64 `json:"memoryEvictPressurePercent,omitempty"`
+
+	// CPUEvictPressurePercent is MemoryEvictPressurePercent for CPU stall (tasks runnable but waiting for a CPU).
+	// cgroup v2 only: on v1 the node's CPU stall includes best-effort pods waiting behind the services, which is
+	// what suppression asks of them, so it says nothing about the services; the agent logs that once and does not
+	// act on it. Unset (no default): off. Gleaner's own key.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	CPUEvictPressurePercent *int64 `json:"cpuEvictPressurePercent,omitempty"`
+
+	// PressureEvictWindowSeconds is the window eviction by pressure stall averages the stall over, and how long it
+	// waits after a pod it evicted is gone before it judges the stall again, 1..300 (the agent's metric cache keeps
+	// per-second samples for 300 s). Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	PressureEvictWindowSeconds *int64 `json:"pressureEvictWindowSeconds,omitempty"`
+
 	// CPUAllocatableEvictThresholdPercent is the share, percent of the node's allocatable kubernetes.io/batch-cpu
 	// (and, separately, kubernetes.io/mid-cpu), that the requests of the node's pods of that tier may reach before
 	// allocatable eviction evicts some of them: the tier's allocatable shrinks when the services grow, and the pods

@@ -1341,6 +1341,21 @@ func (in *ResourceThresholdStrategy) DeepCopyInto(out *ResourceThresholdStrategy
 		*out = new(int64)
 		**out = **in
 	}
+	if in.MemoryEvictPressurePercent != nil {
+		in, out := &in.MemoryEvictPressurePercent, &out.MemoryEvictPressurePercent
+		*out = new(int64)
+		**out = **in
+	}
+	if in.CPUEvictPressurePercent != nil {
+		in, out := &in.CPUEvictPressurePercent, &out.CPUEvictPressurePercent
+		*out = new(int64)
+		**out = **in
+	}
+	if in.PressureEvictWindowSeconds != nil {
+		in, out := &in.PressureEvictWindowSeconds, &out.PressureEvictWindowSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	if in.CPUAllocatableEvictThresholdPercent != nil {
 		in, out := &in.CPUAllocatableEvictThresholdPercent, &out.CPUAllocatableEvictThresholdPercent
 		*out = new(int64)

@@ -23,43 +23,9 @@ import (
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// The environment that makes the test binary a process holding memory instead of running tests (see TestMain):
-// holdEnv MiB at once, then growEnv MiB more every 50 ms, forever.
-const (
-	holdEnv = "GLEANER_TEST_HOLD_MIB"
-	growEnv = "GLEANER_TEST_GROW_MIB"
-)
-
 func TestMain(m *testing.M) {
-	if hold := os.Getenv(holdEnv); hold != "" {
-		holdMemory(hold, os.Getenv(growEnv))
-	}
+	cgrouptest.HoldIfAsked()
 	os.Exit(m.Run())
-}
-
-// holdMemory makes hold MiB resident, then grows by grow MiB every 50 ms; it never returns.
-func holdMemory(hold, grow string) {
-	mib := func(s string) int {
-		n, err := strconv.Atoi(s)
-		if err != nil && s != "" {
-			fmt.Fprintf(os.Stderr, "holdMemory: %v\n", err)
-			os.Exit(2)
-		}
-		return n
-	}
-	touch := func(n int) []byte {
-		b := make([]byte, n<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
-		}
-		return b
-	}
-	held := [][]byte{touch(mib(hold))}
-	for step := mib(grow); ; time.Sleep(50 * time.Millisecond) {
-		if step > 0 {
-			held = append(held, touch(step))
-		}
-	}
 }
 
 // On the real kernel (v1 and v2), a real OOM inside the pods' cgroup: a batch pod holds 32 MiB and a Burstable
@@ -83,15 +49,15 @@ func TestRealKernelOOMKillsBatchBeforeServices(t *testing.T) {
 	if err := fs.SetMemoryLimit(top, 128<<20); err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// start runs a process holding hold MiB (growing by grow MiB every 50 ms) in dir, with oom_score_adj adj as the
 	// kubelet gives it, and returns it with a channel that is closed when it has exited.
 	start := func(dir string, hold, grow, adj int) (*exec.Cmd, chan struct{}) {
 		t.Helper()
-		cmd := box.Start(dir, "/usr/bin/env", fmt.Sprintf("%s=%d", holdEnv, hold), fmt.Sprintf("%s=%d", growEnv, grow), self, "-test.run=^$")
+		argv, err := cgrouptest.HolderArgv(hold, grow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := box.Start(dir, argv...)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte(strconv.Itoa(adj)), 0); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuqos"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/pressureevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/resctrl"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/sysreconcile"
 )
@@ -22,6 +23,7 @@ func Registry() []qosmanager.Factory {
 		{Name: cpusuppress.Name, Interval: cpusuppress.DefaultInterval, Default: true, New: cpusuppress.New},
 		{Name: memoryevict.Name, Interval: memoryevict.DefaultInterval, Default: true, New: memoryevict.New},
 		{Name: cpuevict.Name, Interval: cpuevict.DefaultInterval, Default: true, New: cpuevict.New},
+		{Name: pressureevict.Name, Interval: pressureevict.DefaultInterval, Default: true, New: pressureevict.New},
 		{Name: allocatableevict.Name, Interval: allocatableevict.DefaultInterval, Default: true, New: allocatableevict.New},
 		{Name: cpuburst.Name, Interval: cpuburst.DefaultInterval, Default: true, New: cpuburst.New},
 		{Name: resctrl.Name, Interval: resctrl.DefaultInterval, Default: true, New: resctrl.New},

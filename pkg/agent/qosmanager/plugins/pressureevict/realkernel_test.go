@@ -1,0 +1,221 @@
+package pressureevict
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
+	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
+	"github.com/gleaner-sh/gleaner/test/cgrouptest"
+	"github.com/gleaner-sh/gleaner/test/ci"
+	"github.com/gleaner-sh/gleaner/test/testutil"
+)
+
+func TestMain(m *testing.M) {
+	cgrouptest.HoldIfAsked()
+	os.Exit(m.Run())
+}
+
+// The squeeze of TestRealKernelServiceStallEvictsBatch: the pods' cgroup may hold squeezeMiB; the batch pod holds
+// batchMiB of anonymous memory, which the kernel cannot reclaim without swap; the service reads a file of fileMiB in
+// a loop, so its page cache has to fit in what is left and is reclaimed and read again on every pass.
+const (
+	squeezeMiB = 256
+	batchMiB   = 224
+	fileMiB    = 64
+	// stallPercent is the memory stall at which the test's NodeSLO evicts.
+	stallPercent = 10
+)
+
+// TestRealKernelServiceStallEvictsBatch shows, on the real kernel, eviction by pressure stall acting where the
+// usage threshold cannot: the node's memory is far from memoryEvictThresholdPercent (the machine has GiBs free),
+// but inside the pods' cgroup a batch pod's anonymous memory leaves a service too little room for its working set
+// of page cache, and the service stalls on every read. The real psi and podresource collectors feed the metric
+// cache; memoryevict (on, at its default 70 %) and this plugin run every second. Only this plugin acts, it picks the
+// batch pod, and once the batch pod is gone the service's reads run again at page-cache speed: the proof is the
+// service's own throughput, measured before and after in the same run.
+//
+// cgroup v1 only: the user-mode kernel of the v2 tests has no pressure stall information. On v1 the stall is the
+// node's, /proc/pressure/memory, which is the v1 path of the plugin.
+func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
+	box := cgrouptest.New(t)
+	box.Only(cgroup.V1, "the cgroup v2 test kernel (user-mode Linux) has no pressure stall information")
+	box.Require("memory")
+	pr, err := proc.New("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := pr.Pressure(system.PSIMemory)
+	if err != nil {
+		ci.Skipf(t, "this kernel has no pressure stall information: %v", err)
+	}
+	if before.Some.Avg10 >= stallPercent/2 {
+		ci.Skipf(t, "the machine stalls on memory already (%.1f %% over 10 s): the squeeze would prove nothing", before.Some.Avg10)
+	}
+
+	l, fs := box.Layout(), box.FS()
+	web := testutil.Pod("web").Namespace("prod").UID("e7000000-0000-4000-8000-000000000001").Priority(9500).
+		Label(slov1alpha1.LabelQoSClass, string(slov1alpha1.QoSLS)).
+		Container("main").Requests("cpu", "100m", "memory", "64Mi").Running("containerd://c-web").Obj()
+	batch := testutil.Pod("batch").Namespace("jobs").UID("e7000000-0000-4000-8000-0000000000be").Priority(5500).
+		Container("main").Requests("kubernetes.io/batch-memory", "256Mi").Running("containerd://c-batch").Obj()
+	webCtr, batchCtr := l.PodDir(web)+"/c-web", l.PodDir(batch)+"/c-batch"
+	box.Mkdir(webCtr)
+	box.Mkdir(batchCtr)
+	store := statesinformer.NewStore()
+	store.SetPod(web)
+	store.SetPod(batch)
+	if err := fs.SetMemoryLimit(l.Kubepods(), squeezeMiB<<20); err != nil {
+		t.Fatal(err)
+	}
+
+	// The collectors, as the agent runs them, every second.
+	cache, err := metriccache.New(metriccache.DefaultConfig(), clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := collector.NewRunner(collector.Deps{Proc: pr, Cgroups: fs, CgroupVersion: box.Version, Layout: l, States: store, Cache: cache, Metrics: metrics.New()},
+		clock.RealClock{}, collector.Registry(), []string{collector.PodResourceName, collector.PSIName}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = runner.Start(ctx) }()
+
+	// The batch pod: its anonymous memory, held.
+	argv, err := cgrouptest.HolderArgv(batchMiB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batchProc := box.Start(batchCtr, argv...)
+	waitFor(t, "the batch pod to hold its memory", func() bool {
+		st, err := fs.MemoryStat(batchCtr)
+		return err == nil && st.Usage() >= (batchMiB-8)<<20
+	})
+
+	// The service: reads its file in a loop, one line in passes per read.
+	dir := t.TempDir()
+	file, passes := filepath.Join(dir, "data"), filepath.Join(dir, "passes")
+	writeUncached(t, file, fileMiB<<20)
+	box.Start(webCtr, "/bin/sh", "-c", fmt.Sprintf("while :; do cat %s >/dev/null; echo >>%s; done", file, passes))
+
+	evictor := &qosmanagertest.Evictor{Reason: Reason}
+	usageEvictor := &qosmanagertest.Evictor{}
+	deps := qosmanager.Deps{States: store, Cache: cache, Cgroups: fs, Layout: l, Proc: pr, Evictor: evictor, Clock: clock.RealClock{}, Interval: DefaultInterval}
+	p, err := New(deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps.Evictor = usageEvictor
+	usage, err := memoryevict.New(deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := on(stallPercent, 0)
+	spec.ResourceUsedThresholdWithBE = spec.ResourceUsedThresholdWithBE.WithDefaults() // memoryEvictThresholdPercent 70
+
+	count := func() int {
+		b, _ := os.ReadFile(passes)
+		return bytes.Count(b, []byte{'\n'})
+	}
+	var passesBefore, evictedAfter int
+	start := time.Now()
+	for {
+		if time.Since(start) > 90*time.Second {
+			mem, _ := pr.Pressure(system.PSIMemory)
+			t.Fatalf("no eviction 90 s into the squeeze; the node's memory stall is %.1f %% (10 s), the service made %d passes", mem.Some.Avg10, count())
+		}
+		time.Sleep(time.Second)
+		n := count()
+		if err := usage.Run(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if len(evictor.Asked()) > 0 {
+			passesBefore, evictedAfter = n, int(time.Since(start)/time.Second)
+			break
+		}
+	}
+	evictor.Expect(t, []string{"batch"}, []string{"batch"})
+	if asked := usageEvictor.Asked(); len(asked) > 0 {
+		t.Errorf("memoryevict asked to evict %v: the node's memory use was meant to stay under its threshold", asked)
+	}
+	mem, err := pr.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("evicted %v %d s into the squeeze; the node's memory use %.0f %% (memoryevict's threshold 70 %%); message: %s",
+		evictor.Evicted(), evictedAfter, 100*float64(mem.Used())/float64(mem.Total), strings.Join(evictor.Messages(), ""))
+
+	// The evictor's work, done here: the batch pod's processes end and the pod leaves the node.
+	box.Stop(batchProc)
+	store.DeletePod(batch.UID)
+	const measure = 10 * time.Second
+	time.Sleep(2 * time.Second) // the first pass after the squeeze reads the file in again
+	fromAfter := count()
+	time.Sleep(measure)
+	after := count() - fromAfter
+	rateBefore := float64(passesBefore) / float64(evictedAfter)
+	rateAfter := float64(after) / measure.Seconds()
+	t.Logf("the service read its %d MiB file %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx)",
+		fileMiB, rateBefore, rateAfter, rateAfter/rateBefore)
+	// On this project's machines the disk behind the page cache is itself cached by the host, so a read that misses
+	// costs only 2-3x one that hits (docs/qos.md has the figures); 1.5x leaves room for a noisy neighbour.
+	if rateAfter < 1.5*rateBefore {
+		t.Errorf("the service's reads are %.1fx as fast after the batch pod left; want at least 1.5x: the stall was not the batch pod's doing", rateAfter/rateBefore)
+	}
+}
+
+// waitFor polls cond for up to 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+	}
+}
+
+// writeUncached writes size bytes to path and drops them from the page cache, so that the first to read them is
+// charged for them (a page belongs to the cgroup that brought it in).
+func writeUncached(t *testing.T, path string, size int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := bytes.Repeat([]byte("gleaner "), 1<<17) // 1 MiB
+	for written := 0; written < size; written += len(chunk) {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
