@@ -42,19 +42,7 @@ func TestOOMKillsBatchBeforeTheService(t *testing.T) {
 		p.Spec.TerminationGracePeriodSeconds = new(int64)
 		return p
 	}
-	limitFile := filepath.Join(bestEffortMemory, "memory.limit_in_bytes")
-	original := strings.TrimSpace(readFile(t, limitFile))
-	anon := memoryStat(t, filepath.Join(bestEffortMemory, "memory.stat"), "total_rss")
-	limit := anon + 512<<20
-	if err := os.WriteFile(limitFile, []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
-		t.Fatalf("setting the besteffort cgroup's memory limit to %d MiB: %v", limit>>20, err)
-	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(limitFile, []byte(original), 0); err != nil {
-			t.Errorf("restoring the besteffort cgroup's memory limit to %s: %v", original, err)
-		}
-	})
-	t.Logf("besteffort: %d MiB anonymous, limit set from %s to %d MiB", anon>>20, original, limit>>20)
+	limitBestEffort(t, 512<<20)
 
 	svc := e.RunPodIn(ns, never(testutil.Pod("oom-service").Label(slov1alpha1.LabelPriorityClass, "prod").Label(slov1alpha1.LabelQoSClass, "LS").
 		Image(EaterImage, "--size=288Mi").Obj()))
@@ -94,6 +82,26 @@ func TestOOMKillsBatchBeforeTheService(t *testing.T) {
 	if cs := s.Status.ContainerStatuses[0]; cs.State.Running == nil || cs.RestartCount != 0 {
 		t.Errorf("the service's container: %+v, restarts %d; want it running since the start", cs.State, cs.RestartCount)
 	}
+}
+
+// limitBestEffort gives the besteffort cgroup a memory limit room bytes above its pods' anonymous memory now, until
+// the test ends. The kubepods cgroup is not touched: the kubelet reads its limit as the node's and would evict pods
+// and taint the node.
+func limitBestEffort(t *testing.T, room int64) {
+	t.Helper()
+	limitFile := filepath.Join(bestEffortMemory, "memory.limit_in_bytes")
+	original := strings.TrimSpace(readFile(t, limitFile))
+	anon := memoryStat(t, filepath.Join(bestEffortMemory, "memory.stat"), "total_rss")
+	limit := anon + room
+	if err := os.WriteFile(limitFile, []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+		t.Fatalf("setting the besteffort cgroup's memory limit to %d MiB: %v", limit>>20, err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(limitFile, []byte(original), 0); err != nil {
+			t.Errorf("restoring the besteffort cgroup's memory limit to %s: %v", original, err)
+		}
+	})
+	t.Logf("besteffort: %d MiB anonymous, limit set from %s to %d MiB", anon>>20, original, limit>>20)
 }
 
 // waitHolding waits until the eater of pod name in ns logs that it holds size.

@@ -2,7 +2,9 @@
 // little CPU work per request (--work), drives itself with a steady request rate (--qps) and measures the latency
 // of those requests end to end, which is what batch work next to it would hurt. GET /stats returns the latency
 // percentiles of the last --window requests as JSON; every --report it logs them. With the defaults it uses about
-// a tenth of a core.
+// a tenth of a core. With --data-mib it also has a working set in the page cache, as a database has: it writes a file
+// of that size into --data-dir at start, and each request reads --read-kib of it at a random place, so a neighbour
+// that leaves its cache too little room shows in its latency.
 package main
 
 import (
@@ -15,17 +17,21 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
 
 // options are the command's flags.
 type options struct {
-	listen string
-	work   time.Duration
-	qps    float64
-	window int
-	report time.Duration
+	listen  string
+	work    time.Duration
+	qps     float64
+	window  int
+	report  time.Duration
+	dataMiB int
+	dataDir string
+	readKiB int
 }
 
 func main() {
@@ -36,6 +42,9 @@ func main() {
 	fs.Float64Var(&o.qps, "qps", 50, "requests per second the service sends itself; 0 turns the load off")
 	fs.IntVar(&o.window, "window", 1000, "how many of the latest requests /stats summarises")
 	fs.DurationVar(&o.report, "report", 10*time.Second, "how often to log the latency; 0 turns it off")
+	fs.IntVar(&o.dataMiB, "data-mib", 0, "size of the working set file each request reads from; 0: none")
+	fs.StringVar(&o.dataDir, "data-dir", "/data", "directory of the working set file")
+	fs.IntVar(&o.readKiB, "read-kib", 256, "how much of the working set each request reads")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "lsservice: %v\n", err)
@@ -44,8 +53,18 @@ func main() {
 }
 
 func run(o options) error {
-	if o.window <= 0 || o.qps < 0 || o.work < 0 {
-		return fmt.Errorf("--window must be positive and --qps, --work not negative")
+	if o.window <= 0 || o.qps < 0 || o.work < 0 || o.dataMiB < 0 || o.readKiB <= 0 || o.readKiB > o.dataMiB<<10 && o.dataMiB > 0 {
+		return fmt.Errorf("--window and --read-kib must be positive, --qps, --work and --data-mib not negative, and --read-kib within --data-mib")
+	}
+	var data *workingSet
+	if o.dataMiB > 0 {
+		start := time.Now()
+		var err error
+		if data, err = newWorkingSet(filepath.Join(o.dataDir, "working-set"), o.dataMiB, o.readKiB); err != nil {
+			return err
+		}
+		defer data.Close()
+		fmt.Printf("lsservice: working set of %d MiB written in %s\n", o.dataMiB, time.Since(start).Round(time.Millisecond))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -54,7 +73,7 @@ func run(o options) error {
 		return fmt.Errorf("listening on %s: %w", o.listen, err)
 	}
 	rec := newRecorder(o.window)
-	srv := &http.Server{Handler: newHandler(o.work, rec), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: newHandler(o.work, data, rec), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -75,11 +94,18 @@ func run(o options) error {
 	return nil
 }
 
-// newHandler serves / (spin for work, answer "ok"), /stats (the recorder's Stats as JSON) and /healthz.
-func newHandler(work time.Duration, rec *recorder) http.Handler {
+// newHandler serves / (spin for work, read from the working set if there is one, answer "ok"), /stats (the
+// recorder's Stats as JSON) and /healthz.
+func newHandler(work time.Duration, data *workingSet, rec *recorder) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		spin(work)
+		if data != nil {
+			if err := data.read(); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {

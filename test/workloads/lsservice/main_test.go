@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 func TestHandler(t *testing.T) {
 	rec := newRecorder(10)
 	rec.Add(4 * time.Millisecond)
-	srv := httptest.NewServer(newHandler(time.Millisecond, rec))
+	srv := httptest.NewServer(newHandler(time.Millisecond, nil, rec))
 	defer srv.Close()
 
 	resp, err := http.Get(srv.URL + "/")
@@ -48,8 +49,39 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// With a working set, a request reads a piece of the file; a file that cannot be read fails the request.
+func TestHandlerReadsTheWorkingSet(t *testing.T) {
+	data, err := newWorkingSet(filepath.Join(t.TempDir(), "ws"), 2, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := data.f.Stat(); err != nil || fi.Size() != 2<<20 {
+		t.Fatalf("the working set file: %v, %v; want 2 MiB", fi, err)
+	}
+	srv := httptest.NewServer(newHandler(0, data, newRecorder(10)))
+	defer srv.Close()
+	get := func() int {
+		resp, err := http.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 20 {
+		if code := get(); code != http.StatusOK {
+			t.Fatalf("GET / = %d with a working set", code)
+		}
+	}
+	_ = data.Close()
+	if code := get(); code != http.StatusInternalServerError {
+		t.Errorf("GET / = %d after the working set was closed, want 500", code)
+	}
+}
+
 func TestRunRejectsBadOptions(t *testing.T) {
-	for _, o := range []options{{window: 0, qps: 1}, {window: 1, qps: -1}, {window: 1, work: -time.Second}} {
+	for _, o := range []options{{window: 0, qps: 1, readKiB: 1}, {window: 1, qps: -1, readKiB: 1}, {window: 1, work: -time.Second, readKiB: 1},
+		{window: 1, readKiB: 0}, {window: 1, dataMiB: -1, readKiB: 1}, {window: 1, dataMiB: 1, readKiB: 2048}} {
 		if err := run(o); err == nil {
 			t.Errorf("run(%+v) = nil, want an error", o)
 		}
