@@ -141,8 +141,8 @@ func (p *Plugin) triggers(ctx context.Context, s *slov1alpha1.ResourceThresholdS
 
 // Run implements qosmanager.RunPlugin: when a service's stall on memory (then CPU), averaged over the window, is at
 // or above its percent, it evicts the first best-effort (then mid-tier) pod in eviction order that uses the
-// resource. While that pod is on its way out, and for a window after, it judges nothing: the stall it measures then
-// still holds what the pod caused.
+// resource. While a best-effort or mid-tier pod is on its way out (evicted by it or by anyone), and for a window
+// after, it judges nothing: the stall it measures then still holds what the pod caused.
 func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.ResourceUsedThresholdWithBE
 	triggers := p.triggers(ctx, s)
@@ -155,7 +155,8 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	log := klog.FromContext(ctx).WithValues("window", window)
 	pods := p.states.GetAllPods()
 	for _, m := range pods {
-		if p.evictions.Going(m, now) {
+		// Only best-effort and mid-tier pods: a service rolling over says nothing about what batch work causes.
+		if m.Evictable() && p.evictions.Going(m, now) {
 			p.quietFrom = now
 			log.V(4).Info("a pod is on its way out; the stall is judged a window after it is gone", "pod", klog.KObj(m.Pod))
 			return nil

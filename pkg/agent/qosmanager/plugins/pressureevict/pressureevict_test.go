@@ -149,6 +149,23 @@ func TestRun(t *testing.T) {
 			pods: append([]pod{svc("web", 0, 0.9)}, usual...),
 		},
 		{
+			name: "a best-effort pod on its way out (whoever deleted it): wait", spec: on(20, 0),
+			pods: func() []pod {
+				leaving := be("leaving", 5500, 900, 0)
+				leaving.b.Terminating()
+				return append([]pod{svc("web", 0.5, 0), leaving}, usual...)
+			}(),
+		},
+		{
+			name: "a service on its way out does not hold the others back", spec: on(20, 0),
+			pods: func() []pod {
+				old := svc("web-old", 0.01, 0)
+				old.b.Terminating()
+				return append([]pod{svc("web", 0.5, 0), old}, usual...)
+			}(),
+			wantAsked: []string{"free-b"}, wantEvict: []string{"free-b"},
+		},
+		{
 			name: "mid-tier pods go once no best-effort pod uses the resource", spec: on(20, 0),
 			pods: []pod{svc("web", 0.5, 0), be("idle", 3500, 0, 0), mid("flink", 4000, 2)}, wantAsked: []string{"flink"}, wantEvict: []string{"flink"},
 		},
