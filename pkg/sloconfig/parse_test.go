@@ -258,6 +258,7 @@ func TestDefaults(t *testing.T) {
 		MemoryEvictLowerPercent:         ptr.To[int64](68),
 		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90),
 		CPUEvictTimeWindowSeconds:       ptr.To[int64](1),
+		CPUEvictPolicy:                  slov1alpha1.CPUEvictByRealLimit,
 		PressureEvictWindowSeconds:      ptr.To[int64](10),
 	}
 	expectDiff(t, "threshold defaults", wantThreshold, eff.ResourceUsedThresholdWithBE)

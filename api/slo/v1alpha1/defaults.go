@@ -42,6 +42,7 @@ func DefaultResourceThresholdStrategy() *ResourceThresholdStrategy {
 		MemoryEvictThresholdPercent:     ptr.To[int64](70),
 		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90),
 		CPUEvictTimeWindowSeconds:       ptr.To[int64](1),
+		CPUEvictPolicy:                  CPUEvictByRealLimit,
 		PressureEvictWindowSeconds:      ptr.To[int64](10),
 	}
 }

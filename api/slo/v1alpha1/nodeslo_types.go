@@ -71,6 +71,18 @@ const (
 	CPUSuppressCFSQuota CPUSuppressPolicy = "cfsQuota"
 )
 
+// CPUEvictPolicy is what CPU-satisfaction eviction divides the best-effort pods' CPU requests into.
+// +kubebuilder:validation:Enum=evictByRealLimit;evictByAllocatable
+type CPUEvictPolicy string
+
+const (
+	// CPUEvictByRealLimit measures satisfaction against the CPU suppression leaves best-effort pods now.
+	CPUEvictByRealLimit CPUEvictPolicy = "evictByRealLimit"
+	// CPUEvictByAllocatable measures it against the node's allocatable kubernetes.io/batch-cpu: what the node
+	// offers batch pods, whatever suppression does at the moment.
+	CPUEvictByAllocatable CPUEvictPolicy = "evictByAllocatable"
+)
+
 // ResourceThresholdStrategy holds the node-usage thresholds that protect latency-sensitive pods from best-effort ones.
 type ResourceThresholdStrategy struct {
 	// Enable turns every threshold-based strategy on or off. When on, CPU suppression and memory eviction run, and
@@ -131,6 +143,12 @@ type ResourceThresholdStrategy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	CPUEvictBEUsageThresholdPercent *int64 `json:"cpuEvictBEUsageThresholdPercent,omitempty"`
+
+	// CPUEvictPolicy is what CPU satisfaction divides the best-effort requests into: evictByRealLimit (the CPU
+	// suppression leaves them now) or evictByAllocatable (the node's allocatable batch-cpu, as Koordinator's key of
+	// the same name). Default evictByRealLimit.
+	// +optional
+	CPUEvictPolicy CPUEvictPolicy `json:"cpuEvictPolicy,omitempty"`
 
 	// CPUEvictTimeWindowSeconds is the window the CPU eviction averages its inputs over, 1..3600 (the agent's metric
 	// cache keeps one hour). Default 1.

@@ -120,6 +120,7 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 type window struct {
 	limit, request, usage float64 // cores, averages over the window
 	limitNow              float64 // cores, the newest sample
+	policy                string  // what limit is, for logs and messages
 	start, end            time.Time
 }
 
@@ -135,7 +136,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	now := p.clock.Now()
 	p.evictions.Prune(now)
 	log := klog.FromContext(ctx)
-	w, why := p.window(now, time.Duration(*s.CPUEvictTimeWindowSeconds)*time.Second)
+	w, why := p.window(now, time.Duration(*s.CPUEvictTimeWindowSeconds)*time.Second, s.CPUEvictPolicy)
 	if why != "" {
 		log.V(4).Info("CPU satisfaction not evaluated", "why", why)
 		return nil
@@ -143,7 +144,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	lowerPct, upperPct, usagePct := *s.CPUEvictBESatisfactionLowerPercent, *s.CPUEvictBESatisfactionUpperPercent, *s.CPUEvictBEUsageThresholdPercent
 	satisfaction, utilisation := w.limit/w.request, w.usage/w.limit
 	log = log.WithValues("satisfaction", pct(satisfaction), "lowerPercent", lowerPct, "upperPercent", upperPct,
-		"utilisation", pct(utilisation), "usageThresholdPercent", usagePct, "realLimit", w.limit, "request", w.request, "usage", w.usage,
+		"utilisation", pct(utilisation), "usageThresholdPercent", usagePct, "limit", w.limit, "policy", w.policy, "request", w.request, "usage", w.usage,
 		"windowSeconds", *s.CPUEvictTimeWindowSeconds)
 	if satisfaction >= float64(lowerPct)/100 || utilisation < float64(usagePct)/100 {
 		log.V(5).Info("best-effort CPU satisfaction is fine")
@@ -165,7 +166,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		}
 	}
 	projected := satisfactionOf(w.limitNow, remaining)
-	log = log.WithValues("realLimitNow", w.limitNow, "goingPods", going)
+	log = log.WithValues("limitNow", w.limitNow, "goingPods", going)
 	if projected >= float64(upperPct)/100 {
 		log.V(2).Info("best-effort CPU satisfaction is low, but at the newest limit without the pods on their way out it is not",
 			"projected", pct(projected), "requestRemaining", remaining)
@@ -181,9 +182,9 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		}
 		req := collector.BECPURequest(c.Meta)
 		after := satisfactionOf(w.limitNow, remaining-req)
-		msg := fmt.Sprintf("best-effort CPU satisfaction %s (real limit %.2f / requests %.2f cores, %d s average) is below %d%% while best-effort pods use %s of their limit (threshold %d%%); "+
+		msg := fmt.Sprintf("best-effort CPU satisfaction %s (%s %.2f / requests %.2f cores, %d s average) is below %d%% while best-effort pods use %s of their limit (threshold %d%%); "+
 			"evicting best-effort pods until the projected satisfaction is at least %d%%: projected %s, this pod requests %.2f and uses %.2f cores, projected after it %s",
-			pct(satisfaction), w.limit, w.request, *s.CPUEvictTimeWindowSeconds, lowerPct, pct(utilisation), usagePct, upperPct, pct(projected), req, c.Usage, pct(after))
+			pct(satisfaction), w.policy, w.limit, w.request, *s.CPUEvictTimeWindowSeconds, lowerPct, pct(utilisation), usagePct, upperPct, pct(projected), req, c.Usage, pct(after))
 		res, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("evicting pod %s for CPU satisfaction: %w", c.Meta.Key(), err))
@@ -206,13 +207,14 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 }
 
 // window reads the best-effort CPU series over the length d ending with the newest sample of the real limit, or
-// says why it cannot.
-func (p *Plugin) window(now time.Time, d time.Duration) (window, string) {
+// says why it cannot. With the evictByAllocatable policy the limit, then and now, is the node's allocatable
+// batch-cpu instead of the real limit.
+func (p *Plugin) window(now time.Time, d time.Duration, policy slov1alpha1.CPUEvictPolicy) (window, string) {
 	newest, ok := p.cache.Query(metriccache.NodeKey(metriccache.BECPURealLimit), now.Add(-maxSampleAge), now)
 	if !ok {
 		return window{}, fmt.Sprintf("no %s sample in the last %s", metriccache.BECPURealLimit, maxSampleAge)
 	}
-	w := window{limitNow: newest.Value(metriccache.Last), end: newest.Last, start: newest.Last.Add(-d)}
+	w := window{limitNow: newest.Value(metriccache.Last), policy: "real limit", end: newest.Last, start: newest.Last.Add(-d)}
 	for _, s := range []struct {
 		m metriccache.Metric
 		v *float64
@@ -222,6 +224,17 @@ func (p *Plugin) window(now time.Time, d time.Duration) (window, string) {
 			return window{}, fmt.Sprintf("%s has samples over %.0f%% of the window, fewer than %.0f%%", s.m, 100*r.Coverage, 100*minCoverage)
 		}
 		*s.v = r.Value(metriccache.Avg)
+	}
+	if policy == slov1alpha1.CPUEvictByAllocatable {
+		node := p.states.GetNode()
+		if node == nil {
+			return window{}, "the Node is not known yet"
+		}
+		q, ok := node.Status.Allocatable[slov1alpha1.BatchCPU]
+		if !ok {
+			return window{}, "the node publishes no " + string(slov1alpha1.BatchCPU)
+		}
+		w.limit, w.limitNow, w.policy = float64(q.Value())/1000, float64(q.Value())/1000, "allocatable batch-cpu"
 	}
 	switch {
 	case w.request <= 0:

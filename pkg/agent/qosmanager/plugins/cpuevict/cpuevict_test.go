@@ -2,10 +2,12 @@ package cpuevict
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -233,6 +235,53 @@ func TestRun(t *testing.T) {
 			err = p.Run(context.Background(), tt.spec)
 			qosmanagertest.ExpectErr(t, err, tt.wantErr)
 			e.evictor.Expect(t, tt.wantAsked, tt.wantEvict)
+		})
+	}
+}
+
+// TestEvictByAllocatable: with cpuEvictPolicy evictByAllocatable, satisfaction is the node's allocatable batch-cpu
+// over the requests, whatever suppression leaves the pods now (Koordinator's policy of the same name).
+func TestEvictByAllocatable(t *testing.T) {
+	byAllocatable := enabled()
+	byAllocatable.ResourceUsedThresholdWithBE.CPUEvictPolicy = slov1alpha1.CPUEvictByAllocatable
+	for _, tt := range []struct {
+		name      string
+		spec      *slov1alpha1.NodeSLOSpec
+		node      *corev1.Node
+		wantEvict []string
+	}{
+		{
+			// The real limit, 4 cores, satisfies 4/5 = 80%: nothing to do by it.
+			name: "by the real limit (the default)", spec: enabled(),
+			node: testutil.Node("n").Allocatable(string(slov1alpha1.BatchCPU), "2000").Obj(),
+		},
+		{
+			// 2/5 = 40% < 60%, utilisation 1.9/2 = 95%: be-b leaves 3 requested (67%), be-a 2 (100%).
+			name: "by the allocatable batch-cpu", spec: byAllocatable,
+			node: testutil.Node("n").Allocatable(string(slov1alpha1.BatchCPU), "2000").Obj(), wantEvict: []string{"be-b", "be-a"},
+		},
+		{name: "the node publishes no batch-cpu: nothing", spec: byAllocatable, node: testutil.Node("n").Obj()},
+		{name: "no Node yet: nothing", spec: byAllocatable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.fill(flat(10, 4, 5, 1.9), usual()...)
+			if tt.node != nil {
+				e.Store.SetNode(tt.node)
+			}
+			p, err := New(e.deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Run(context.Background(), tt.spec); err != nil {
+				t.Fatal(err)
+			}
+			e.evictor.Expect(t, tt.wantEvict, tt.wantEvict)
+			for _, m := range e.evictor.Messages() {
+				if !strings.Contains(m, "allocatable batch-cpu 2.00 / requests 5.00 cores") {
+					t.Errorf("message %q does not say what satisfaction was measured against", m)
+				}
+			}
 		})
 	}
 }
