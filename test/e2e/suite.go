@@ -260,7 +260,11 @@ func (e *Env) Eventually(timeout time.Duration, cond func(ctx context.Context) (
 	var last string
 	err := wait.PollUntilContextTimeout(e.Ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, msg := cond(ctx)
-		last = msg
+		// A call the timeout cut short says only that (a rate limiter's "would exceed context deadline"): the
+		// message before it says what was still wrong.
+		if ctx.Err() == nil || last == "" {
+			last = msg
+		}
 		return ok, nil
 	})
 	if err != nil {
