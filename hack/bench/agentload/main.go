@@ -24,10 +24,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -115,6 +117,15 @@ func run(c config) error {
 		return err
 	}
 	defer cl.Stop()
+	// Interrupted, stop kube-apiserver and etcd too: they would outlive this process and hold gigabytes.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		benchkit.Logf("interrupted: stopping the API server and etcd")
+		cl.Stop()
+		os.Exit(1)
+	}()
 	cs, wc, err := cl.Clients(c.loaderQPS)
 	if err != nil {
 		return err
