@@ -147,7 +147,7 @@ bench-noderesource: build ## Node-resource benchmark: 2,000 nodes with 30 pods a
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/noderesource $(BENCH_FLAGS)
 
 .PHONY: bench-agentload
-bench-agentload: ## The agents' cost to the API server: 1,000 simulated agents and kubelets on their own connections, kubelets, both, agents (not in `make test`; ~5 min).
+bench-agentload: ## The agents' cost to the API server: 1,000 simulated agents and kubelets on their own connections, kubelets, both, agents (not in `make test`; ~8 min).
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/agentload $(BENCH_FLAGS)
 
 .PHONY: bench-nodeallocation
