@@ -146,6 +146,10 @@ test: verify-generated vet lint fuzz unit test-cgroupv2 e2e ## Everything CI che
 bench-noderesource: build ## Node-resource benchmark: 2,000 nodes with 30 pods and a NodeMetric each (not in `make test`; ~4 min).
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/noderesource $(BENCH_FLAGS)
 
+.PHONY: bench-agentload
+bench-agentload: ## The agents' cost to the API server: 1,000 simulated agents and kubelets on their own connections, kubelets, both, agents (not in `make test`; ~8 min).
+	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/agentload $(BENCH_FLAGS)
+
 .PHONY: bench-nodeallocation
 bench-nodeallocation: build ## Node-allocation benchmark: 2,000 nodes, 60,000 pods, churn (not in `make test`; ~10 min).
 	KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) go run ./hack/bench/nodeallocation $(BENCH_FLAGS)

@@ -455,17 +455,40 @@ func WaitServing(addr string, timeout time.Duration) error {
 // ChildMemory reads VmRSS and VmHWM (peak), in bytes, of this process's child named comm (such as
 // kube-apiserver or etcd, which envtest starts), or zeros when there is none.
 func ChildMemory(comm string) (rss, peak int64) {
-	procs, err := procfs.AllProcs()
+	c, err := Child(comm)
 	if err != nil {
 		return 0, 0
+	}
+	return c.Memory("VmRSS"), c.Memory("VmHWM")
+}
+
+// Child finds this process's child named comm (such as kube-apiserver or etcd, which envtest starts), so that its
+// CPU and Memory can be read; it was not started by Start, so Stop and Exited do not apply.
+func Child(comm string) (*Process, error) {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
 	}
 	for _, p := range procs {
 		st, err := p.Stat()
 		if err != nil || st.PPID != os.Getpid() || st.Comm != comm {
 			continue
 		}
-		c := &Process{Cmd: &exec.Cmd{Process: &os.Process{Pid: p.PID}}}
-		return c.Memory("VmRSS"), c.Memory("VmHWM")
+		return &Process{Cmd: &exec.Cmd{Path: comm, Process: &os.Process{Pid: p.PID}}}, nil
 	}
-	return 0, 0
+	return nil, fmt.Errorf("no child process named %s", comm)
+}
+
+// ScrapeAPIServer reads the API server's own Prometheus metrics (/metrics, as the cluster's admin).
+func (c *Cluster) ScrapeAPIServer(ctx context.Context) (Metrics, error) {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(strings.NewReader(string(raw)))
 }
