@@ -88,14 +88,7 @@ func TestMidTierFromPrediction(t *testing.T) {
 		return !gone().IsZero(), fmt.Sprintf("mid pod %s not evicted yet", unguarded.Name)
 	})
 	t.Logf("mid pod %s evicted %s after the prod pod started", unguarded.Name, gone().Sub(grew).Round(time.Second))
-	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
-		reasons := eventReasons(ctx, e, ns, guarded.Name)
-		return strings.Contains(reasons, "EvictionRefused"), "events on the guarded mid pod: " + reasons
-	})
-	p, err := e.Clientset.CoreV1().Pods(ns).Get(e.Ctx, guarded.Name, metav1.GetOptions{})
-	if err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		t.Errorf("the mid pod under a PodDisruptionBudget must stay: %v, %+v", err, p.Status)
-	}
+	expectGuardedStays(e, ns, guarded.Name)
 	if m := agentMetrics(e); !strings.Contains(m, `gleaner_agent_evictions_total{action="evict",reason="TierAllocatable",result="evicted"}`) {
 		t.Error("the agent's metrics count no allocatable eviction")
 	}

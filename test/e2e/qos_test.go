@@ -160,14 +160,7 @@ func TestMemoryEvictionSparesPodsUnderABudget(t *testing.T) {
 		reasons := eventReasons(ctx, e, ns, free.Name)
 		return strings.Contains(reasons, "Evicted"), "events on the evicted pod: " + reasons
 	})
-	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
-		reasons := eventReasons(ctx, e, ns, guarded.Name)
-		return strings.Contains(reasons, "EvictionRefused"), "events on the guarded pod: " + reasons
-	})
-	p, err := e.Clientset.CoreV1().Pods(ns).Get(e.Ctx, guarded.Name, metav1.GetOptions{})
-	if err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		t.Errorf("the pod under a PodDisruptionBudget must stay: %v, %+v", err, p.Status)
-	}
+	expectGuardedStays(e, ns, guarded.Name)
 	metrics := agentMetrics(e)
 	for _, want := range []string{
 		`gleaner_agent_evictions_total{action="evict",reason="NodeMemoryUsage",result="evicted"}`,
@@ -213,14 +206,7 @@ func TestMemoryEvictionTakesTheMidTierLast(t *testing.T) {
 	if b, m := batchGone(), midGone(); m.Before(b) {
 		t.Errorf("the mid pod was evicted at %s, before the batch pod (%s)", m.Format("15:04:05.000"), b.Format("15:04:05.000"))
 	}
-	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
-		reasons := eventReasons(ctx, e, ns, guarded.Name)
-		return strings.Contains(reasons, "EvictionRefused"), "events on the guarded mid pod: " + reasons
-	})
-	p, err := e.Clientset.CoreV1().Pods(ns).Get(e.Ctx, guarded.Name, metav1.GetOptions{})
-	if err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		t.Errorf("the mid pod under a PodDisruptionBudget must stay: %v, %+v", err, p.Status)
-	}
+	expectGuardedStays(e, ns, guarded.Name)
 }
 
 // setThresholds sets resource-threshold-config in slo-controller-config and waits until the node's NodeSLO carries
@@ -407,6 +393,23 @@ func memoryEvictThreshold(e *Env, headroom int64) (threshold, total int64) {
 func memoryEvictConfig(threshold int64) string {
 	return fmt.Sprintf(`{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 100, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": %d, "memoryEvictLowerPercent": %d}}`,
 		threshold, threshold-1)
+}
+
+// expectGuardedStays checks that the pod name in ns, under a PodDisruptionBudget that allows no disruption, was
+// asked for (an EvictionRefused event) and still runs.
+func expectGuardedStays(e *Env, ns, name string) {
+	e.t.Helper()
+	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
+		reasons := eventReasons(ctx, e, ns, name)
+		return strings.Contains(reasons, "EvictionRefused"), "events on the guarded pod " + name + ": " + reasons
+	})
+	p, err := e.Clientset.CoreV1().Pods(ns).Get(e.Ctx, name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		e.t.Errorf("pod %s, under a PodDisruptionBudget, must stay: %v", name, err)
+	case p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning:
+		e.t.Errorf("pod %s, under a PodDisruptionBudget, must stay: %+v", name, p.Status)
+	}
 }
 
 // guard covers the pods labelled app=app in ns with a PodDisruptionBudget that allows no disruption, and waits

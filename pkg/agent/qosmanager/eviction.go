@@ -72,6 +72,14 @@ func tierRank(m *statesinformer.PodMeta) int {
 	return 0
 }
 
+// Tier names the tier of a pod the plugins may evict, for logs: "mid" or "best-effort".
+func Tier(m *statesinformer.PodMeta) string {
+	if m.Mid {
+		return "mid"
+	}
+	return "best-effort"
+}
+
 // EvictionPriority is the eviction priority pod's annotations ask for among the pods of its tier: gleaner.sh's
 // annotation, else Koordinator's, an int32, lower evicted first; 0 without one. A value that is not an int32 is an
 // error naming the annotation, and counts as 0.

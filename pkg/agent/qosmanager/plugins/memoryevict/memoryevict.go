@@ -175,7 +175,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 			continue
 		}
 		p.evictions.Requested(c.Meta.Pod.UID, now)
-		log.Info("evicted pod for node memory use", "pod", klog.KObj(c.Meta.Pod), "tier", tier(c.Meta), "podMemory", mib(c.Usage), "projected", mib(projected), "projectedAfter", mib(after))
+		log.Info("evicted pod for node memory use", "pod", klog.KObj(c.Meta.Pod), "tier", qosmanager.Tier(c.Meta), "podMemory", mib(c.Usage), "projected", mib(projected), "projectedAfter", mib(after))
 		projected = after
 	}
 	if projected >= lower {
@@ -192,14 +192,6 @@ func (p *Plugin) usage(m *statesinformer.PodMeta, now time.Time) (float64, bool)
 		return 0, false
 	}
 	return r.Value(metriccache.Last), true
-}
-
-// tier names the pod's tier in logs.
-func tier(m *statesinformer.PodMeta) string {
-	if m.Mid {
-		return "mid"
-	}
-	return "best-effort"
 }
 
 // mib formats bytes as MiB for logs and messages.

@@ -104,8 +104,9 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 	}
 	const windowField = field + "pressureEvictWindowSeconds"
 	w := s.PressureEvictWindowSeconds
-	errs = append(errs, qosmanager.CheckRange(windowField, w, 1, slov1alpha1.MaxPressureEvictWindowSeconds))
-	if w != nil && *w >= 1 && *w <= slov1alpha1.MaxPressureEvictWindowSeconds && p.fine > 0 && time.Duration(*w)*time.Second > p.fine {
+	if err := qosmanager.CheckRange(windowField, w, 1, slov1alpha1.MaxPressureEvictWindowSeconds); err != nil {
+		errs = append(errs, err)
+	} else if p.fine > 0 && time.Duration(*w)*time.Second > p.fine {
 		errs = append(errs, fmt.Errorf("%s is %d, longer than the %d s of per-second pod samples the metric cache keeps (--metric-cache-pod-slots)",
 			windowField, *w, int64(p.fine/time.Second)))
 	}
@@ -276,7 +277,7 @@ func (p *Plugin) evictOne(ctx context.Context, s *slov1alpha1.ResourceThresholdS
 		}
 		p.evictions.Requested(c.Meta.Pod.UID, now)
 		p.quietFrom = now
-		log.Info("evicted a pod for a service's stall", "pod", klog.KObj(c.Meta.Pod), "tier", tier(c.Meta), "usage", usageString(tr.resource, c.Usage))
+		log.Info("evicted a pod for a service's stall", "pod", klog.KObj(c.Meta.Pod), "tier", qosmanager.Tier(c.Meta), "usage", usageString(tr.resource, c.Usage))
 		break
 	}
 	return errors.Join(errs...)
@@ -305,14 +306,6 @@ func usageString(r system.PSIResource, v float64) string {
 		return mib(v)
 	}
 	return fmt.Sprintf("%.2f cores", v)
-}
-
-// tier names the pod's tier in logs.
-func tier(m *statesinformer.PodMeta) string {
-	if m.Mid {
-		return "mid"
-	}
-	return "best-effort"
 }
 
 func mib(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }
