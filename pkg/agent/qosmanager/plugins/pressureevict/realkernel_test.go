@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
 
@@ -35,14 +36,21 @@ func TestMain(m *testing.M) {
 }
 
 // The squeeze of TestRealKernelServiceStallEvictsBatch: the pods' cgroup may hold squeezeMiB; the batch pod holds
-// batchMiB of anonymous memory, which the kernel cannot reclaim without swap; the service reads a file of fileMiB in
-// a loop, so its page cache has to fit in what is left and is reclaimed and read again on every pass.
+// batchMiB of anonymous memory, which the kernel cannot reclaim without swap; the service's readers each read a file
+// of fileMiB in a loop, so their page cache (readers x fileMiB) has to fit in what is left and is reclaimed and read
+// again on every pass, and fits easily once the batch pod is gone.
+//
+// One reader alone stalled the node 3-13 % from run to run (the host caches this machine's disk, so how long a miss
+// waits varies with the host): the stall PSI reports is the time at least one task waits, and several readers, each
+// reclaiming the others' pages, make that time long and steady. The percent is the low end of what docs/qos.md
+// advises on cgroup v1, where the node's stall is all there is.
 const (
 	squeezeMiB = 256
 	batchMiB   = 224
-	fileMiB    = 64
+	readers    = 4
+	fileMiB    = 24
 	// stallPercent is the memory stall at which the test's NodeSLO evicts.
-	stallPercent = 10
+	stallPercent = 5
 )
 
 // TestRealKernelServiceStallEvictsBatch shows, on the real kernel, eviction by pressure stall acting where the
@@ -63,12 +71,22 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := pr.Pressure(system.PSIMemory)
-	if err != nil {
+	if _, err := pr.Pressure(system.PSIMemory); err != nil {
 		ci.Skipf(t, "this kernel has no pressure stall information: %v", err)
 	}
-	if before.Some.Avg10 >= stallPercent/2 {
-		ci.Skipf(t, "the machine stalls on memory already (%.1f %% over 10 s): the squeeze would prove nothing", before.Some.Avg10)
+	// A stall left by whatever ran just before (another package's memory test, a run of this one) decays over tens of
+	// seconds: wait for it, so that the stall the plugin sees is the squeeze's.
+	var before procfs.PSIStats
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
+		if before, err = pr.Pressure(system.PSIMemory); err != nil {
+			t.Fatal(err)
+		}
+		if before.Some.Avg10 < stallPercent/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			ci.Skipf(t, "the machine has stalled on memory for 90 s already (%.1f %% over 10 s): the squeeze would prove nothing", before.Some.Avg10)
+		}
 	}
 
 	l, fs := box.Layout(), box.FS()
@@ -112,11 +130,14 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 		return err == nil && st.Usage() >= (batchMiB-8)<<20
 	})
 
-	// The service: reads its file in a loop, one line in passes per read.
+	// The service: its readers read their files in a loop, one line in passes per file read.
 	dir := t.TempDir()
-	file, passes := filepath.Join(dir, "data"), filepath.Join(dir, "passes")
-	writeUncached(t, file, fileMiB<<20)
-	box.Start(webCtr, "/bin/sh", "-c", fmt.Sprintf("while :; do cat %s >/dev/null; echo >>%s; done", file, passes))
+	passes := filepath.Join(dir, "passes")
+	for i := range readers {
+		file := filepath.Join(dir, fmt.Sprintf("data-%d", i))
+		writeUncached(t, file, fileMiB<<20)
+		box.Start(webCtr, "/bin/sh", "-c", fmt.Sprintf("while :; do cat %s >/dev/null; echo >>%s; done", file, passes))
+	}
 
 	evictor := &qosmanagertest.Evictor{Reason: Reason}
 	usageEvictor := &qosmanagertest.Evictor{}
@@ -178,7 +199,7 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	after := count() - fromAfter
 	rateBefore := float64(passesBefore) / float64(evictedAfter)
 	rateAfter := float64(after) / measure.Seconds()
-	t.Logf("the service read its %d MiB file %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx)",
+	t.Logf("the service read its %d MiB files %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx)",
 		fileMiB, rateBefore, rateAfter, rateAfter/rateBefore)
 	// On this project's machines the disk behind the page cache is itself cached by the host, so a read that misses
 	// costs only 2-3x one that hits (docs/qos.md has the figures); 1.5x leaves room for a noisy neighbour.
