@@ -27,6 +27,8 @@ const (
 	Unit = "unit"
 	// CgroupV2 is `make test-cgroupv2`: the real-kernel tests on a booted cgroup v2 kernel.
 	CgroupV2 = "cgroupv2"
+	// NodeV2 is `make e2e-cgroupv2`: the local cluster and e2e tests in a cgroup v2 virtual machine.
+	NodeV2 = "nodev2"
 )
 
 //go:embed packages.tsv

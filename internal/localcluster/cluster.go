@@ -23,6 +23,7 @@ import (
 
 	"github.com/gleaner-sh/gleaner/internal/hostpkg"
 	"github.com/gleaner-sh/gleaner/internal/images"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
 // ErrAlreadyRunning is returned by Up when the state directory's cluster still runs.
@@ -210,7 +211,11 @@ func (c *Cluster) start(ctx context.Context, st *State, bins binaries) error {
 		c.logf("%s names no nameserver to stand in for the cluster DNS; pods with dnsPolicy ClusterFirst start with a "+
 			"MissingClusterDNS warning", HostResolvConf)
 	}
-	if err := writeConfigs(c.layout, p, dns); err != nil {
+	v, err := cgroup.DetectVersion(HostCgroupRoot)
+	if err != nil {
+		return err
+	}
+	if err := writeConfigs(c.layout, p, dns, v == cgroup.V1); err != nil {
 		return err
 	}
 	for _, comp := range components(c.layout, p) {

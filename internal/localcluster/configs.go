@@ -42,6 +42,9 @@ type configValues struct {
 	PodCIDR            string
 	// ClusterDNS is the kubelet's clusterDNS: the host's nameservers (clusterDNSServers), or none.
 	ClusterDNS []string
+	// CgroupV1 is whether the host is cgroup v1, which the kubelet refuses unless told otherwise; on cgroup v2 it
+	// runs with its defaults.
+	CgroupV1 bool
 }
 
 func newConfigValues(l Layout) configValues {
@@ -94,10 +97,11 @@ func renderTemplate(name string, v configValues) ([]byte, error) {
 }
 
 // writeConfigs writes the kubelet, containerd and CNI configuration and one kubeconfig per identity; clusterDNS is
-// the kubelet's clusterDNS.
-func writeConfigs(l Layout, p *pki, clusterDNS []string) error {
+// the kubelet's clusterDNS, cgroupV1 whether the host is cgroup v1.
+func writeConfigs(l Layout, p *pki, clusterDNS []string, cgroupV1 bool) error {
 	v := newConfigValues(l)
 	v.ClusterDNS = clusterDNS
+	v.CgroupV1 = cgroupV1
 	for _, d := range []string{l.ConfigDir(), l.CNIConfDir(), v.NRIPluginDir, v.NRIPluginConfigDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", d, err)

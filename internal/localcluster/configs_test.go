@@ -50,7 +50,7 @@ func writeTestConfigs(t *testing.T) (Layout, *pki) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeConfigs(l, p, []string{"10.255.255.53", "fd00::53"}); err != nil {
+	if err := writeConfigs(l, p, []string{"10.255.255.53", "fd00::53"}, true); err != nil {
 		t.Fatal(err)
 	}
 	return l, p
@@ -118,7 +118,7 @@ func TestKubeletConfigWithoutNameservers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeConfigs(l, p, nil); err != nil {
+	if err := writeConfigs(l, p, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	var cfg map[string]any
@@ -131,6 +131,33 @@ func TestKubeletConfigWithoutNameservers(t *testing.T) {
 	}
 	if v, ok := cfg["clusterDNS"]; ok {
 		t.Errorf("clusterDNS %v with no nameservers, want none", v)
+	}
+}
+
+// On a cgroup v2 host the kubelet keeps its default failCgroupV1 (true): the local cluster runs as a current
+// distribution's kubelet does.
+func TestKubeletConfigOnCgroupV2(t *testing.T) {
+	l := Layout{Dir: t.TempDir()}
+	p, err := writePKI(l.PKIDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeConfigs(l, p, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join(l.ConfigDir(), kubeletConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("kubelet config is not YAML: %v", err)
+	}
+	if v, ok := cfg["failCgroupV1"]; ok {
+		t.Errorf("failCgroupV1 %v on a cgroup v2 host, want the kubelet's default", v)
+	}
+	if cfg["cgroupDriver"] != "cgroupfs" {
+		t.Errorf("cgroupDriver %v, want cgroupfs", cfg["cgroupDriver"])
 	}
 }
 

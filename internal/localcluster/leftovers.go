@@ -11,8 +11,8 @@ import (
 // it; an empty list means the machine is as it was.
 func (c *Cluster) Leftovers(hostPaths []string) []string {
 	out := c.leftovers(true, hostPaths)
-	for _, ctl := range cgroupControllers() {
-		if d := filepath.Join(cgroupRoot, ctl, "kubepods"); exists(d) {
+	for _, d := range kubepodsCgroups(HostCgroupRoot) {
+		if exists(d) {
 			out = append(out, "cgroup "+d)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/procfs"
@@ -22,8 +23,13 @@ func cgroupControllers() []string {
 		"net_prio", "perf_event", "rdma", "misc", "systemd", "unified"}
 }
 
-// requiredControllers must be mounted and writable; the others are cleaned up when present.
+// requiredControllers must be mounted and writable on a cgroup v1 host; the others are cleaned up when present.
 func requiredControllers() []string { return []string{"cpu", "cpuacct", "cpuset", "memory", "pids"} }
+
+// requiredV2Controllers must be offered by the root of a cgroup v2 host: the kubelet's own set (cpu, cpuset, memory,
+// hugetlb, pids) less the two it uses only where the kernel has them (it takes the intersection with the root's
+// cgroup.controllers), and io, without which no block I/O limit can be set.
+func requiredV2Controllers() []string { return []string{"cpu", "io", "memory", "pids"} }
 
 // HostInfo is what Preflight looks at; NewHostInfo reads the real machine, tests give fixtures.
 type HostInfo struct {
@@ -37,6 +43,9 @@ type HostInfo struct {
 	Filesystems string
 }
 
+// HostCgroupRoot is where the host's cgroup hierarchies are mounted.
+const HostCgroupRoot = "/sys/fs/cgroup"
+
 // NewHostInfo reads the real machine.
 func NewHostInfo() (HostInfo, error) {
 	mounts, err := procfs.GetMounts()
@@ -47,11 +56,11 @@ func NewHostInfo() (HostInfo, error) {
 	if err != nil {
 		return HostInfo{}, fmt.Errorf("reading /proc/filesystems: %w", err)
 	}
-	return HostInfo{EUID: os.Geteuid(), CgroupRoot: "/sys/fs/cgroup", Mounts: mounts, Filesystems: string(fsys)}, nil
+	return HostInfo{EUID: os.Geteuid(), CgroupRoot: HostCgroupRoot, Mounts: mounts, Filesystems: string(fsys)}, nil
 }
 
-// Preflight says why the local cluster cannot start here, or nil when it can: it needs root, cgroup v1 hierarchies
-// it may create cgroups in, and overlayfs. The error wraps ErrCannotRun.
+// Preflight says why the local cluster cannot start here, or nil when it can: it needs root, cgroups it may create
+// (cgroup v1 hierarchies, or a cgroup v2 hierarchy offering the controllers the kubelet uses), and overlayfs. The error wraps ErrCannotRun.
 func Preflight() error {
 	h, err := NewHostInfo()
 	if err != nil {
@@ -84,7 +93,7 @@ func (h HostInfo) checkCgroups() []error {
 		fsType[m.MountPoint] = m.FSType
 	}
 	if fsType[h.CgroupRoot] == "cgroup2" {
-		return []error{fmt.Errorf("%s is cgroup v2; the local cluster supports cgroup v1 hosts only", h.CgroupRoot)}
+		return h.checkUnified()
 	}
 	var errs []error
 	for _, c := range requiredControllers() {
@@ -101,6 +110,30 @@ func (h HostInfo) checkCgroups() []error {
 		if err := os.Remove(probe); err != nil {
 			errs = append(errs, fmt.Errorf("removing the probe cgroup %s: %w", probe, err))
 		}
+	}
+	return errs
+}
+
+// checkUnified checks a cgroup v2 host: the root offers the controllers the kubelet needs, and a cgroup can be
+// created there.
+func (h HostInfo) checkUnified() []error {
+	b, err := os.ReadFile(filepath.Join(h.CgroupRoot, "cgroup.controllers"))
+	if err != nil {
+		return []error{fmt.Errorf("reading the cgroup v2 root's controllers: %w", err)}
+	}
+	offered := strings.Fields(string(b))
+	var errs []error
+	for _, c := range requiredV2Controllers() {
+		if !slices.Contains(offered, c) {
+			errs = append(errs, fmt.Errorf("the cgroup v2 hierarchy at %s does not offer the %s controller (it offers %q)", h.CgroupRoot, c, strings.Join(offered, " ")))
+		}
+	}
+	probe := filepath.Join(h.CgroupRoot, fmt.Sprintf("gleaner-preflight-%d", os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		return append(errs, fmt.Errorf("cannot create cgroups in %s: %w", h.CgroupRoot, err))
+	}
+	if err := os.Remove(probe); err != nil {
+		errs = append(errs, fmt.Errorf("removing the probe cgroup %s: %w", probe, err))
 	}
 	return errs
 }

@@ -21,6 +21,15 @@ func TestPreflight(t *testing.T) {
 		v1Mounts = append(v1Mounts, &procfs.MountInfo{MountPoint: filepath.Join(root, c), FSType: "cgroup"})
 	}
 	withOverlay := "nodev\tsysfs\nnodev\toverlay\n"
+	// cgroup v2 roots: a directory with the root's cgroup.controllers, one offering what the kubelet needs (cpuset
+	// and hugetlb are not needed: the kubelet uses them where the kernel has them), one without io.
+	v2Root, v2NoIO := t.TempDir(), t.TempDir()
+	for dir, controllers := range map[string]string{v2Root: "cpu io memory pids\n", v2NoIO: "cpu memory pids\n"} {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte(controllers), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2Mounts := []*procfs.MountInfo{{MountPoint: v2Root, FSType: "cgroup2"}}
 	tests := []struct {
 		name string
 		host HostInfo
@@ -33,9 +42,17 @@ func TestPreflight(t *testing.T) {
 			want: []string{"must run as root", "uid is 1000"},
 		},
 		{
-			name: "cgroup v2", host: HostInfo{EUID: 0, CgroupRoot: root, Filesystems: withOverlay,
+			name: "cgroup v2", host: HostInfo{EUID: 0, CgroupRoot: v2Root, Filesystems: withOverlay, Mounts: v2Mounts},
+		},
+		{
+			name: "cgroup v2 without the io controller", host: HostInfo{EUID: 0, CgroupRoot: v2NoIO, Filesystems: withOverlay,
+				Mounts: []*procfs.MountInfo{{MountPoint: v2NoIO, FSType: "cgroup2"}}},
+			want: []string{"does not offer the io controller", `offers "cpu memory pids"`},
+		},
+		{
+			name: "cgroup v2 unreadable", host: HostInfo{EUID: 0, CgroupRoot: root, Filesystems: withOverlay,
 				Mounts: []*procfs.MountInfo{{MountPoint: root, FSType: "cgroup2"}}},
-			want: []string{"is cgroup v2", "cgroup v1 hosts only"},
+			want: []string{"reading the cgroup v2 root's controllers"},
 		},
 		{
 			name: "a hierarchy missing", host: HostInfo{EUID: 0, CgroupRoot: root, Mounts: v1Mounts[1:], Filesystems: withOverlay},
@@ -66,6 +83,9 @@ func TestPreflight(t *testing.T) {
 		})
 	}
 	// The probes leave nothing behind.
+	if entries, _ := os.ReadDir(v2Root); len(entries) != 1 {
+		t.Errorf("the cgroup v2 root has %d entries after the probe, want only cgroup.controllers", len(entries))
+	}
 	for _, c := range requiredControllers() {
 		if entries, _ := os.ReadDir(filepath.Join(root, c)); len(entries) != 0 {
 			t.Errorf("%s has %d entries after the probes, want none", c, len(entries))

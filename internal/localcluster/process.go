@@ -113,9 +113,13 @@ func ProcessRSS(pid int) uint64 {
 	return uint64(st.ResidentMemory())
 }
 
-// ContainerPIDs returns the processes of every pod: those in the kubepods cgroup tree.
+// ContainerPIDs returns the processes of every pod: those in the kubepods cgroup tree (of the memory hierarchy on
+// cgroup v1).
 func ContainerPIDs() ([]int, error) {
-	dir := filepath.Join(cgroupRoot, "memory", "kubepods")
+	dir := filepath.Join(HostCgroupRoot, "memory", "kubepods")
+	if _, err := os.Stat(dir); err != nil {
+		dir = filepath.Join(HostCgroupRoot, "kubepods")
+	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("reading the pods' cgroups: %w", err)
 	}

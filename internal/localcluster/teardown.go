@@ -88,7 +88,7 @@ func (c *Cluster) teardown(ctx context.Context, st *State) error {
 	step(c.killStrays(ctx, machine))
 	if machine {
 		step(c.unmountAll(st.CreatedHostPaths))
-		step(removeCgroups(cgroupRoot))
+		step(removeCgroups(HostCgroupRoot))
 		step(deleteBridge())
 		if st.IPForward != "" && readIPForward() != st.IPForward {
 			step(os.WriteFile(ipForwardFile, []byte(st.IPForward), 0o644))
@@ -193,11 +193,11 @@ func strayPrograms() []string {
 // whose record was lost) and, with containers, the processes in the kubepods cgroups.
 func (c *Cluster) strays(containers bool, except ...int) ([]int, error) {
 	pids := map[int]bool{}
-	for _, ctl := range cgroupControllers() {
+	for _, top := range kubepodsCgroups(HostCgroupRoot) {
 		if !containers {
 			break
 		}
-		for _, pid := range cgroupTreeProcs(filepath.Join(cgroupRoot, ctl, "kubepods")) {
+		for _, pid := range cgroupTreeProcs(top) {
 			pids[pid] = true
 		}
 	}
@@ -336,15 +336,21 @@ func (c *Cluster) ownMounts(hostPaths []string) []string {
 	return out
 }
 
-// cgroupRoot is where the cgroup v1 hierarchies are mounted.
-const cgroupRoot = "/sys/fs/cgroup"
+// kubepodsCgroups are the kubepods cgroups the kubelet may have made under root: the unified hierarchy's of a cgroup
+// v2 host, and one in each cgroup v1 hierarchy. The caller checks which exist.
+func kubepodsCgroups(root string) []string {
+	dirs := []string{filepath.Join(root, "kubepods")}
+	for _, ctl := range cgroupControllers() {
+		dirs = append(dirs, filepath.Join(root, ctl, "kubepods"))
+	}
+	return dirs
+}
 
-// removeCgroups removes the kubepods tree in every hierarchy under root, deepest first. A cgroup may refuse removal
-// for a moment after its last process exits, so each pass is retried briefly.
+// removeCgroups removes the kubepods tree in every hierarchy under root, deepest first. A cgroup may refuse removal for a moment after its last
+// process exits, so each pass is retried briefly.
 func removeCgroups(root string) error {
 	var errs []error
-	for _, ctl := range cgroupControllers() {
-		top := filepath.Join(root, ctl, "kubepods")
+	for _, top := range kubepodsCgroups(root) {
 		if _, err := os.Stat(top); err != nil {
 			continue
 		}
