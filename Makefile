@@ -95,6 +95,14 @@ unit: host-packages ## Run the Go tests against a real kube-apiserver and etcd (
 test-cgroupv2: host-packages ## The real-kernel tests (TestRealKernel*) on cgroup v2, inside a user-mode Linux kernel (root; docs/benchmarks.md).
 	@hack/cgroupv2-test.sh
 
+.PHONY: e2e-cgroupv2
+# The local cluster on a cgroup v2 kernel (Debian's, in QEMU with emulated CPUs: this machine's KVM runs only kernels
+# built for it) and the QoS subset of the e2e suite, whose tests read cgroups through either version. Like e2e, what
+# cannot run is skipped with the reason, and fails under CI=true. docs/benchmarks.md has what it costs.
+e2e-cgroupv2: ## The local cluster and the QoS e2e subset on cgroup v2, in a QEMU machine with Debian's kernel (root; about 10 minutes).
+	@go run ./hack/host-packages run e2e nodev2
+	@hack/cgroupv2-node.sh
+
 .PHONY: e2e
 # Where the local cluster cannot run (`gleaner-local check` says why), e2e skips with the reason, except under
 # CI=true, where it fails: CI must not go green without the end-to-end tests. test/ci/makefile_test.go runs this
@@ -140,7 +148,7 @@ fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing inpu
 	done
 
 .PHONY: test
-test: verify-generated vet lint fuzz unit test-cgroupv2 e2e ## Everything CI checks.
+test: verify-generated vet lint fuzz unit test-cgroupv2 e2e e2e-cgroupv2 ## Everything CI checks.
 
 .PHONY: bench-noderesource
 bench-noderesource: build ## Node-resource benchmark: 2,000 nodes with 30 pods and a NodeMetric each (not in `make test`; ~4 min).

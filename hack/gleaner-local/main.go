@@ -7,12 +7,13 @@
 //	gleaner-local demo      apply config/demo (the demo workload), size its batch pods to the node, wait until they run
 //	gleaner-local report    print what `run` prints: nodes, pods, Gleaner's objects
 //	gleaner-local images    rebuild the images and import them into the running cluster
+//	gleaner-local build-images  build the images into the state directory without a cluster; print the tarball's path
 //	gleaner-local status    what runs, with PIDs and memory
 //	gleaner-local down      stop everything and remove what the cluster left on the machine
 //	gleaner-local check     say whether the cluster can run here (exit 1 if not, or if one already runs)
 //	gleaner-local bench     start and stop it --runs times; print the times and each component's memory
 //
-// It needs root and a cgroup v1 host. `make run` is `gleaner-local run`.
+// It needs root and writable cgroups, v1 or v2. `make run` is `gleaner-local run`.
 package main
 
 import (
@@ -56,7 +57,7 @@ func main() {
 	fs.BoolVar(&o.fromChart, "from-chart", false, "with run, deploy, bench: install Gleaner from charts/gleaner with helm "+
 		"(config/local/helm-values.yaml; hack/tool.sh builds helm once) instead of applying config/local")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: gleaner-local [flags] run|up|deploy|demo|report|images|status|down|check|bench")
+		fmt.Fprintln(os.Stderr, "usage: gleaner-local [flags] run|up|deploy|demo|report|images|build-images|status|down|check|bench")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -132,6 +133,12 @@ func run(ctx context.Context, command string, o options) error {
 		return nil
 	case "images":
 		return c.ReloadImages(ctx)
+	case "build-images":
+		if err := c.BuildImages(ctx); err != nil {
+			return err
+		}
+		fmt.Println(c.ImagesTarball())
+		return nil
 	case "status":
 		return printStatus(c)
 	case "down":
@@ -139,7 +146,7 @@ func run(ctx context.Context, command string, o options) error {
 	case "bench":
 		return d.bench(ctx, o.runs, o.settle)
 	default:
-		return fmt.Errorf("unknown command %q (run, up, deploy, demo, report, images, status, down, check, bench)", command)
+		return fmt.Errorf("unknown command %q (run, up, deploy, demo, report, images, build-images, status, down, check, bench)", command)
 	}
 }
 

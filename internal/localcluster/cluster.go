@@ -112,8 +112,12 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.prepareDirs(bins); err != nil {
 		return err
 	}
-	if err := c.BuildImages(ctx); err != nil {
-		return err
+	if c.cfg.ImagesTarball == "" {
+		if err := c.BuildImages(ctx); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(c.cfg.ImagesTarball); err != nil {
+		return fmt.Errorf("the images built beforehand: %w", err)
 	}
 	// Building is reported apart from starting: on a fresh machine it is most of the first run (kube binaries,
 	// containerd, images), and it happens once; start-up is what every later run costs.
@@ -221,7 +225,7 @@ func (c *Cluster) start(ctx context.Context, st *State, bins binaries) error {
 	for _, comp := range components(c.layout, p) {
 		if comp.name == "kubelet" {
 			// Before the kubelet, so that no pod ever waits for an image.
-			if err := c.ImportImages(ctx, c.imagesTarball()); err != nil {
+			if err := c.ImportImages(ctx, c.startImages()); err != nil {
 				return err
 			}
 		}
@@ -332,11 +336,26 @@ func (c *Cluster) BuildImages(ctx context.Context) error {
 
 func (c *Cluster) imagesTarball() string { return filepath.Join(c.layout.ImagesDir(), "images.tar") }
 
+// ImagesTarball is the file BuildImages writes; a copy of it can be Config.ImagesTarball of another cluster.
+func (c *Cluster) ImagesTarball() string { return c.imagesTarball() }
+
+// startImages is the tarball Up imports: the one built beforehand, or BuildImages'.
+func (c *Cluster) startImages() string {
+	if c.cfg.ImagesTarball != "" {
+		return c.cfg.ImagesTarball
+	}
+	return c.imagesTarball()
+}
+
 // ReloadImages builds the images again and imports them into the running cluster: after a code change, this and
 // a restart of the pods (kubectl rollout restart) run the new code.
 func (c *Cluster) ReloadImages(ctx context.Context) error {
-	if err := c.BuildImages(ctx); err != nil {
-		return err
+	if c.cfg.ImagesTarball == "" {
+		if err := c.BuildImages(ctx); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(c.cfg.ImagesTarball); err != nil {
+		return fmt.Errorf("the images built beforehand: %w", err)
 	}
 	return c.ImportImages(ctx, c.imagesTarball())
 }

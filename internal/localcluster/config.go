@@ -57,6 +57,10 @@ type Config struct {
 	Clock clock.PassiveClock
 	// NodeReadyTimeout bounds how long Up waits for the node to become Ready. Default 3 minutes.
 	NodeReadyTimeout time.Duration
+	// ImagesTarball, when set, is an images tarball built beforehand (BuildImages' file, ImagesTarball): Up imports
+	// it instead of building the images. A machine that is slow to compile (the cgroup v2 node of
+	// hack/cgroupv2-node.sh, whose CPUs are emulated) starts from images built on the host.
+	ImagesTarball string
 }
 
 // withDefaults returns the config with every empty field set to its default.

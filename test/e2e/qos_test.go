@@ -41,6 +41,7 @@ const besteffortCPU = "/sys/fs/cgroup/cpu/kubepods/besteffort"
 // it; when the service goes, the quota loosens again in steps.
 func TestCPUSuppressFollowsTheService(t *testing.T) {
 	e := suite.Env(t)
+	besteffort := cgroupDir(t, "cpu", "kubepods/besteffort")
 	setThresholds(e, `{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 90, "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": 99}}`)
 	ns := e.Namespace()
 	be := e.RunPodIn(ns, testutil.Pod("be-burner").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").
@@ -52,7 +53,7 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	var before float64
 	var above time.Time
 	e.Eventually(90*time.Second, func(context.Context) (bool, string) {
-		q := quotaCores(t, besteffortCPU)
+		q := quotaCores(t, besteffort)
 		switch {
 		case q < 0.4:
 			above, before = time.Time{}, 0
@@ -75,8 +76,8 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	}
 	// Watch the service's cgroup and the besteffort quota every 10 ms: the spike is the first 50 ms in which the
 	// service burns more than 0.3 cores, the reaction the first tightening of the quota by 0.15 cores or more.
-	svcCgroup := filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/burstable", "pod"+string(created.UID), "cpuacct.usage")
-	spike, reacted := watchReaction(e.Ctx, svcCgroup, func() bool { q := quotaCores(t, besteffortCPU); return q >= 0 && q <= before-0.15 })
+	svcUsage := cpuUsage(t, filepath.Join("kubepods/burstable", "pod"+string(created.UID)))
+	spike, reacted := watchReaction(e.Ctx, svcUsage, func() bool { q := quotaCores(t, besteffort); return q >= 0 && q <= before-0.15 })
 	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
 		p, err := e.Clientset.CoreV1().Pods(ns).Get(ctx, created.Name, metav1.GetOptions{})
 		if err != nil {
@@ -86,7 +87,7 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	})
 	var after float64
 	e.Eventually(30*time.Second, func(context.Context) (bool, string) {
-		after = quotaCores(t, besteffortCPU)
+		after = quotaCores(t, besteffort)
 		// 90% of 2 CPUs = 1.8 cores, nearly all of it (or more) taken by the service and the system.
 		return after >= 0 && after <= 0.3, fmt.Sprintf("besteffort quota %.3f cores while the service burns 1.6", after)
 	})
@@ -98,11 +99,11 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	// The best-effort pod's own CPU follows the quota (which may tighten further while it is measured, down to the
 	// 1 ms minimum once the service and the system take the whole 90%).
 	used := podCPU(t, be, 3*time.Second)
-	bound := max(after, quotaCores(t, besteffortCPU))
+	bound := max(after, quotaCores(t, besteffort))
 	if used > bound+0.15 {
 		t.Errorf("the best-effort pod used %.2f cores under a quota of at most %.2f", used, bound)
 	}
-	t.Logf("best-effort pod used %.2f cores under a quota of at most %.2f (%.2f at the end)", used, bound, quotaCores(t, besteffortCPU))
+	t.Logf("best-effort pod used %.2f cores under a quota of at most %.2f (%.2f at the end)", used, bound, quotaCores(t, besteffort))
 
 	if err := e.Clientset.CoreV1().Pods(ns).Delete(e.Ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	// Loosening: by at most 10% of the node a second, to 90% less what the node's other work takes (on a busy CI
 	// machine that can be most of it), so only the direction is checked.
 	e.Eventually(time.Minute, func(context.Context) (bool, string) {
-		q := quotaCores(t, besteffortCPU)
+		q := quotaCores(t, besteffort)
 		return q > after+0.05 || q < 0, fmt.Sprintf("besteffort quota %.3f cores after the service left (%.3f while it ran; loosening in steps)", q, after)
 	})
 	metrics := agentMetrics(e)
@@ -273,6 +274,14 @@ func setSLOConfig(e *Env, key, value string, applied func(*slov1alpha1.NodeSLOSp
 
 // quotaCores reads a cgroup's CFS quota in cores, -1 when unlimited.
 func quotaCores(t *testing.T, dir string) float64 {
+	if cgroupV2(t) {
+		quota, period, _ := strings.Cut(strings.TrimSpace(readFile(t, filepath.Join(dir, "cpu.max"))), " ")
+		q := parseLimit(t, quota, unlimitedQuota)
+		if q < 0 {
+			return -1
+		}
+		return float64(q) / float64(parseLimit(t, period, 0))
+	}
 	q := readInt(t, filepath.Join(dir, "cpu.cfs_quota_us"))
 	if q < 0 {
 		return -1
@@ -282,15 +291,53 @@ func quotaCores(t *testing.T, dir string) float64 {
 
 // podCPU measures a BestEffort pod's CPU over d, in cores, from its cgroup.
 func podCPU(t *testing.T, pod *corev1.Pod, d time.Duration) float64 {
-	file := filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/besteffort", "pod"+string(pod.UID), "cpuacct.usage")
-	start, t0 := readInt(t, file), time.Now()
+	usage := cpuUsage(t, filepath.Join("kubepods/besteffort", "pod"+string(pod.UID)))
+	start, err := usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
 	time.Sleep(d)
-	return float64(readInt(t, file)-start) / float64(time.Since(t0).Nanoseconds())
+	end, err := usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(end-start) / float64(time.Since(t0).Nanoseconds())
 }
 
-// watchReaction polls every 10 ms until ctx ends: spike returns the first time the cgroup whose cpuacct.usage is
-// usageFile burned more than 0.3 cores over 50 ms, reacted the first time after that done() held.
-func watchReaction(ctx context.Context, usageFile string, done func() bool) (spike, reacted func() time.Time) {
+// cpuUsage returns a reader of the CPU time, in nanoseconds, of the cgroup rel (kubepods/...): cpuacct.usage on
+// cgroup v1, cpu.stat's usage_usec on v2.
+func cpuUsage(t *testing.T, rel string) func() (int64, error) {
+	t.Helper()
+	if !cgroupV2(t) {
+		file := filepath.Join("/sys/fs/cgroup/cpuacct", rel, "cpuacct.usage")
+		return func() (int64, error) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return 0, err
+			}
+			return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		}
+	}
+	file := filepath.Join("/sys/fs/cgroup", rel, "cpu.stat")
+	return func() (int64, error) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return 0, err
+		}
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				return us * 1000, err
+			}
+		}
+		return 0, fmt.Errorf("%s has no usage_usec", file)
+	}
+}
+
+// watchReaction polls every 10 ms until ctx ends: spike returns the first time the cgroup whose CPU time usage
+// reads burned more than 0.3 cores over 50 ms, reacted the first time after that done() held.
+func watchReaction(ctx context.Context, usage func() (int64, error), done func() bool) (spike, reacted func() time.Time) {
 	var mu sync.Mutex
 	var s, r time.Time
 	go func() {
@@ -303,8 +350,7 @@ func watchReaction(ctx context.Context, usageFile string, done func() bool) (spi
 			now := time.Now()
 			mu.Lock()
 			if s.IsZero() {
-				if b, err := os.ReadFile(usageFile); err == nil {
-					u, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+				if u, err := usage(); err == nil {
 					window = append(window, struct {
 						at    time.Time
 						usage int64

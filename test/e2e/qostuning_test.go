@@ -73,7 +73,7 @@ func TestBestEffortCgroupsFollowTheConfigMap(t *testing.T) {
 	pod := e.RunPod(testutil.Pod("tuning-be").Container("c").Image(PauseImage).Obj()) // Kubernetes BestEffort: class BE
 	const besteffort = "kubepods/besteffort"
 	podDir := filepath.Join(besteffort, "pod"+string(pod.UID))
-	idle := filepath.Join("/sys/fs/cgroup/cpu", besteffort, "cpu.idle")
+	idle := filepath.Join(cgroupDir(t, "cpu", besteffort), "cpu.idle")
 	waitForFile(e, idle, "1")
 	// The kernel refuses the kubelet's cpu.shares of the idle besteffort cgroup, and the kubelet's QoS update stops
 	// there; the agent keeps the burstable cgroup's weight at the kubelet's value for it, also for a new service.
@@ -87,18 +87,24 @@ func TestBestEffortCgroupsFollowTheConfigMap(t *testing.T) {
 		for i := range list.Items {
 			pods = append(pods, &list.Items[i])
 		}
-		want := cgroup.BurstableShares(pods)
-		b, err := os.ReadFile("/sys/fs/cgroup/cpu/kubepods/burstable/cpu.shares")
+		want, file := int64(cgroup.BurstableShares(pods)), filepath.Join(cgroupDir(t, "cpu", "kubepods/burstable"), "cpu.shares")
+		if cgroupV2(t) {
+			want, file = expectedWeight(want), filepath.Join(filepath.Dir(file), "cpu.weight")
+		}
+		b, err := os.ReadFile(file)
 		if err != nil {
 			return false, err.Error()
 		}
 		got := strings.TrimSpace(string(b))
-		return got == fmt.Sprint(want), fmt.Sprintf("burstable cpu.shares %s, want the kubelet's %d", got, want)
+		return got == fmt.Sprint(want), fmt.Sprintf("burstable %s %s, want the kubelet's %d", filepath.Base(file), got, want)
 	})
 
 	disk := loopDisk(e)
 	const writeBPS = 10 << 20
-	line := fmt.Sprintf("%s %d", disk.dev, writeBPS)
+	file, line := "blkio.throttle.write_bps_device", fmt.Sprintf("%s %d", disk.dev, writeBPS)
+	if cgroupV2(t) {
+		file, line = "io.max", fmt.Sprintf("%s rbps=max wbps=%d riops=max wiops=max", disk.dev, writeBPS)
+	}
 	setSLOConfig(e, "resource-qos-config", fmt.Sprintf(`{"clusterStrategy": {"beClass": {
 		"cpuQOS": {"enable": false},
 		"blkioQOS": {"enable": true, "blocks": [{"name": %q, "type": "device", "ioCfg": {"writeBPS": %d}}]}}}}`, disk.path, writeBPS),
@@ -109,7 +115,7 @@ func TestBestEffortCgroupsFollowTheConfigMap(t *testing.T) {
 			return ok, fmt.Sprintf("NodeSLO resourceQOSStrategy %+v", be)
 		})
 	for _, dir := range []string{besteffort, podDir} {
-		waitForFile(e, filepath.Join("/sys/fs/cgroup/blkio", dir, "blkio.throttle.write_bps_device"), line)
+		waitForFile(e, filepath.Join(cgroupDir(t, "blkio", dir), file), line)
 	}
 	waitForFile(e, idle, "0")
 
@@ -118,7 +124,7 @@ func TestBestEffortCgroupsFollowTheConfigMap(t *testing.T) {
 		return be == nil || be.BEClass == nil, fmt.Sprintf("NodeSLO resourceQOSStrategy %+v", be)
 	})
 	for _, dir := range []string{besteffort, podDir} {
-		waitForFile(e, filepath.Join("/sys/fs/cgroup/blkio", dir, "blkio.throttle.write_bps_device"), "")
+		waitForFile(e, filepath.Join(cgroupDir(t, "blkio", dir), file), "")
 	}
 	waitForFile(e, idle, "1")
 }

@@ -74,14 +74,14 @@ func TestRuntimeHookSetsBatchLimitsAtCreation(t *testing.T) {
 
 	sandboxes := sandboxesAdjusted(e)
 	pod := e.RunPod(hookBatchPod("hook-batch"))
-	if diff := cmp.Diff(hookWant, firstReport(e, pod)); diff != "" {
+	if diff := cmp.Diff(hookWant.onNode(t), firstReport(e, pod)); diff != "" {
 		t.Errorf("the container's cgroup at its first instruction (-want +got):\n%s", diff)
 	}
 	podDir := filepath.Join("kubepods", "besteffort", "pod"+string(pod.UID))
-	if diff := cmp.Diff(hookWant, readCgroup(t, podDir)); diff != "" {
+	if diff := cmp.Diff(hookWant.onNode(t), readCgroup(t, podDir)); diff != "" {
 		t.Errorf("pod cgroup %s (-want +got):\n%s", podDir, diff)
 	}
-	if diff := cmp.Diff(hookWant, readCgroup(t, filepath.Join(podDir, containerID(t, pod)))); diff != "" {
+	if diff := cmp.Diff(hookWant.onNode(t), readCgroup(t, filepath.Join(podDir, containerID(t, pod)))); diff != "" {
 		t.Errorf("container cgroup (-want +got):\n%s", diff)
 	}
 	// The plugin handled the sandbox. (Which owner the audit shows for the pod cgroup is a race: the kubelet creates
@@ -95,7 +95,7 @@ func TestRuntimeHookSetsBatchLimitsAtCreation(t *testing.T) {
 	svc := e.RunPod(testutil.Pod("hook-service").Container("report").Image(CgroupReportImage).
 		Requests("cpu", "250m", "memory", "64Mi").Limits("cpu", "500m", "memory", "128Mi").Obj())
 	want := cgroupValues{Shares: expectedShares(250), Quota: expectedQuota(500), Period: cfsPeriod, MemoryLimit: 128 << 20}
-	if diff := cmp.Diff(want, firstReport(e, svc)); diff != "" {
+	if diff := cmp.Diff(want.onNode(t), firstReport(e, svc)); diff != "" {
 		t.Errorf("a service's container (-want +got):\n%s", diff)
 	}
 
@@ -163,7 +163,7 @@ func TestRuntimeHookReconnectsAfterContainerdRestarts(t *testing.T) {
 		return st.Mode == runtimehook.ModeNRI && st.Connects > before.Connects, fmt.Sprintf("mode %s after %d connections (%d before the restart), last error %q", st.Mode, st.Connects, before.Connects, st.LastNRIError)
 	})
 	pod := e.RunPod(hookBatchPod("hook-after-restart"))
-	if diff := cmp.Diff(hookWant, firstReport(e, pod)); diff != "" {
+	if diff := cmp.Diff(hookWant.onNode(t), firstReport(e, pod)); diff != "" {
 		t.Errorf("a container created after containerd restarted (-want +got):\n%s", diff)
 	}
 }
@@ -177,16 +177,17 @@ func TestRuntimeHookReconcilerFixesPodsStartedWithoutTheAgent(t *testing.T) {
 
 	restore := stopAgent(e)
 	pod := e.RunPod(hookBatchPod("hook-no-agent"))
-	if diff := cmp.Diff(kubeletBestEffort, firstReport(e, pod)); diff != "" {
+	if diff := cmp.Diff(kubeletBestEffort.onNode(t), firstReport(e, pod)); diff != "" {
 		t.Errorf("without the agent the container should have the kubelet's values (-want +got):\n%s", diff)
 	}
 	restore()
 
 	podDir := filepath.Join("kubepods", "besteffort", "pod"+string(pod.UID))
 	ctrDir := filepath.Join(podDir, containerID(t, pod))
+	want := hookWant.onNode(t)
 	e.Eventually(2*time.Minute, func(context.Context) (bool, string) {
 		p, c := readCgroup(t, podDir), readCgroup(t, ctrDir)
-		return p == hookWant && c == hookWant, fmt.Sprintf("pod cgroup %+v, container cgroup %+v, want %+v", p, c, hookWant)
+		return p == want && c == want, fmt.Sprintf("pod cgroup %+v, container cgroup %+v, want %+v", p, c, want)
 	})
 	if owners := auditOwners(e, ctrDir); !slices.Contains(owners, runtimehook.OwnerReconciler) {
 		t.Errorf("the container cgroup's writes were by %v; want %s", owners, runtimehook.OwnerReconciler)
@@ -220,7 +221,10 @@ func hookStatus(ctx context.Context) (runtimehook.StatusInfo, error) {
 }
 
 // reportLine is cgroupreport's line on cgroup v1.
-var reportLine = regexp.MustCompile(`cgroupreport start=(\d+) shares=(\S+) quota=(\S+) period=(\S+) memory=(\S+)`)
+// reportLine is cgroupreport's line on cgroup v1 (shares=, quota=, period=) or v2 (weight=, and max= with cpu.max's
+// two numbers joined by "/").
+var reportLine = regexp.MustCompile(`cgroupreport start=(\d+) (?:shares|weight)=(\S+) (?:quota|max)=(\S+?)[ /]` +
+	`(?:period=)?(\S+) memory=(\S+)`)
 
 // firstReport is what the pod's first container read from its own cgroup at its first instruction.
 func firstReport(e *Env, pod *corev1.Pod) cgroupValues {
@@ -248,7 +252,15 @@ func report(e *Env, pod *corev1.Pod) (time.Time, cgroupValues) {
 		}
 		return v
 	}
-	return time.Unix(0, n(m[1])), cgroupValues{Shares: n(m[2]), Quota: n(m[3]), Period: n(m[4]), MemoryLimit: n(m[5])}
+	// cgroup v2 writes "max" where v1 writes its own unlimited values.
+	limit := func(s string, unlimited int64) int64 {
+		if s == "max" {
+			return unlimited
+		}
+		return n(s)
+	}
+	return time.Unix(0, n(m[1])), cgroupValues{Shares: n(m[2]), Quota: limit(m[3], unlimitedQuota), Period: n(m[4]),
+		MemoryLimit: limit(m[5], unlimitedMemory)}
 }
 
 // sandboxesAdjusted reads the agent's count of RunPodSandbox requests the NRI plugin answered with values.

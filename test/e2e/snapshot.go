@@ -84,7 +84,10 @@ func homeEntries() []string {
 // TakeSnapshot reads the machine.
 func TakeSnapshot(stateDir string) MachineSnapshot {
 	s := MachineSnapshot{IPForward: readTrimmed("/proc/sys/net/ipv4/ip_forward"), Firewall: readFirewall(), Home: homeEntries()}
-	s.Cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	s.Cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/kubepods") // cgroup v1: one per hierarchy
+	if _, err := os.Stat("/sys/fs/cgroup/kubepods/cgroup.procs"); err == nil {
+		s.Cgroups = append(s.Cgroups, "/sys/fs/cgroup/kubepods") // cgroup v2
+	}
 	s.Processes = clusterProcesses(stateDir, s.Cgroups)
 	roots := []string{stateDir}
 	for _, p := range hostPaths() {

@@ -111,7 +111,8 @@ func (s *Suite) setUp() error {
 		return err
 	}
 	s.RepoRoot = root
-	s.cluster, err = localcluster.New(localcluster.Config{StateDir: s.StateDir, RepoRoot: root})
+	// GLEANER_E2E_IMAGES: images built beforehand (hack/cgroupv2-node.sh builds them on the host for its machine).
+	s.cluster, err = localcluster.New(localcluster.Config{StateDir: s.StateDir, RepoRoot: root, ImagesTarball: os.Getenv("GLEANER_E2E_IMAGES")})
 	if err != nil {
 		return err
 	}
