@@ -141,7 +141,16 @@ STATE=/var/lib/gleaner-e2e
     "${CI:-}" "$STATE" "${IMAGES:-}" "$(dirname "$CACHE")" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
   echo 'say() { echo "cgroupv2-node: $*" > /dev/ttyS0; }'
   echo 'mount -t proc proc /proc && mount -t sysfs sys /sys && mount -t cgroup2 cgroup2 /sys/fs/cgroup &&'
-  echo '  mount -t tmpfs run /run && mount -t tmpfs tmp /tmp || { say "could not mount proc, sys, cgroup2 or tmpfs"; poweroff -f; }'
+  echo '  mount -t tmpfs run /run || { say "could not mount proc, sys, cgroup2 or /run"; poweroff -f; }'
+  # A tree under /tmp (a CI clone, say) would be hidden by the machine's own /tmp: it is bound again at its path.
+  if [[ $REPO == /tmp/* ]]; then
+    echo 'mkdir -p /run/host-tmp && mount --bind /tmp /run/host-tmp'
+  fi
+  echo 'mount -t tmpfs tmp /tmp || { say "could not mount /tmp"; poweroff -f; }'
+  if [[ $REPO == /tmp/* ]]; then
+    printf 'mkdir -p %q && mount --bind %q %q || { say "could not bind the tree %s"; poweroff -f; }\n' \
+      "$REPO" "/run/host-tmp/${REPO#/tmp/}" "$REPO" "$REPO"
+  fi
   echo 'mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs shm /dev/shm'
   echo 'mount -t debugfs none /sys/kernel/debug 2>/dev/null; mount -t tracefs none /sys/kernel/tracing 2>/dev/null'
   for d in "$STATE" /var/lib/kubelet /var/log /var/lib/cni /etc/cni /opt/containerd /usr/libexec/kubernetes \
