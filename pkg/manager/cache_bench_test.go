@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -76,15 +77,15 @@ func cachedPodFixture(i int, real bool) *corev1.Pod {
 	pod.ResourceVersion = fmt.Sprint(100000 + i)
 	pod.CreationTimestamp = metav1.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "noderesource-bench", Operation: metav1.ManagedFieldsOperationUpdate,
-		APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:nodeName":{},"f:priorityClassName":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)}}}
+		APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:nodeName":{},"f:priorityClassName":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)}}
 	c := &pod.Spec.Containers[0]
 	c.TerminationMessagePath, c.TerminationMessagePolicy, c.ImagePullPolicy = "/dev/termination-log", corev1.TerminationMessageReadFile, corev1.PullIfNotPresent
 	pod.Spec.RestartPolicy, pod.Spec.DNSPolicy, pod.Spec.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, corev1.DefaultSchedulerName
-	pod.Spec.TerminationGracePeriodSeconds, pod.Spec.EnableServiceLinks = ptrTo(int64(30)), ptrTo(true)
+	pod.Spec.TerminationGracePeriodSeconds, pod.Spec.EnableServiceLinks = ptr.To(int64(30)), ptr.To(true)
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
 	pod.Spec.Tolerations = []corev1.Toleration{
-		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo(int64(300))},
-		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo(int64(300))},
+		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(300))},
+		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(300))},
 	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBurstable}
 	if real {
@@ -95,14 +96,12 @@ func cachedPodFixture(i int, real bool) *corev1.Pod {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
 				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "registry.example.com/app:v1", ImageID: "registry.example.com/app@sha256:0123",
-				ContainerID: "containerd://0123456789abcdef", Ready: true, Started: ptrTo(true),
+				ContainerID: "containerd://0123456789abcdef", Ready: true, Started: ptr.To(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: pod.CreationTimestamp}}}},
 		}
 	}
 	return pod
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // podTransform is the transform CacheOptions gives pods.
 func podTransform(tb testing.TB) func(any) (any, error) {

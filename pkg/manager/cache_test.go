@@ -74,52 +74,10 @@ func TestSlimPodKeepsWhatIsRead(t *testing.T) {
 				t.Errorf("%s: limits %+v differ (-full +slim):\n%s", full.Name, o, diff)
 			}
 		}
-		type read struct {
-			Counted, Active         bool
-			QoS                     corev1.PodQOSClass
-			Class                   slov1alpha1.PodClass
-			Requests, Limits        corev1.ResourceList
-			EffRequests, EffLimits  corev1.ResourceList
-			PluginRequests          corev1.ResourceList
-			PluginCPU, PluginMemory int64
-			Name, Namespace, Node   string
-			UID                     types.UID
-			Priority                *int32
-			Phase                   corev1.PodPhase
-			Deleting                bool
-		}
-		readOf := func(p *corev1.Pod) read {
-			r := read{Counted: allocation.Counted(p), Active: framework.Active(p), QoS: allocation.QoSClass(p), Class: slov1alpha1.ClassOf(p),
-				Name: p.Name, Namespace: p.Namespace, Node: p.Spec.NodeName, UID: p.UID, Priority: p.Spec.Priority, Phase: p.Status.Phase,
-				Deleting: p.DeletionTimestamp != nil}
-			r.Requests, r.Limits = allocation.PodRequestsAndLimits(p)
-			r.EffRequests, r.EffLimits = allocation.EffectivePodRequestsAndLimits(p)
-			in := &framework.Input{Pods: []*corev1.Pod{p}}
-			r.PluginRequests = in.PodRequests(p)
-			r.PluginCPU, r.PluginMemory = in.PodRequest(p, corev1.ResourceCPU), in.PodRequest(p, corev1.ResourceMemory)
-			return r
-		}
-		if diff := cmp.Diff(readOf(full), readOf(slim)); diff != "" {
+		if diff := cmp.Diff(readsOf(full), readsOf(slim)); diff != "" {
 			t.Errorf("%s: what the controllers read differs (-full +slim):\n%s", full.Name, diff)
 		}
-		if slim.Labels["app"] != "" || len(slim.OwnerReferences) > 0 || len(slim.ManagedFields) > 0 || len(slim.Spec.Volumes) > 0 {
-			t.Errorf("%s: slim pod kept labels, owner references, managed fields or volumes that nobody reads", full.Name)
-		}
-		for _, c := range slices.Concat(slim.Spec.InitContainers, slim.Spec.Containers) {
-			if c.Image != "" || c.Env != nil || c.Command != nil || c.VolumeMounts != nil || c.LivenessProbe != nil {
-				t.Errorf("%s: slim pod kept image, env, command, mounts or probes of container %s", full.Name, c.Name)
-			}
-		}
-		for k := range slim.Annotations {
-			if k != corev1.MirrorPodAnnotationKey {
-				t.Errorf("%s: slim pod kept annotation %s", full.Name, k)
-			}
-		}
-		for _, st := range slim.Status.ContainerStatuses {
-			if st.Resources == nil || st.Image != "" {
-				t.Errorf("%s: slim pod kept the status of container %s beyond its resize: %+v", full.Name, st.Name, st)
-			}
-		}
+		expectDropped(t, slim)
 		fullSize, slimSize := jsonSize(t, full), jsonSize(t, slim)
 		if slimSize*2 > fullSize {
 			t.Errorf("%s: slim pod is %d bytes of %d: the transform does not slim", full.Name, slimSize, fullSize)
@@ -128,6 +86,57 @@ func TestSlimPodKeepsWhatIsRead(t *testing.T) {
 	node := testutil.Node("n1").Allocatable("cpu", "32", "memory", "128Gi", "pods", "110").Obj()
 	if diff := cmp.Diff(allocation.Summarize(node, fulls), allocation.Summarize(node, slims)); diff != "" {
 		t.Errorf("node summary differs (-full +slim):\n%s", diff)
+	}
+}
+
+// reads is what the manager's controllers read of a pod, through the functions they read it with.
+type reads struct {
+	Counted, Active         bool
+	QoS                     corev1.PodQOSClass
+	Class                   slov1alpha1.PodClass
+	Requests, Limits        corev1.ResourceList
+	EffRequests, EffLimits  corev1.ResourceList
+	PluginRequests          corev1.ResourceList
+	PluginCPU, PluginMemory int64
+	Name, Namespace, Node   string
+	UID                     types.UID
+	Priority                *int32
+	Phase                   corev1.PodPhase
+	Deleting                bool
+}
+
+func readsOf(p *corev1.Pod) reads {
+	r := reads{Counted: allocation.Counted(p), Active: framework.Active(p), QoS: allocation.QoSClass(p), Class: slov1alpha1.ClassOf(p),
+		Name: p.Name, Namespace: p.Namespace, Node: p.Spec.NodeName, UID: p.UID, Priority: p.Spec.Priority, Phase: p.Status.Phase,
+		Deleting: p.DeletionTimestamp != nil}
+	r.Requests, r.Limits = allocation.PodRequestsAndLimits(p)
+	r.EffRequests, r.EffLimits = allocation.EffectivePodRequestsAndLimits(p)
+	in := &framework.Input{Pods: []*corev1.Pod{p}}
+	r.PluginRequests = in.PodRequests(p)
+	r.PluginCPU, r.PluginMemory = in.PodRequest(p, corev1.ResourceCPU), in.PodRequest(p, corev1.ResourceMemory)
+	return r
+}
+
+// expectDropped fails the test when the slim pod kept what decorate adds and nobody reads.
+func expectDropped(t *testing.T, slim *corev1.Pod) {
+	t.Helper()
+	if slim.Labels["app"] != "" || len(slim.OwnerReferences) > 0 || len(slim.ManagedFields) > 0 || len(slim.Spec.Volumes) > 0 {
+		t.Errorf("%s: slim pod kept labels, owner references, managed fields or volumes that nobody reads", slim.Name)
+	}
+	for _, c := range slices.Concat(slim.Spec.InitContainers, slim.Spec.Containers) {
+		if c.Image != "" || c.Env != nil || c.Command != nil || c.VolumeMounts != nil || c.LivenessProbe != nil {
+			t.Errorf("%s: slim pod kept image, env, command, mounts or probes of container %s", slim.Name, c.Name)
+		}
+	}
+	for k := range slim.Annotations {
+		if k != corev1.MirrorPodAnnotationKey {
+			t.Errorf("%s: slim pod kept annotation %s", slim.Name, k)
+		}
+	}
+	for _, st := range slim.Status.ContainerStatuses {
+		if st.Resources == nil || st.Image != "" {
+			t.Errorf("%s: slim pod kept the status of container %s beyond its resize: %+v", slim.Name, st.Name, st)
+		}
 	}
 }
 
