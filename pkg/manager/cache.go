@@ -49,7 +49,7 @@ var _ toolscache.TransformFunc = newPodSlimmer().slim
 // containers are shared by their protobuf encoding, what the API server sends, and labels by their keys and values.
 // Each table is bounded: full, it starts again empty, which costs sharing for a while and nothing else.
 type podSlimmer struct {
-	mu         sync.Mutex // the informer calls the transform from one goroutine; the lock makes that no one's business
+	mu         sync.Mutex // client-go calls a transform from one goroutine; the tables do not rely on it
 	containers internTable[[]corev1.Container]
 	labels     internTable[map[string]string]
 	strings    internTable[string]
