@@ -13,7 +13,7 @@
 #
 # Environment:
 #   GLEANER_V2_NODE_RUN  the -test.run selection (default: the QoS subset, V2_NODE_TESTS below)
-#   GLEANER_V2_NODE_MEM  the machine's memory (default 6G)
+#   GLEANER_V2_NODE_MEM  the machine's memory (default 8G: the stall test wants 4 GiB free above what the node uses)
 #   GLEANER_V2_NODE_WORK the work directory, under the tree so the machine sees it (default bin/cgroupv2-node)
 #   GLEANER_V2_NODE_CMD  a shell command to run inside instead of the tests (a look at the machine; its output is in
 #                        the work directory's out/cmd.log)
@@ -23,14 +23,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-MEM=${GLEANER_V2_NODE_MEM:-6G}
+MEM=${GLEANER_V2_NODE_MEM:-8G}
 WORK=${GLEANER_V2_NODE_WORK:-$REPO/bin/cgroupv2-node}
 QEMU=${GLEANER_QEMU:-qemu-system-x86_64}
 CACHE=${GLEANER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gleaner}/vmkernel
 
 # The QoS subset of the e2e suite, each test reading the node's cgroups through either version: the node itself,
 # the pods' cgroups as the kubelet writes them, CPU suppression, eviction with a PodDisruptionBudget, the runtime
-# hook's values at container start and from its reconciler, CPU idle and block I/O caps from the ConfigMap.
+# hook's values at container start and from its reconciler, CPU idle and block I/O caps from the ConfigMap, CPU
+# burst, and the OOM order under a real OOM.
 V2_NODE_TESTS=(
   TestNodeIsReady
   TestPodCgroupsFollowRequestsAndLimits
@@ -39,6 +40,8 @@ V2_NODE_TESTS=(
   TestRuntimeHookSetsBatchLimitsAtCreation
   TestRuntimeHookReconcilerFixesPodsStartedWithoutTheAgent
   TestBestEffortCgroupsFollowTheConfigMap
+  TestCPUBurstFollowsTheConfigMap
+  TestOOMKillsBatchBeforeTheService
 )
 RUN=${GLEANER_V2_NODE_RUN:-^($(IFS='|'; echo "${V2_NODE_TESTS[*]}"))\$}
 
@@ -55,7 +58,7 @@ cannot() {
 rm -rf "$WORK"
 mkdir -p "$WORK/bin" "$WORK/out"
 for tool in "$QEMU" busybox cpio depmod dpkg-deb; do
-  command -v "$tool" >/dev/null || cannot "$tool is missing (make host-packages installs qemu-system-x86, busybox-static, cpio and kmod)"
+  command -v "$tool" >/dev/null || cannot "$tool is missing (make e2e-cgroupv2 installs qemu-system-x86, busybox-static, cpio and kmod)"
 done
 
 # The kernel: Debian's, the version linux-image-amd64 names today, unpacked into the cache once (its modules with

@@ -16,7 +16,7 @@ func TestCgroupV2NodeWithoutTheEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const missing = "gleaner-no-such-qemu is missing (make host-packages installs qemu-system-x86"
+	const missing = "gleaner-no-such-qemu is missing (make e2e-cgroupv2 installs qemu-system-x86"
 	tests := []struct {
 		name, ci   string
 		wantFail   bool

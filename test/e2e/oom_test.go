@@ -17,12 +17,6 @@ import (
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// kubepodsMemory is the memory cgroup above every pod on the local node (cgroup v1, the kubelet's cgroupfs layout).
-const kubepodsMemory = "/sys/fs/cgroup/memory/kubepods"
-
-// bestEffortMemory is the memory cgroup of the BestEffort pods, which the kubelet gives no memory limit of its own.
-const bestEffortMemory = kubepodsMemory + "/besteffort"
-
 // A real OOM on the local node, where the kernel has to choose between a batch pod and a service. Both are
 // BestEffort to the kubelet, so both live in the besteffort cgroup and the kubelet gives both 1000; the service is
 // one labelled prod, with no requests (the runtime hook gives it the top of the services' band, 333). The test
@@ -89,9 +83,14 @@ func TestOOMKillsBatchBeforeTheService(t *testing.T) {
 // and taint the node.
 func limitBestEffort(t *testing.T, room int64) {
 	t.Helper()
-	limitFile := filepath.Join(bestEffortMemory, "memory.limit_in_bytes")
+	// The memory cgroup of the BestEffort pods, which the kubelet gives no memory limit of its own.
+	dir := cgroupDir(t, "memory", "kubepods/besteffort")
+	limitFile, anonKey := filepath.Join(dir, "memory.limit_in_bytes"), "total_rss"
+	if cgroupV2(t) {
+		limitFile, anonKey = filepath.Join(dir, "memory.max"), "anon"
+	}
 	original := strings.TrimSpace(readFile(t, limitFile))
-	anon := memoryStat(t, filepath.Join(bestEffortMemory, "memory.stat"), "total_rss")
+	anon := memoryStat(t, filepath.Join(dir, "memory.stat"), anonKey)
 	limit := anon + room
 	if err := os.WriteFile(limitFile, []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
 		t.Fatalf("setting the besteffort cgroup's memory limit to %d MiB: %v", limit>>20, err)
@@ -116,7 +115,7 @@ func waitHolding(e *Env, ns, name, size string) {
 	})
 }
 
-// memoryStat is the value of key in a cgroup v1 memory.stat file.
+// memoryStat is the value of key in a memory.stat file.
 func memoryStat(t *testing.T, file, key string) int64 {
 	t.Helper()
 	for _, line := range strings.Split(readFile(t, file), "\n") {
@@ -135,7 +134,7 @@ func memoryStat(t *testing.T, file, key string) int64 {
 // processOOMScore is the oom_score_adj of the process of pod's first container, found through its cgroup.
 func processOOMScore(t *testing.T, pod *corev1.Pod) int {
 	t.Helper()
-	dir := filepath.Join(kubepodsMemory, strings.ToLower(string(pod.Status.QOSClass)), "pod"+string(pod.UID), containerID(t, pod))
+	dir := cgroupDir(t, "memory", filepath.Join("kubepods", strings.ToLower(string(pod.Status.QOSClass)), "pod"+string(pod.UID), containerID(t, pod)))
 	pids := strings.Fields(readFile(t, filepath.Join(dir, "cgroup.procs")))
 	if len(pids) == 0 {
 		t.Fatalf("no process in %s", dir)

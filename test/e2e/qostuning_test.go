@@ -34,21 +34,26 @@ func TestCPUBurstFollowsTheConfigMap(t *testing.T) {
 		})
 	pod := e.RunPod(testutil.Pod("burst-service").Container("c").Image(PauseImage).
 		Requests("cpu", "100m").Limits("cpu", "500m").Obj())
-	podDir := filepath.Join("/sys/fs/cgroup/cpu/kubepods/burstable", "pod"+string(pod.UID))
+	podDir := cgroupDir(t, "cpu", filepath.Join("kubepods/burstable", "pod"+string(pod.UID)))
 	ctnrDir := filepath.Join(podDir, containerID(t, pod))
 	quota := expectedQuota(500) // 50 ms per 100 ms
+	// cgroup v2: cpu.max.burst, in the same microseconds.
+	burstFile := "cpu.cfs_burst_us"
+	if cgroupV2(t) {
+		burstFile = "cpu.max.burst"
+	}
 
-	waitForFile(e, filepath.Join(ctnrDir, "cpu.cfs_burst_us"), fmt.Sprint(quota))
-	waitForFile(e, filepath.Join(podDir, "cpu.cfs_burst_us"), fmt.Sprint(quota))
+	waitForFile(e, filepath.Join(ctnrDir, burstFile), fmt.Sprint(quota))
+	waitForFile(e, filepath.Join(podDir, burstFile), fmt.Sprint(quota))
 
 	setSLOConfig(e, "cpu-burst-config", "", func(spec *slov1alpha1.NodeSLOSpec) (bool, string) {
 		s := spec.CPUBurstStrategy
 		return s == nil || s.Policy == "" || s.Policy == slov1alpha1.CPUBurstNone, fmt.Sprintf("NodeSLO cpuBurstStrategy %+v", s)
 	})
-	waitForFile(e, filepath.Join(ctnrDir, "cpu.cfs_burst_us"), "0")
-	waitForFile(e, filepath.Join(podDir, "cpu.cfs_burst_us"), "0")
-	if got := readInt(t, filepath.Join(ctnrDir, "cpu.cfs_quota_us")); got != quota {
-		t.Errorf("the container's quota is %d after the burst was turned off, want the kubelet's %d", got, quota)
+	waitForFile(e, filepath.Join(ctnrDir, burstFile), "0")
+	waitForFile(e, filepath.Join(podDir, burstFile), "0")
+	if got := quotaCores(t, ctnrDir); got != float64(quota)/cfsPeriod {
+		t.Errorf("the container's quota is %.2f cores after the burst was turned off, want the kubelet's %.2f", got, float64(quota)/cfsPeriod)
 	}
 }
 
