@@ -85,17 +85,22 @@ func envOr(key, def string) string {
 	return def
 }
 
+// check says whether the cluster can run here and none runs yet.
+func check(o options) error {
+	if err := localcluster.Preflight(); err != nil {
+		return err
+	}
+	// The e2e suite's state directory too: its cluster is as machine-wide as any other.
+	if err := localcluster.Running(o.stateDir, localcluster.DefaultStateDir, envOr("GLEANER_E2E_STATE", e2eStateDir)); err != nil {
+		return err
+	}
+	fmt.Println("the local cluster can run on this machine")
+	return nil
+}
+
 func run(ctx context.Context, command string, o options) error {
 	if command == "check" {
-		if err := localcluster.Preflight(); err != nil {
-			return err
-		}
-		// The e2e suite's state directory too: its cluster is as machine-wide as any other.
-		if err := localcluster.Running(o.stateDir, localcluster.DefaultStateDir, envOr("GLEANER_E2E_STATE", e2eStateDir)); err != nil {
-			return err
-		}
-		fmt.Println("the local cluster can run on this machine")
-		return nil
+		return check(o)
 	}
 	root := o.repoRoot
 	if root == "" {

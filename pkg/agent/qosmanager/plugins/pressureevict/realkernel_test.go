@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
 
@@ -71,23 +70,7 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pr.Pressure(system.PSIMemory); err != nil {
-		ci.Skipf(t, "this kernel has no pressure stall information: %v", err)
-	}
-	// A stall left by whatever ran just before (another package's memory test, a run of this one) decays over tens of
-	// seconds: wait for it, so that the stall the plugin sees is the squeeze's.
-	var before procfs.PSIStats
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
-		if before, err = pr.Pressure(system.PSIMemory); err != nil {
-			t.Fatal(err)
-		}
-		if before.Some.Avg10 < stallPercent/2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			ci.Skipf(t, "the machine has stalled on memory for 90 s already (%.1f %% over 10 s): the squeeze would prove nothing", before.Some.Avg10)
-		}
-	}
+	waitForQuietMemory(t, pr)
 
 	l, fs := box.Layout(), box.FS()
 	web := testutil.Pod("web").Namespace("prod").UID("e7000000-0000-4000-8000-000000000001").Priority(9500).
@@ -205,6 +188,28 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	// costs only 2-3x one that hits (docs/qos.md has the figures); 1.5x leaves room for a noisy neighbour.
 	if rateAfter < 1.5*rateBefore {
 		t.Errorf("the service's reads are %.1fx as fast after the batch pod left; want at least 1.5x: the stall was not the batch pod's doing", rateAfter/rateBefore)
+	}
+}
+
+// waitForQuietMemory waits until the node's memory stall is under half the test's percent. A stall left by whatever
+// ran just before (another package's memory test, a run of this one) decays over tens of seconds: the stall the
+// plugin sees must be the squeeze's.
+func waitForQuietMemory(t *testing.T, pr *proc.FS) {
+	t.Helper()
+	if _, err := pr.Pressure(system.PSIMemory); err != nil {
+		ci.Skipf(t, "this kernel has no pressure stall information: %v", err)
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
+		st, err := pr.Pressure(system.PSIMemory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Some.Avg10 < stallPercent/2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ci.Skipf(t, "the machine has stalled on memory for 90 s already (%.1f %% over 10 s): the squeeze would prove nothing", st.Some.Avg10)
+		}
 	}
 }
 
