@@ -350,12 +350,8 @@ func (c *Cluster) startImages() string {
 // ReloadImages builds the images again and imports them into the running cluster: after a code change, this and
 // a restart of the pods (kubectl rollout restart) run the new code.
 func (c *Cluster) ReloadImages(ctx context.Context) error {
-	if c.cfg.ImagesTarball == "" {
-		if err := c.BuildImages(ctx); err != nil {
-			return err
-		}
-	} else if _, err := os.Stat(c.cfg.ImagesTarball); err != nil {
-		return fmt.Errorf("the images built beforehand: %w", err)
+	if err := c.BuildImages(ctx); err != nil {
+		return err
 	}
 	return c.ImportImages(ctx, c.imagesTarball())
 }

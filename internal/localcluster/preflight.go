@@ -60,7 +60,8 @@ func NewHostInfo() (HostInfo, error) {
 }
 
 // Preflight says why the local cluster cannot start here, or nil when it can: it needs root, cgroups it may create
-// (cgroup v1 hierarchies, or a cgroup v2 hierarchy offering the controllers the kubelet uses), and overlayfs. The error wraps ErrCannotRun.
+// (cgroup v1 hierarchies, or a cgroup v2 hierarchy offering the controllers the kubelet uses), and overlayfs. The
+// error wraps ErrCannotRun.
 func Preflight() error {
 	h, err := NewHostInfo()
 	if err != nil {

@@ -346,8 +346,8 @@ func kubepodsCgroups(root string) []string {
 	return dirs
 }
 
-// removeCgroups removes the kubepods tree in every hierarchy under root, deepest first. A cgroup may refuse removal for a moment after its last
-// process exits, so each pass is retried briefly.
+// removeCgroups removes the kubepods tree in every hierarchy under root, deepest first. A cgroup may refuse removal
+// for a moment after its last process exits, so each pass is retried briefly.
 func removeCgroups(root string) error {
 	var errs []error
 	for _, top := range kubepodsCgroups(root) {
