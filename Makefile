@@ -89,10 +89,10 @@ unit: host-packages ## Run the Go tests against a real kube-apiserver and etcd (
 	  go test $(GO_TEST_FLAGS) ./... && hack/home-check.sh compare "$$home"; rc=$$?; rm -rf "$$home" "$$cache"; exit $$rc
 
 .PHONY: test-cgroupv2
-# The host is cgroup v1 and its hierarchies belong to it: the v2 half of the real-kernel tests runs in a user-mode
-# kernel of its own (hack/cgroupv2-test.sh installs Debian's user-mode-linux once). Like e2e, what cannot run is
-# skipped with the reason, and fails under CI=true.
-test-cgroupv2: host-packages ## The real-kernel tests (TestRealKernel*) on cgroup v2, inside a user-mode Linux kernel (root; docs/benchmarks.md).
+# The host is cgroup v1 and its hierarchies belong to it: the v2 half of the real-kernel tests runs in a kernel of its
+# own, Debian's, in the QEMU machine of hack/cgroupv2-node.sh. Like e2e, what cannot run is skipped with the reason,
+# and fails under CI=true.
+test-cgroupv2: host-packages ## The real-kernel tests (TestRealKernel*) on cgroup v2, in a QEMU machine with Debian's kernel (root; docs/benchmarks.md).
 	@hack/cgroupv2-test.sh
 
 .PHONY: e2e-cgroupv2

@@ -17,6 +17,7 @@
 #   GLEANER_V2_NODE_WORK the work directory, under the tree so the machine sees it (default bin/cgroupv2-node)
 #   GLEANER_V2_NODE_CMD  a shell command to run inside instead of the tests (a look at the machine; its output is in
 #                        the work directory's out/cmd.log)
+#   GLEANER_V2_NODE_DISK a raw disk image to attach (/dev/vda inside), for tests that need a block device
 #   GLEANER_QEMU         the emulator's command (default qemu-system-x86_64, from the package qemu-system-x86)
 #   GLEANER_CACHE        the cache root, where the kernel and the initramfs are kept (default ~/.cache/gleaner)
 #   CI                   under CI=true, what cannot run fails naming what is missing; elsewhere it is skipped
@@ -164,7 +165,7 @@ STATE=/var/lib/gleaner-e2e
   echo 'echo 1 > /proc/sys/kernel/sysrq'
   echo 'hostname localhost; ip link set lo up'
   echo 'modprobe dummy && ip link add eth0 type dummy && ip addr add 192.0.2.2/24 dev eth0 && ip link set eth0 up && ip route add default via 192.0.2.1'
-  echo 'for m in loop overlay bridge veth br_netfilter nf_conntrack iptable_nat iptable_filter xt_MASQUERADE xt_comment xt_mark; do modprobe $m; done'
+  echo 'for m in virtio_blk loop overlay bridge veth br_netfilter nf_conntrack iptable_nat iptable_filter xt_MASQUERADE xt_comment xt_mark; do modprobe $m; done'
   echo "date +%s.%N > $WORK/out/booted"
   echo 'say "booted: $(uname -r), cgroup v2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers), $(nproc) CPUs"'
   if [[ -n ${GLEANER_V2_NODE_CMD:-} ]]; then
@@ -180,7 +181,9 @@ chmod +x "$WORK/init.sh"
 echo "cgroupv2-node: booting Debian's kernel $KVER in QEMU (emulated CPUs, 2 of them, $MEM) and running the e2e subset inside"
 start=$(date +%s.%N)
 rc=0
-timeout 75m "$QEMU" -accel tcg,thread=multi -cpu max -smp 2 -m "$MEM" -nographic -no-reboot -nic none \
+disk=()
+[[ -n ${GLEANER_V2_NODE_DISK:-} ]] && disk=(-drive "if=virtio,format=raw,file=$GLEANER_V2_NODE_DISK")
+timeout 75m "$QEMU" -accel tcg,thread=multi -cpu max -smp 2 -m "$MEM" -nographic -no-reboot -nic none "${disk[@]}" \
   -kernel "$KDIR/vmlinuz" -initrd "$KDIR/initrd.gz" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,multidevs=remap,id=hostroot \
   -append "console=ttyS0 quiet panic=-1 gleaner.init=$WORK/init.sh" </dev/null >"$WORK/console.log" 2>&1 || rc=$?

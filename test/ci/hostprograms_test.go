@@ -38,6 +38,7 @@ var notPrograms = map[string]string{
 	"gold":   "a word in a test's data, not the gold linker",
 	"patch":  "a kubectl verb (testenv's Kubectl), not patch(1)",
 	"docker": "a runtime a test names as an invalid --runtime-hook mode; the project never runs the docker CLI",
+	"file":   "the key of QEMU's -drive option (hack/cgroupv2-node.sh), not file(1)",
 }
 
 // programDirs are where a bare program name is looked up: root's default PATH, not the caller's, so that a

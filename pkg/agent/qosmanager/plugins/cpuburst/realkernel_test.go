@@ -163,13 +163,13 @@ func (r *realBurst) quotas() (container, pod time.Duration) {
 // TestRealKernelBurst runs the plugin on this machine's kernel (cgroup v1) with a container of limit 500m whose
 // process works 80 ms at a time: with cpuBurstOnly the kernel takes cpu.cfs_burst_us (clamped to the 50 ms quota)
 // on the container and its pod, and the process is throttled in far fewer periods than with burst 0, measured in
-// one run. Not in the user-mode v2 test kernel: it charges CPU time by whole ticks to whatever runs when the host
-// lets it run, so on a loaded host a workload that sleeps most of the time read as throttled in nearly every period
-// with and without burst (two of three runs); there TestRealKernelQuotaBurst, TestRealKernelResizeDown and the
-// executor's TestRealKernelQuotaWithBurst prove cpu.max.burst's writes.
+// one run. Not in the v2 test kernel, whose CPUs are emulated (and, in the user-mode kernel used before, charged
+// CPU time by whole ticks: a workload that sleeps most of the time read as throttled in nearly every period with and
+// without burst); there TestRealKernelQuotaBurst, TestRealKernelResizeDown and the executor's
+// TestRealKernelQuotaWithBurst prove cpu.max.burst's writes.
 func TestRealKernelBurst(t *testing.T) {
 	if k := os.Getenv(cgrouptest.KernelEnv); k != "" {
-		t.Skipf("the test kernel %q accounts CPU time by ticks of a host-scheduled CPU: burst's effect is measured on a real CPU only", k)
+		t.Skipf("the test kernel %q runs on emulated CPUs: burst's effect on throttling is measured on a real CPU only", k)
 	}
 	r := startRealBurst(t)
 	// The machine is shared (CI runs the real-kernel tests of other packages at the same time): when the workload

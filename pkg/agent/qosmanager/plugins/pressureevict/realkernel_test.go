@@ -60,11 +60,11 @@ const (
 // batch pod, and once the batch pod is gone the service's reads run again at page-cache speed: the proof is the
 // service's own throughput, measured before and after in the same run.
 //
-// cgroup v1 only: the user-mode kernel of the v2 tests has no pressure stall information. On v1 the stall is the
-// node's, /proc/pressure/memory, which is the v1 path of the plugin.
+// cgroup v1 only: on v1 the stall is the node's, /proc/pressure/memory, which is the v1 path of the plugin; on v2 it
+// reads each pod's own memory.pressure (fixture trees, pressureevict_test.go).
 func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	box := cgrouptest.New(t)
-	box.Only(cgroup.V1, "the cgroup v2 test kernel (user-mode Linux) has no pressure stall information")
+	box.Only(cgroup.V1, "the node's stall is the v1 path; on v2 the plugin reads each pod's")
 	box.Require("memory")
 	pr, err := proc.New("/proc")
 	if err != nil {
