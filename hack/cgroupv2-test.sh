@@ -113,7 +113,7 @@ total=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 echo "cgroupv2: $ran tests ran on cgroup v2 ($passed passed, $skipped skipped) in ${total}s; the kernel booted in ${boot}s"
 if [[ $skipped -gt 0 ]]; then
   echo "cgroupv2: skipped on v2:"
-  grep -h -A1 '^--- SKIP' "$WORK"/out/*.log | grep -v '^--$' | sed 's/^/  /'
+  grep -h -B1 '^--- SKIP' "$WORK"/out/*.log | grep -v '^--$\|^=== RUN\|^PASS$' | sed 's/^/  /'
 fi
 unexpected=() skipfail=0
 for name in $(grep -h '^--- SKIP' "$WORK"/out/*.log | awk '{print $3}'); do
