@@ -96,7 +96,12 @@ kernel_dir() {
   [[ -n $dir && -f $dir/vmlinuz ]] || return 1
   echo "${dir%/}"
 }
-KDIR=$(kernel_dir) || cannot "no kernel: Debian's linux-image-amd64 could not be downloaded and none is cached in $CACHE"
+# A fresh machine may have no package lists, or lists older than the archive (a download then fails with 404).
+if ! KDIR=$(kernel_dir); then
+  echo "cgroupv2-node: no kernel yet; running apt-get update once and trying again" >&2
+  apt-get update >"$WORK/apt-update.log" 2>&1 || true
+  KDIR=$(kernel_dir) || cannot "no kernel: Debian's linux-image-amd64 could not be downloaded and none is cached in $CACHE"
+fi
 KVER=$(cat "$KDIR/release")
 MODS=$KDIR/root/lib/modules/$KVER
 
