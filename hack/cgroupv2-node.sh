@@ -136,7 +136,13 @@ if [[ -z ${GLEANER_V2_NODE_CMD:-} ]]; then
   echo "cgroupv2-node: compiling the e2e suite (go test -c) and building the cluster's images"
   go test -c -o "$WORK/bin/e2e.test" ./test/e2e
   go build -o "$WORK/bin/" ./hack/gleaner-local
-  IMAGES=$("$WORK/bin/gleaner-local" --state-dir "$WORK/images" build-images)
+  # A state directory of its own, short (containerd's socket paths under it must fit 107 bytes, whatever the tree's
+  # path); the tarball then moves into the tree, where the machine sees it.
+  images_state=$(mktemp -d /tmp/gleaner-images.XXXXXX)
+  built=$("$WORK/bin/gleaner-local" --state-dir "$images_state" build-images)
+  IMAGES=$WORK/images.tar
+  mv "$built" "$IMAGES"
+  rm -rf "$images_state"
 fi
 
 # The machine's init: PID 1 inside. Everything the cluster writes outside the tree goes to the machine's tmpfs, so
