@@ -112,13 +112,15 @@ func TestKubeletConfig(t *testing.T) {
 	}
 }
 
-func TestKubeletConfigWithoutNameservers(t *testing.T) {
+// renderKubeletConfig writes the configuration with clusterDNS on a cgroup v1 host or not, and returns the kubelet's.
+func renderKubeletConfig(t *testing.T, clusterDNS []string, cgroupV1 bool) map[string]any {
+	t.Helper()
 	l := Layout{Dir: t.TempDir()}
 	p, err := writePKI(l.PKIDir(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeConfigs(l, p, nil, true); err != nil {
+	if err := writeConfigs(l, p, clusterDNS, cgroupV1); err != nil {
 		t.Fatal(err)
 	}
 	var cfg map[string]any
@@ -129,7 +131,11 @@ func TestKubeletConfigWithoutNameservers(t *testing.T) {
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
 		t.Fatalf("kubelet config is not YAML: %v", err)
 	}
-	if v, ok := cfg["clusterDNS"]; ok {
+	return cfg
+}
+
+func TestKubeletConfigWithoutNameservers(t *testing.T) {
+	if v, ok := renderKubeletConfig(t, nil, true)["clusterDNS"]; ok {
 		t.Errorf("clusterDNS %v with no nameservers, want none", v)
 	}
 }
@@ -137,22 +143,7 @@ func TestKubeletConfigWithoutNameservers(t *testing.T) {
 // On a cgroup v2 host the kubelet keeps its default failCgroupV1 (true): the local cluster runs as a current
 // distribution's kubelet does.
 func TestKubeletConfigOnCgroupV2(t *testing.T) {
-	l := Layout{Dir: t.TempDir()}
-	p, err := writePKI(l.PKIDir(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := writeConfigs(l, p, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	b, err := os.ReadFile(filepath.Join(l.ConfigDir(), kubeletConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf("kubelet config is not YAML: %v", err)
-	}
+	cfg := renderKubeletConfig(t, nil, false)
 	if v, ok := cfg["failCgroupV1"]; ok {
 		t.Errorf("failCgroupV1 %v on a cgroup v2 host, want the kubelet's default", v)
 	}
