@@ -9,10 +9,11 @@ import (
 	"testing"
 )
 
-// The Makefile's test-cgroupv2 target (hack/cgroupv2-test.sh) on a machine without the emulator its kernel runs in:
-// under CI=true it fails naming what is missing, elsewhere it skips saying why, and in both cases before compiling
+// The cgroup v2 targets on a machine without the emulator their kernel runs in: make test-cgroupv2
+// (hack/cgroupv2-test.sh, the real-kernel tests) and hack/cgroupv2-node.sh (make e2e-cgroupv2, the local cluster).
+// Under CI=true each fails naming what is missing, elsewhere it skips saying why, and in both cases before compiling
 // anything. Nothing is installed or booted.
-func TestMakeTestCgroupV2WithoutTheEmulator(t *testing.T) {
+func TestCgroupV2WithoutTheEmulator(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		Skipf(t, "running the Makefile needs make: %v", err)
 	}
@@ -21,30 +22,40 @@ func TestMakeTestCgroupV2WithoutTheEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	const missing = "gleaner-no-such-qemu is missing"
-	tests := []struct {
-		name, ci   string
-		wantFail   bool
-		wantOutput string
+	targets := []struct {
+		name string
+		argv []string
+		// workVar names the target's work directory; fail and skip start the line it prints under CI=true and outside.
+		workVar, fail, skip string
 	}{
-		{"CI=true: fails naming what is missing", "true", true, "cgroupv2: FAIL: CI=true and the cgroup v2 tests cannot run: " + missing},
-		{"outside CI: skips with the reason", "", false, "cgroupv2: skipped: " + missing},
+		{"make test-cgroupv2", []string{"make", "-C", root, "--no-print-directory", "-o", "host-packages", "test-cgroupv2"}, "GLEANER_V2_WORK",
+			"cgroupv2: FAIL: CI=true and the cgroup v2 tests cannot run: " + missing, "cgroupv2: skipped: " + missing},
+		{"hack/cgroupv2-node.sh", []string{filepath.Join(root, "hack", "cgroupv2-node.sh")}, "GLEANER_V2_NODE_WORK",
+			"cgroupv2-node: FAIL: CI=true and the cgroup v2 node cannot run: " + missing + " (make e2e-cgroupv2 installs qemu-system-x86",
+			"cgroupv2-node: skipped: " + missing},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			work := filepath.Join(t.TempDir(), "work")
-			cmd := exec.Command("make", "-C", root, "--no-print-directory", "-o", "host-packages", "test-cgroupv2")
-			cmd.Env = append(environWithout("CI", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"),
-				"CI="+tt.ci, "GLEANER_QEMU=gleaner-no-such-qemu", "GLEANER_V2_WORK="+work)
-			out, err := cmd.CombinedOutput()
-			if failed := err != nil; failed != tt.wantFail {
-				t.Errorf("make test-cgroupv2: error %v, want failure %v; output:\n%s", err, tt.wantFail, out)
+	for _, tg := range targets {
+		for _, ci := range []string{"true", ""} {
+			want := tg.skip
+			if ci == "true" {
+				want = tg.fail
 			}
-			if !slices.ContainsFunc(strings.Split(string(out), "\n"), func(l string) bool { return strings.HasPrefix(l, tt.wantOutput) }) {
-				t.Errorf("make test-cgroupv2's output has no line starting %q; output:\n%s", tt.wantOutput, out)
-			}
-			if entries, _ := os.ReadDir(filepath.Join(work, "bin")); len(entries) > 0 {
-				t.Errorf("test binaries were compiled although the machine cannot boot: %d in %s", len(entries), filepath.Join(work, "bin"))
-			}
-		})
+			t.Run(tg.name+" CI="+ci, func(t *testing.T) {
+				work := filepath.Join(t.TempDir(), "work")
+				cmd := exec.Command(tg.argv[0], tg.argv[1:]...)
+				cmd.Env = append(environWithout("CI", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"),
+					"CI="+ci, "GLEANER_QEMU=gleaner-no-such-qemu", tg.workVar+"="+work)
+				out, err := cmd.CombinedOutput()
+				if failed := err != nil; failed != (ci == "true") {
+					t.Errorf("%s: error %v, want failure %v; output:\n%s", tg.name, err, ci == "true", out)
+				}
+				if !slices.ContainsFunc(strings.Split(string(out), "\n"), func(l string) bool { return strings.HasPrefix(l, want) }) {
+					t.Errorf("%s's output has no line starting %q; output:\n%s", tg.name, want, out)
+				}
+				if entries, _ := os.ReadDir(filepath.Join(work, "bin")); len(entries) > 0 {
+					t.Errorf("%s compiled %d binaries although the machine cannot boot", tg.name, len(entries))
+				}
+			})
+		}
 	}
 }
