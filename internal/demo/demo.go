@@ -218,8 +218,8 @@ func (p Placer) serviceMeasured(ctx context.Context) (*metav1.Time, error) {
 		return nil, err
 	}
 	measured := map[string]bool{}
-	for _, pm := range nm.Status.PodsMetric {
-		measured[pm.UID] = true
+	for i := range nm.Status.PodRecords() {
+		measured[nm.Status.PodRecord(i).UID] = true
 	}
 	running := 0
 	for _, pod := range pods.Items {

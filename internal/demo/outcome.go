@@ -283,8 +283,8 @@ func (p Prober) besideMeasured(ctx context.Context, node string, since time.Time
 		return fmt.Errorf("reading the NodeMetric of node %s: %w", node, err)
 	}
 	measured := map[string]bool{}
-	for _, pm := range nm.Status.PodsMetric {
-		measured[pm.UID] = true
+	for i := range nm.Status.PodRecords() {
+		measured[nm.Status.PodRecord(i).UID] = true
 	}
 	for _, pod := range pods.Items {
 		if pod.Spec.NodeName == node && pod.Status.Phase == corev1.PodRunning && !measured[string(pod.UID)] {
@@ -329,9 +329,10 @@ func (p Prober) nodeUse(ctx context.Context, node string) string {
 	used := nm.Status.NodeMetric.NodeUsage.Cpu().MilliValue()
 	var batch int64
 	batchPods := 0
-	for _, pm := range nm.Status.PodsMetric {
-		if pm.EffectivePriority() == slov1alpha1.PriorityBatch || pm.EffectivePriority() == slov1alpha1.PriorityFree {
-			batch += pm.Usage.Cpu().MilliValue()
+	for i := range nm.Status.PodRecords() {
+		if pm := nm.Status.PodRecord(i); pm.Priority == slov1alpha1.PriorityBatch || pm.Priority == slov1alpha1.PriorityFree {
+			cpu, _ := pm.Usage(corev1.ResourceCPU)
+			batch += cpu.MilliValue()
 			batchPods++
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -321,8 +322,8 @@ func complete(st slov1alpha1.NodeMetricStatus, now time.Time) error {
 	switch {
 	case st.UpdateTime == nil || st.NodeMetric == nil || !st.UpdateTime.Time.Equal(now):
 		return fmt.Errorf("no status of this second yet")
-	case len(st.PodsMetric) != len(simulated) || len(st.HostApplicationMetric) != 1 || st.NodeMetric.SystemUsage == nil:
-		return fmt.Errorf("incomplete status: %d pods, %d host apps, system %v", len(st.PodsMetric), len(st.HostApplicationMetric), st.NodeMetric.SystemUsage)
+	case len(st.PodUsages) != len(simulated) || len(st.HostApplicationMetric) != 1 || st.NodeMetric.SystemUsage == nil:
+		return fmt.Errorf("incomplete status: %d pods, %d host apps, system %v", len(st.PodUsages), len(st.HostApplicationMetric), st.NodeMetric.SystemUsage)
 	case len(st.NodeMetric.AggregatedNodeUsages) != 2:
 		return fmt.Errorf("aggregated windows %d, want 2", len(st.NodeMetric.AggregatedNodeUsages))
 	}
@@ -443,7 +444,7 @@ func expectBatchPluginAccepts(t *testing.T, nm *slov1alpha1.NodeMetric, app slov
 	near(t, "nodeUsage cpu", cores(node), 2.25, 0.001)
 	near(t, "nodeUsage memory MiB", mib(node), 600+300+400+200+700, 0)
 
-	sumCPU, sumMem := expectPods(t, s.PodsMetric, uids, cores, mib, wellFormed)
+	sumCPU, sumMem := expectPods(t, s.PodUsages, uids, cores, mib)
 	ha := s.HostApplicationMetric[0]
 	if ha.Name != app.Name || ha.Priority != app.Priority || ha.QoS != app.QoS {
 		t.Errorf("host application %+v, want %s %s %s", ha, app.Name, app.Priority, app.QoS)
@@ -464,27 +465,36 @@ func expectBatchPluginAccepts(t *testing.T, nm *slov1alpha1.NodeMetric, app slov
 }
 
 // expectPods checks each simulated pod's entry and returns the sums of their CPU (cores) and memory (MiB).
-func expectPods(t *testing.T, pods []slov1alpha1.PodMetricInfo, uids map[string]types.UID, cores, mib func(corev1.ResourceList) float64, wellFormed func(string, corev1.ResourceList)) (sumCPU, sumMem float64) {
+func expectPods(t *testing.T, pods []slov1alpha1.PodUsage, uids map[string]types.UID, cores, mib func(corev1.ResourceList) float64) (sumCPU, sumMem float64) {
 	t.Helper()
 	for _, want := range simulated {
-		var pm *slov1alpha1.PodMetricInfo
+		var pm *slov1alpha1.PodUsage
 		for j := range pods {
-			if strings.HasPrefix(pods[j].Name, want.pod.Name+"-") {
+			if pods[j].UID == string(uids[want.pod.Name]) {
 				pm = &pods[j]
 			}
 		}
 		if pm == nil {
-			t.Errorf("pod %s missing", want.pod.Name)
+			t.Errorf("pod %s (uid %s) missing", want.pod.Name, uids[want.pod.Name])
 			continue
 		}
-		if pm.Namespace != "default" || pm.UID == "" || pm.UID != string(uids[want.pod.Name]) || pm.Priority != want.priority || pm.QoS != want.qos {
-			t.Errorf("pod %s: namespace %q uid %q priority %q qos %q; want default, %s, %s, %s", pm.Name, pm.Namespace, pm.UID, pm.Priority, pm.QoS,
-				uids[want.pod.Name], want.priority, want.qos)
+		wantPriority := want.priority
+		if wantPriority == slov1alpha1.PriorityProd {
+			wantPriority = "" // left out for prod
 		}
-		wellFormed("pod "+pm.Name, pm.Usage)
-		near(t, "pod "+pm.Name+" cpu", cores(pm.Usage), want.usage.CPU, 0.001)
-		near(t, "pod "+pm.Name+" memory MiB", mib(pm.Usage), float64(want.usage.Memory>>20), 0)
-		sumCPU, sumMem = sumCPU+cores(pm.Usage), sumMem+mib(pm.Usage)
+		if pm.Priority != wantPriority {
+			t.Errorf("pod %s: priority %q, want %q", want.pod.Name, pm.Priority, wantPriority)
+		}
+		usage := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(pm.CPUMillis, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(pm.MemoryBytes, resource.BinarySI),
+		}
+		if pm.CPUMillis < 0 || pm.MemoryBytes < 0 {
+			t.Errorf("pod %s: negative usage %v", want.pod.Name, usage)
+		}
+		near(t, "pod "+want.pod.Name+" cpu", cores(usage), want.usage.CPU, 0.001)
+		near(t, "pod "+want.pod.Name+" memory MiB", mib(usage), float64(want.usage.Memory>>20), 0)
+		sumCPU, sumMem = sumCPU+cores(usage), sumMem+mib(usage)
 	}
 	return sumCPU, sumMem
 }

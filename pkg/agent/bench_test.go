@@ -62,8 +62,8 @@ func benchHeap(b *testing.B, pods, seconds int) {
 		stepSecond(b, done, a, host, clk)
 	}
 	nm := &slov1alpha1.NodeMetric{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: node}, nm); seconds >= 300 && (err != nil || len(nm.Status.PodsMetric) != pods) {
-		b.Fatalf("after %d s the NodeMetric lists %d pods (%v), want %d", seconds, len(nm.Status.PodsMetric), err, pods)
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: node}, nm); seconds >= 300 && (err != nil || len(nm.Status.PodUsages) != pods) {
+		b.Fatalf("after %d s the NodeMetric lists %d pods (%v), want %d", seconds, len(nm.Status.PodUsages), err, pods)
 	}
 	runtime.GC()
 	var m runtime.MemStats
@@ -231,8 +231,8 @@ func benchProcess(b *testing.B, pods int, duration time.Duration) {
 	if err := e.Client.Get(context.Background(), client.ObjectKey{Name: node}, nm); err != nil {
 		b.Fatal(err)
 	}
-	if duration >= 5*time.Minute && len(nm.Status.PodsMetric) != pods {
-		b.Errorf("after %s the NodeMetric lists %d pods, want %d", duration, len(nm.Status.PodsMetric), pods)
+	if duration >= 5*time.Minute && len(nm.Status.PodUsages) != pods {
+		b.Errorf("after %s the NodeMetric lists %d pods, want %d", duration, len(nm.Status.PodUsages), pods)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		b.Fatal(err)
@@ -250,7 +250,7 @@ func benchProcess(b *testing.B, pods int, duration time.Duration) {
 	b.ReportMetric(anon, "anon-MiB")
 	b.ReportMetric(file, "file-MiB")
 	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "cpu-percent")
-	b.ReportMetric(float64(len(nm.Status.PodsMetric)), "pods-reported")
+	b.ReportMetric(float64(len(nm.Status.PodUsages)), "pods-reported")
 }
 
 // procMemMiB returns VmRSS, VmHWM, RssAnon and RssFile of a process.

@@ -180,9 +180,10 @@ func topNode(rd reading, state MetricState, s allocation.Summary) TopNode {
 // tierUsage is the measured usage of r (cpu or memory) of the pods of one priority class the NodeMetric reports.
 func (rd reading) tierUsage(class slov1alpha1.PriorityClass, r corev1.ResourceName) int64 {
 	var sum int64
-	for _, pm := range rd.metric.Status.PodsMetric {
-		if pm.EffectivePriority() == class {
-			sum += rd.amount(pm.Usage[r], r)
+	for i := range rd.metric.Status.PodRecords() {
+		if pm := rd.metric.Status.PodRecord(i); pm.Priority == class {
+			q, _ := pm.Usage(r)
+			sum += rd.amount(q, r)
 		}
 	}
 	return sum

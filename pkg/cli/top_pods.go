@@ -192,26 +192,26 @@ func checkPodNames(names []string, pods []*corev1.Pod, namespace string) error {
 
 // podIndex finds a pod's record in a NodeMetric by the manager's rule (framework.Input.PodUsage): by UID, or, for a
 // record without one, by namespace and name, so a record of an earlier pod of the same name is never taken for the
-// new one's.
-type podIndex map[string]*slov1alpha1.PodMetricInfo
+// new one's. Records are the status's podUsages, or podsMetric for an agent from before them.
+type podIndex map[string]*slov1alpha1.PodRecord
 
 func newPodIndex(m *slov1alpha1.NodeMetric) podIndex {
 	idx := podIndex{}
 	if m == nil {
 		return idx
 	}
-	for i := range m.Status.PodsMetric {
-		pm := &m.Status.PodsMetric[i]
+	for i := range m.Status.PodRecords() {
+		pm := m.Status.PodRecord(i)
 		if pm.UID != "" {
-			idx["uid/"+pm.UID] = pm
+			idx["uid/"+pm.UID] = &pm
 		} else {
-			idx["name/"+pm.Namespace+"/"+pm.Name] = pm
+			idx["name/"+pm.Namespace+"/"+pm.Name] = &pm
 		}
 	}
 	return idx
 }
 
-func (idx podIndex) record(pod *corev1.Pod) *slov1alpha1.PodMetricInfo {
+func (idx podIndex) record(pod *corev1.Pod) *slov1alpha1.PodRecord {
 	if pm, ok := idx["uid/"+string(pod.UID)]; ok {
 		return pm
 	}
@@ -219,7 +219,7 @@ func (idx podIndex) record(pod *corev1.Pod) *slov1alpha1.PodMetricInfo {
 }
 
 // topPod is one pod's line, from its record pm (nil when there is none) in its node's NodeMetric.
-func topPod(pod *corev1.Pod, rd reading, pm *slov1alpha1.PodMetricInfo, state MetricState) TopPod {
+func topPod(pod *corev1.Pod, rd reading, pm *slov1alpha1.PodRecord, state MetricState) TopPod {
 	class := slov1alpha1.ClassOf(pod)
 	reqs, _ := allocation.EffectivePodRequestsAndLimits(pod)
 	t := TopPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName, QoS: class.QoS,
@@ -229,10 +229,10 @@ func topPod(pod *corev1.Pod, rd reading, pm *slov1alpha1.PodMetricInfo, state Me
 	t.Memory.Requests = slov1alpha1.AmountOf(reqs[corev1.ResourceMemory], corev1.ResourceMemory) +
 		reqs.Name(slov1alpha1.BatchMemory, resource.BinarySI).Value() + reqs.Name(slov1alpha1.MidMemory, resource.BinarySI).Value()
 	if pm != nil {
-		if q, ok := pm.Usage[corev1.ResourceCPU]; ok {
+		if q, ok := pm.Usage(corev1.ResourceCPU); ok {
 			t.CPU.Used = ptr.To(rd.amount(q, corev1.ResourceCPU))
 		}
-		if q, ok := pm.Usage[corev1.ResourceMemory]; ok {
+		if q, ok := pm.Usage(corev1.ResourceMemory); ok {
 			t.Memory.Used = ptr.To(rd.amount(q, corev1.ResourceMemory))
 		}
 	}

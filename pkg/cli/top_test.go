@@ -60,7 +60,9 @@ func batchPod(name, node, cpuMilli, memory string) *testutil.PodBuilder {
 }
 
 // topFixture: three nodes labelled top=yes. top-a has a current NodeMetric, a prod pod and a batch pod; top-b's
-// NodeMetric is 20 minutes old (stale by the default degradeTimeMinutes, 15); top-c has none.
+// NodeMetric is 20 minutes old (stale by the default degradeTimeMinutes, 15); top-c has none. top-a's agent reports
+// its pods in status.podUsages (UID and usage, as agents do since issue 33), top-b's in status.podsMetric, as an agent
+// one release older does (and without UID, as a record may): the output must not tell them apart.
 // It returns the time the NodeMetrics' ages count from.
 func topFixture(t *testing.T, e *testenv.Env) (now time.Time) {
 	t.Helper()
@@ -75,13 +77,13 @@ func topFixture(t *testing.T, e *testenv.Env) (now time.Time) {
 	e.CreatePod(t, testutil.Pod("top-new").Namespace("kube-system").Node("top-a").Requests("cpu", "100m").Obj())
 	e.CreatePod(t, testutil.Pod("top-b-pod").Namespace("default").Node("top-b").Requests("cpu", "200m").Obj())
 
-	createNodeMetric(t, e, testutil.NodeMetric("top-a").Updated(now.Add(-30*time.Second)).
+	createNodeMetric(t, e, testutil.AsPodUsages(testutil.NodeMetric("top-a").Updated(now.Add(-30*time.Second)).
 		NodeUsage("cpu", "1500m", "memory", "2Gi").
 		Pod(prod, "cpu", "800m", "memory", "1Gi").
 		Pod(batch, "cpu", "300m", "memory", "256Mi").
 		// An ended pod of the same name as none here: its usage counts for its class, as the manager counts it.
 		PodRecord("default", "gone", "gone-uid", slov1alpha1.PriorityBatch, slov1alpha1.QoSBE, "cpu", "100m", "memory", "64Mi").
-		Obj())
+		Obj()))
 	createNodeMetric(t, e, testutil.NodeMetric("top-b").Updated(now.Add(-20*time.Minute)).
 		NodeUsage("cpu", "250m", "memory", "512Mi").
 		PodRecord("default", "top-b-pod", "", slov1alpha1.PriorityProd, slov1alpha1.QoSLS, "cpu", "150m", "memory", "100Mi").

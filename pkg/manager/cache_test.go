@@ -271,6 +271,8 @@ func TestSlimNodeMetricKeepsWhatPluginsRead(t *testing.T) {
 		Pod(pod, "cpu", "1").HostApp("app", "prod", "cpu", "100m").ProdReclaimable("cpu", "1").Obj()
 	full.Status.NodeMetric.AggregatedNodeUsages = []slov1alpha1.AggregatedUsage{{Duration: metav1.Duration{Duration: time.Minute}}}
 	full.Status.NodeMetric.AggregatedSystemUsages = full.Status.NodeMetric.AggregatedNodeUsages
+	// Both forms of the pods' usage, that of an agent one release older and the current one.
+	full.Status.PodUsages = testutil.AsPodUsages(full).Status.PodUsages
 	got, err := slimNodeMetric(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)

@@ -80,5 +80,19 @@ func (b *NodeMetricBuilder) ProdReclaimable(pairs ...string) *NodeMetricBuilder 
 	return b
 }
 
+// AsPodUsages returns a copy of m with its pod records moved from status.podsMetric (the form agents wrote before
+// issue 33, and what the builder writes) to status.podUsages, as a current agent writes them: UID, priority class,
+// CPU and memory. Tests run a report both ways to check that a manager reads an old agent's report as it reads a
+// new one's.
+func AsPodUsages(m *slov1alpha1.NodeMetric) *slov1alpha1.NodeMetric {
+	out := m.DeepCopy()
+	out.Status.PodUsages = nil
+	for _, pm := range out.Status.PodsMetric {
+		out.Status.PodUsages = append(out.Status.PodUsages, slov1alpha1.NewPodUsage(pm.UID, pm.EffectivePriority(), pm.Usage, pm.GPU))
+	}
+	out.Status.PodsMetric = nil
+	return out
+}
+
 // Obj returns the NodeMetric.
 func (b *NodeMetricBuilder) Obj() *slov1alpha1.NodeMetric { return b.m }

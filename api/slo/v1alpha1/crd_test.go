@@ -119,6 +119,10 @@ func TestCRDRoundTrip(t *testing.T) {
 					PodsMetric: []slov1alpha1.PodMetricInfo{{
 						Name: "web-0", Namespace: "default", UID: "0b7c", Priority: slov1alpha1.PriorityProd, QoS: slov1alpha1.QoSLS, Usage: usage,
 					}},
+					PodUsages: []slov1alpha1.PodUsage{
+						{UID: "0b7c", CPUMillis: 1500, MemoryBytes: 3 << 30},
+						{UID: "1c8d", Priority: slov1alpha1.PriorityBatch, CPUMillis: 0, MemoryBytes: 0},
+					},
 					HostApplicationMetric: []slov1alpha1.HostApplicationMetricInfo{{Name: "nginx", QoS: slov1alpha1.QoSLS, Usage: usage}},
 					ProdReclaimableMetric: &slov1alpha1.ReclaimableMetric{Resource: usage},
 				}

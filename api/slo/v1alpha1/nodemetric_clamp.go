@@ -57,14 +57,16 @@ func NodeMetricOutOfRange(node string, m *NodeMetric, r corev1.ResourceName, bou
 		return ""
 	}
 	var clamped []string
-	check := func(what string, list corev1.ResourceList) {
-		q, ok := list[r]
-		if !ok {
-			return
-		}
+	// what is a function so that no name is built for a quantity in range, which nearly all are.
+	checkOne := func(what func() string, q resource.Quantity) {
 		if v, out := ClampReported(q, r, bound); out {
 			to := QuantityOf(v, r)
-			clamped = append(clamped, fmt.Sprintf("%s %s to %s", what, q.String(), to.String()))
+			clamped = append(clamped, fmt.Sprintf("%s %s to %s", what(), q.String(), to.String()))
+		}
+	}
+	check := func(what string, list corev1.ResourceList) {
+		if q, ok := list[r]; ok {
+			checkOne(func() string { return what }, q)
 		}
 	}
 	s := m.Status
@@ -72,8 +74,11 @@ func NodeMetricOutOfRange(node string, m *NodeMetric, r corev1.ResourceName, bou
 		check("nodeUsage", s.NodeMetric.NodeUsage)
 		check("systemUsage", s.NodeMetric.SystemUsage)
 	}
-	for _, pm := range s.PodsMetric {
-		check("pod "+pm.Namespace+"/"+pm.Name, pm.Usage)
+	for i := range s.PodRecords() {
+		pm := s.PodRecord(i)
+		if q, ok := pm.Usage(r); ok {
+			checkOne(func() string { return "pod " + pm.String() }, q)
+		}
 	}
 	for _, app := range s.HostApplicationMetric {
 		check("host application "+app.Name, app.Usage)

@@ -91,10 +91,21 @@ type NodeMetricStatus struct {
 	// +optional
 	NodeMetric *NodeMetricInfo `json:"nodeMetric,omitempty"`
 
-	// PodsMetric is the usage of each pod on the node, averaged over the aggregate duration. Pods without enough
-	// samples (just started, or the agent just restarted) are left out.
+	// PodsMetric is the usage of each pod on the node, averaged over the aggregate duration, as agents wrote it
+	// before PodUsages: name, namespace, UID, priority, QoS class and a resource list per pod. Readers take
+	// PodUsages when it is set and this list otherwise (PodRecords), so that a manager reads the reports of agents
+	// one release older. Pods without enough samples (just started, or the agent just restarted) are left out.
 	// +optional
 	PodsMetric []PodMetricInfo `json:"podsMetric,omitempty"`
+
+	// PodUsages is the usage of each pod on the node, averaged over the aggregate duration, in the form agents
+	// write since issue 33: the pod's UID, its priority class when not prod, and CPU and memory as integers. It
+	// carries what the manager's calculation reads and nothing else, because the manager decodes every report of
+	// the cluster (one per node a minute): a record costs under half of a PodsMetric record to decode and a sixth of
+	// its garbage (docs/benchmarks.md). The pod's name and namespace are where its UID leads (kubectl glean top pods shows them). Pods
+	// without enough samples are left out.
+	// +optional
+	PodUsages []PodUsage `json:"podUsages,omitempty"`
 
 	// HostApplicationMetric is the usage of each host application of the NodeSLO.
 	// +optional
@@ -156,6 +167,22 @@ type PodMetricInfo struct {
 	// Usage is the pod's usage averaged over the aggregate duration.
 	// +optional
 	Usage corev1.ResourceList `json:"usage,omitempty"`
+	// GPU is what the pod's processes use of the node's GPUs; absent for pods that use none.
+	// +optional
+	GPU *PodGPUUsage `json:"gpu,omitempty"`
+}
+
+// PodUsage is one pod's usage in status.podUsages.
+type PodUsage struct {
+	// UID is the pod's UID.
+	UID string `json:"uid"`
+	// Priority is the pod's priority class as the agent decided it (ClassOf); omitted for prod.
+	// +optional
+	Priority PriorityClass `json:"priority,omitempty"`
+	// CPUMillis is the pod's CPU usage in millicores, averaged over the aggregate duration.
+	CPUMillis int64 `json:"cpuMillis"`
+	// MemoryBytes is the pod's memory usage in bytes (without page cache), averaged over the aggregate duration.
+	MemoryBytes int64 `json:"memoryBytes"`
 	// GPU is what the pod's processes use of the node's GPUs; absent for pods that use none.
 	// +optional
 	GPU *PodGPUUsage `json:"gpu,omitempty"`

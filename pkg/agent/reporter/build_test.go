@@ -110,9 +110,8 @@ func TestBuild(t *testing.T) {
 				agg(15*time.Minute, "500m", "500m", "500m", "500m", "500m", "1Gi"),
 			},
 		},
-		PodsMetric: []slov1alpha1.PodMetricInfo{
-			{Name: "old", Namespace: "default", UID: "uid-old", Priority: slov1alpha1.PriorityProd, QoS: slov1alpha1.QoSLS, Usage: rl("1250m", "2Gi")},
-		},
+		// prod is the priority left out
+		PodUsages: []slov1alpha1.PodUsage{{UID: "uid-old", CPUMillis: 1250, MemoryBytes: 2 * gi}},
 		HostApplicationMetric: []slov1alpha1.HostApplicationMetricInfo{
 			{Name: "spark", Priority: slov1alpha1.PriorityBatch, QoS: slov1alpha1.QoSBE, Usage: rl("300m", "100Mi")},
 		},
@@ -220,11 +219,11 @@ func TestBuildBoundsPods(t *testing.T) {
 	opts.MaxPods = 3
 	r := New(nil, store, fill(t, all...), clocktesting.NewFakeClock(now), metrics.New(), "n", opts)
 	got := r.Build(now, PolicyOf(nil))
-	var names []string
-	for _, p := range got.PodsMetric {
-		names = append(names, p.Name)
+	var uids []string
+	for _, p := range got.PodUsages {
+		uids = append(uids, p.UID)
 	}
-	if d := cmp.Diff([]string{"a", "b", "c"}, names); d != "" {
+	if d := cmp.Diff([]string{"uid-a", "uid-b", "uid-c"}, uids); d != "" {
 		t.Errorf("pods (-want +got):\n%s", d)
 	}
 }

@@ -48,14 +48,14 @@ func TestBuildReportsGPUs(t *testing.T) {
 	if d := cmp.Diff(wantGPUs, got.GPUs, eq); d != "" {
 		t.Errorf("GPUs (-want +got):\n%s", d)
 	}
-	wantPods := map[string]*slov1alpha1.PodGPUUsage{"trainer": {MemoryUsed: q("20Gi"), UtilizationPercent: 150}, "web": nil}
-	for _, p := range got.PodsMetric {
-		if d := cmp.Diff(wantPods[p.Name], p.GPU, eq); d != "" {
-			t.Errorf("GPU of pod %s (-want +got):\n%s", p.Name, d)
+	wantPods := map[string]*slov1alpha1.PodGPUUsage{"uid-trainer": {MemoryUsed: q("20Gi"), UtilizationPercent: 150}, "uid-web": nil}
+	for _, p := range got.PodUsages {
+		if d := cmp.Diff(wantPods[p.UID], p.GPU, eq); d != "" {
+			t.Errorf("GPU of pod %s (-want +got):\n%s", p.UID, d)
 		}
 	}
-	if len(got.PodsMetric) != 2 {
-		t.Errorf("%d pods, want 2", len(got.PodsMetric))
+	if len(got.PodUsages) != 2 {
+		t.Errorf("%d pods, want 2", len(got.PodUsages))
 	}
 }
 

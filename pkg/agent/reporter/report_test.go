@@ -143,7 +143,8 @@ func expectStored(t *testing.T, s slov1alpha1.NodeMetricStatus) {
 		len(s.NodeMetric.AggregatedNodeUsages) != 1 {
 		t.Errorf("nodeMetric as stored: %+v", s.NodeMetric)
 	}
-	if len(s.PodsMetric) != 1 || s.PodsMetric[0].QoS != slov1alpha1.QoSLSR || s.PodsMetric[0].Priority != slov1alpha1.PriorityProd {
-		t.Errorf("podsMetric as stored: %+v", s.PodsMetric)
+	// prod is the priority left out; no podsMetric beside podUsages
+	if len(s.PodUsages) != 1 || s.PodUsages[0].Priority != "" || s.PodUsages[0].CPUMillis == 0 || len(s.PodsMetric) != 0 {
+		t.Errorf("podUsages as stored: %+v, podsMetric %+v", s.PodUsages, s.PodsMetric)
 	}
 }

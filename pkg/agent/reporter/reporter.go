@@ -196,7 +196,7 @@ func (r *Reporter) Build(now time.Time, p Policy) *slov1alpha1.NodeMetricStatus 
 	status := &slov1alpha1.NodeMetricStatus{
 		UpdateTime:            &metav1.Time{Time: now.Truncate(time.Second)},
 		NodeMetric:            info,
-		PodsMetric:            r.pods(start, now),
+		PodUsages:             r.pods(start, now),
 		HostApplicationMetric: r.hostApps(start, now),
 		GPUs:                  r.gpus(start, now),
 	}
@@ -206,9 +206,10 @@ func (r *Reporter) Build(now time.Time, p Policy) *slov1alpha1.NodeMetricStatus 
 	return status
 }
 
-// pods lists the usage of the node's pods covered enough, at most MaxPods.
-func (r *Reporter) pods(start, end time.Time) []slov1alpha1.PodMetricInfo {
-	var out []slov1alpha1.PodMetricInfo
+// pods lists the usage of the node's pods covered enough, at most MaxPods, in the compact form the manager decodes
+// cheaply (status.podUsages; status.podsMetric is what agents before it wrote).
+func (r *Reporter) pods(start, end time.Time) []slov1alpha1.PodUsage {
+	var out []slov1alpha1.PodUsage
 	pods := r.states.GetAllPods() // sorted by namespace and name: the status is stable between reports
 	for _, m := range pods {
 		uid := string(m.Pod.UID)
@@ -220,10 +221,8 @@ func (r *Reporter) pods(start, end time.Time) []slov1alpha1.PodMetricInfo {
 			klog.Background().Info("NodeMetric status is full, pods left out", "maxPods", r.opts.MaxPods, "pods", len(pods))
 			break
 		}
-		out = append(out, slov1alpha1.PodMetricInfo{
-			Name: m.Pod.Name, Namespace: m.Pod.Namespace, UID: uid, Priority: m.Priority, QoS: m.QoS, Usage: u,
-			GPU: r.podGPU(uid, start, end),
-		})
+		priority := slov1alpha1.PodMetricInfo{Priority: m.Priority, QoS: m.QoS}.EffectivePriority()
+		out = append(out, slov1alpha1.NewPodUsage(uid, priority, u, r.podGPU(uid, start, end)))
 	}
 	return out
 }

@@ -154,12 +154,19 @@ func (h *harness) makeNodeWithoutMetric(t *testing.T, name string, labels map[st
 	return prod
 }
 
-// writeMetric writes the NodeMetric status the agent would, stamped with the fake clock.
+// writeMetric writes the NodeMetric status the agent would, stamped with the fake clock, the pods in
+// status.podUsages as agents write them since issue 33.
 func (h *harness) writeMetric(t *testing.T, node string, prod *corev1.Pod, systemCPU string) {
+	h.writeMetricAs(t, node, prod, systemCPU, tu.AsPodUsages)
+}
+
+// writeMetricAs is writeMetric with the report in the form agent gives it (tu.AsPodUsages for a current agent, the
+// builder's podsMetric as it is for an agent one release older).
+func (h *harness) writeMetricAs(t *testing.T, node string, prod *corev1.Pod, systemCPU string, agent func(*slov1alpha1.NodeMetric) *slov1alpha1.NodeMetric) {
 	ctx := context.Background()
-	want := tu.NodeMetric(node).Updated(h.clock.Now()).
+	want := agent(tu.NodeMetric(node).Updated(h.clock.Now()).
 		NodeUsage("cpu", "2", "memory", "6Gi").SystemUsage("cpu", systemCPU, "memory", "1Gi").
-		Pod(prod, "cpu", "1", "memory", "3Gi").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj()
+		Pod(prod, "cpu", "1", "memory", "3Gi").ProdReclaimable("cpu", "500m", "memory", "1Gi").Obj())
 	nm := &slov1alpha1.NodeMetric{}
 	if err := h.c.Get(ctx, client.ObjectKey{Name: node}, nm); err != nil {
 		nm = &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}}
@@ -232,6 +239,16 @@ func disagreement(n *corev1.Node, exp slov1alpha1.NodeResourceExplanationStatus)
 		}
 	}
 	return nil
+}
+
+// termDetail is the detail of the derivation's term name, "" when it has none.
+func termDetail(d *slov1alpha1.ResourceDerivation, name string) string {
+	for _, tm := range d.Terms {
+		if tm.Name == name {
+			return tm.Detail
+		}
+	}
+	return ""
 }
 
 func derivation(exp slov1alpha1.NodeResourceExplanationStatus, r corev1.ResourceName) *slov1alpha1.ResourceDerivation {
@@ -350,6 +367,33 @@ func TestPublishesBatchResources(t *testing.T) {
 		if !strings.Contains(out, "    "+want+" ") {
 			t.Errorf("explain lacks the %s term:\n%s", want, out)
 		}
+	}
+}
+
+// An agent one release older reports its pods in status.podsMetric: the manager publishes from it what it publishes
+// from a current agent's status.podUsages (TestPublishesBatchResources' node), and the explanation shows the pod's
+// usage counted. Without reading podsMetric the prod pod would count at its request (2 cores, not 1): batch-cpu
+// 2000.
+func TestOldAgentsReportPublishesTheSame(t *testing.T) {
+	h := start(t)
+	h.makeNode(t, "skew-new", nil)
+	prod := h.makeNodeWithoutMetric(t, "skew-old", nil)
+	h.writeMetricAs(t, "skew-old", prod, "800m", func(m *slov1alpha1.NodeMetric) *slov1alpha1.NodeMetric { return m })
+	nm := &slov1alpha1.NodeMetric{}
+	must(t, h.c.Get(context.Background(), client.ObjectKey{Name: "skew-old"}, nm))
+	if len(nm.Status.PodsMetric) != 1 || len(nm.Status.PodUsages) != 0 {
+		t.Fatalf("the old agent's report as stored: %+v", nm.Status)
+	}
+	newNode, oldNode := h.waitBatchCPU(t, "skew-new", "3000"), h.waitBatchCPU(t, "skew-old", "3000")
+	for _, r := range []corev1.ResourceName{slov1alpha1.BatchCPU, slov1alpha1.BatchMemory, slov1alpha1.MidCPU, slov1alpha1.MidMemory} {
+		n, o := newNode.Status.Allocatable[r], oldNode.Status.Allocatable[r]
+		if n.Cmp(o) != 0 || n.IsZero() {
+			t.Errorf("%s: %s from podUsages, %s from podsMetric; want equal and not 0", r, n.String(), o.String())
+		}
+	}
+	d := derivation(expectExplanationBesideNode(t, oldNode).Status, slov1alpha1.BatchCPU)
+	if d == nil || !strings.Contains(termDetail(d, "hpUsed"), "0 without metric") {
+		t.Errorf("the old agent's pod record was not used: %+v", d)
 	}
 }
 

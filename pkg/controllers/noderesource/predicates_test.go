@@ -81,6 +81,8 @@ func TestMetricChangedSeesStampsAndUsages(t *testing.T) {
 		{"same stamp, a pod's usage moved", report(at, "1"), report(at, "2"), true},
 		{"stamp removed", report(at, "1"), unstamped, true},
 		{"both unstamped", unstamped, unstamped.DeepCopy(), false},
+		{"same stamp, a pod's usage moved in podUsages", testutil.AsPodUsages(report(at, "1")), testutil.AsPodUsages(report(at, "2")), true},
+		{"same stamp, same podUsages", testutil.AsPodUsages(report(at, "1")), testutil.AsPodUsages(report(at, "1")), false},
 	}
 	for _, tt := range tests {
 		if got := (metricChanged{}).Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {

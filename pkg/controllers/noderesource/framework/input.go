@@ -19,17 +19,21 @@ func (in *Input) PodUsage(pod *corev1.Pod, r corev1.ResourceName) (int64, bool) 
 	if !ok {
 		return 0, false
 	}
-	return in.Usage(in.Metric.Status.PodsMetric[i].Usage[r], r), true
+	q, _ := in.Metric.Status.PodRecord(i).Usage(r)
+	return in.Usage(q, r), true
 }
 
-// podRecord returns the index of a pod's record in the NodeMetric's pods.
+// podRecord returns the index of a pod's record in the NodeMetric's pod records (slov1alpha1.NodeMetricStatus.PodRecord:
+// podUsages, or for an agent from before them, podsMetric).
 func (in *Input) podRecord(pod *corev1.Pod) (int, bool) {
 	if in.Metric == nil {
 		return 0, false
 	}
 	if in.podRecords == nil {
-		in.podRecords = make(map[podRecordKey]int, len(in.Metric.Status.PodsMetric))
-		for i, pm := range in.Metric.Status.PodsMetric {
+		n := in.Metric.Status.PodRecords()
+		in.podRecords = make(map[podRecordKey]int, n)
+		for i := range n {
+			pm := in.Metric.Status.PodRecord(i)
 			if pm.UID != "" {
 				in.podRecords[podRecordKey{uid: pm.UID}] = i
 			} else {
@@ -52,11 +56,11 @@ type podRecordKey struct{ uid, namespace, name string }
 // manager's cache does not hold yet (created a moment ago), no longer holds (deleted while their processes still
 // run), or holds as ended (Succeeded or Failed while the NodeMetric still averages their last minutes). Their usage
 // is real and must be counted by what the records themselves say of the pods, their usage through Usage.
-func (in *Input) UnattributedPods() []slov1alpha1.PodMetricInfo {
-	if in.Metric == nil || len(in.Metric.Status.PodsMetric) == 0 {
+func (in *Input) UnattributedPods() []slov1alpha1.PodRecord {
+	if in.Metric == nil || in.Metric.Status.PodRecords() == 0 {
 		return nil
 	}
-	claimed := make([]bool, len(in.Metric.Status.PodsMetric))
+	claimed := make([]bool, in.Metric.Status.PodRecords())
 	for _, pod := range in.Pods {
 		if !Active(pod) {
 			continue
@@ -65,10 +69,10 @@ func (in *Input) UnattributedPods() []slov1alpha1.PodMetricInfo {
 			claimed[i] = true
 		}
 	}
-	var out []slov1alpha1.PodMetricInfo
-	for i, pm := range in.Metric.Status.PodsMetric {
-		if !claimed[i] {
-			out = append(out, pm)
+	var out []slov1alpha1.PodRecord
+	for i, c := range claimed {
+		if !c {
+			out = append(out, in.Metric.Status.PodRecord(i))
 		}
 	}
 	return out

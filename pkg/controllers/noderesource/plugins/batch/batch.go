@@ -195,11 +195,12 @@ func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calculat
 		return h
 	}
 	for _, pm := range in.UnattributedPods() {
-		if !pm.EffectivePriority().HighPriority() {
+		if !pm.Priority.HighPriority() {
 			h.unattributedLow++
 			continue
 		}
-		h.unattributed += in.Usage(pm.Usage[r], r)
+		q, _ := pm.Usage(r)
+		h.unattributed += in.Usage(q, r)
 		h.unattributedPods++
 	}
 	h.used += h.unattributed
