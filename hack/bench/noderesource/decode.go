@@ -19,7 +19,7 @@ import (
 // manager's own code runs: decoding the watch event's JSON envelope and the NodeMetric in it (CRDs are served as
 // JSON; protobuf is for built-in kinds only) with the scheme's codecs, n times. It returns the CPU and the bytes
 // allocated per decode.
-func decodeFloor(pods []podRef, n int) (time.Duration, uint64, int, error) {
+func decodeFloor(pods []podRef, n int, report string) (time.Duration, uint64, int, error) {
 	scheme := runtime.NewScheme()
 	if err := slov1alpha1.AddToScheme(scheme); err != nil {
 		return 0, 0, 0, err
@@ -28,7 +28,7 @@ func decodeFloor(pods []podRef, n int) (time.Duration, uint64, int, error) {
 	nm := &slov1alpha1.NodeMetric{
 		TypeMeta:   metav1.TypeMeta{APIVersion: slov1alpha1.GroupVersion.String(), Kind: "NodeMetric"},
 		ObjectMeta: metav1.ObjectMeta{Name: nodeName(0), ResourceVersion: "12345", Generation: 1, UID: "4b1e6d2c-0000-4000-8000-000000000000"},
-		Status:     metricStatus(pods, time.Now(), 0),
+		Status:     metricStatus(pods, time.Now(), 0, report),
 	}
 	obj, err := json.Marshal(nm)
 	if err != nil {

@@ -13,6 +13,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -52,6 +53,8 @@ type config struct {
 	runs                        string
 	gogc                        string
 	reportInterval              time.Duration
+	report                      string // the form of the pods' usage in the NodeMetrics: podUsages or podsMetric
+	explanationQPS              string // gleaner-manager --noderesource-explanation-qps; "" for its default
 }
 
 func main() {
@@ -66,6 +69,10 @@ func main() {
 	fs.IntVar(&c.managerQPS, "manager-qps", 30, "gleaner-manager --kube-api-qps")
 	fs.IntVar(&c.managerBurst, "manager-burst", 60, "gleaner-manager --kube-api-burst")
 	fs.DurationVar(&c.reportInterval, "report-interval", time.Minute, "steady state: every NodeMetric is rewritten once, spread evenly over this (agents report every 60s)")
+	fs.StringVar(&c.report, "report", "podUsages", "form of the pods' usage in the NodeMetrics the benchmark writes: podUsages "+
+		"(agents since issue 33) or podsMetric (agents before it); per run with --runs report=...")
+	fs.StringVar(&c.explanationQPS, "explanation-qps", "", "gleaner-manager --noderesource-explanation-qps (its default, 10, when empty): "+
+		"the steady state starts once every explanation is written, which at 10 per second takes minutes after each first pass")
 	fs.StringVar(&c.gogc, "gogc", "50", "GOGC of gleaner-manager (config/manager sets 50; Go's default is 100)")
 	fs.BoolVar(&c.pprof, "pprof", false, "print the top of the manager's heap profile at the end (costs the manager some CPU)")
 	fs.StringVar(&c.profileDir, "profile-dir", "", "write CPU and heap profiles of the first pass and of the steady state here (pprof files, and the top of each as text)")
@@ -140,12 +147,14 @@ func run(c config) error {
 		return err
 	}
 	// With no manager running yet, the benchmark alone on its side of the machine.
-	perDecode, allocPerDecode, eventSize, err := decodeFloor(pods[0], 5000)
-	if err != nil {
-		return err
+	for _, report := range []string{"podsMetric", "podUsages"} {
+		perDecode, allocPerDecode, eventSize, err := decodeFloor(pods[0], 5000, report)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("floor: decoding one NodeMetric watch event with %s (%d bytes of JSON, %d pods) costs %.3f ms of CPU and allocates %d KiB (in the benchmark's process, 5,000 decodes)\n",
+			report, eventSize, len(pods[0]), float64(perDecode)/float64(time.Millisecond), allocPerDecode>>10)
 	}
-	fmt.Printf("floor: decoding one NodeMetric watch event (%d bytes of JSON, %d pods) costs %.3f ms of CPU and allocates %d KiB (in the benchmark's process, 5,000 decodes)\n",
-		eventSize, len(pods[0]), float64(perDecode)/float64(time.Millisecond), allocPerDecode>>10)
 	for i, rc := range runs {
 		if i > 0 {
 			if err := unpublish(ctx, cs, rc); err != nil {
@@ -179,11 +188,15 @@ func measure(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch, c c
 			return err
 		}
 	}
-	mgr, err := benchkit.Start([]string{"GOGC=" + c.gogc}, c.manager, "--kubeconfig", cl.Kubeconfig, "--leader-elect=false",
-		"--controllers="+c.controllers, "--webhook-port=0",
+	args := []string{"--kubeconfig", cl.Kubeconfig, "--leader-elect=false",
+		"--controllers=" + c.controllers, "--webhook-port=0",
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", // plain HTTP on loopback, which benchkit.Scrape reads
 		"--health-probe-bind-address", "0", "--pprof-bind-address", pprofAddr,
-		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst))
+		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst)}
+	if c.explanationQPS != "" {
+		args = append(args, "--noderesource-explanation-qps", c.explanationQPS)
+	}
+	mgr, err := benchkit.Start([]string{"GOGC=" + c.gogc}, c.manager, args...)
 	if err != nil {
 		return err
 	}
@@ -324,7 +337,7 @@ func fill(ctx context.Context, cs kubernetes.Interface, wc client.Client, c conf
 		if err := wc.Create(ctx, nm); err != nil {
 			return fmt.Errorf("creating NodeMetric: %w", err)
 		}
-		nm.Status = metricStatus(pods[i], now, 0)
+		nm.Status = metricStatus(pods[i], now, 0, c.report)
 		return wc.Status().Update(ctx, nm)
 	}); err != nil {
 		return nil, err
@@ -374,9 +387,10 @@ func benchPod(i, slot int, node string) *corev1.Pod {
 	return p
 }
 
-// metricStatus is the NodeMetric status an agent would report for a node's pods; bump shifts the system usage by
-// bump millicores, a change far below resourceDiffThreshold.
-func metricStatus(pods []podRef, now time.Time, bump int64) slov1alpha1.NodeMetricStatus {
+// metricStatus is the NodeMetric status an agent would report for a node's pods, the pods' usage in the form
+// report names (podUsages, or podsMetric as agents before issue 33 wrote it); bump shifts the system usage by bump
+// millicores, a change far below resourceDiffThreshold.
+func metricStatus(pods []podRef, now time.Time, bump int64, report string) slov1alpha1.NodeMetricStatus {
 	q := resource.MustParse
 	t := metav1.NewTime(now)
 	st := slov1alpha1.NodeMetricStatus{
@@ -393,6 +407,12 @@ func metricStatus(pods []podRef, now time.Time, bump int64) slov1alpha1.NodeMetr
 			Usage: corev1.ResourceList{"cpu": *resource.NewMilliQuantity(int64(50+k%7*20), resource.DecimalSI),
 				"memory": *resource.NewQuantity(int64(96+k%5*32)<<20, resource.BinarySI)},
 		})
+	}
+	if report == "podUsages" {
+		for _, pm := range st.PodsMetric {
+			st.PodUsages = append(st.PodUsages, slov1alpha1.NewPodUsage(pm.UID, pm.EffectivePriority(), pm.Usage, nil))
+		}
+		st.PodsMetric = nil
 	}
 	return st
 }
@@ -490,7 +510,7 @@ func steadyState(ctx context.Context, wc client.Client, c config, pods [][]podRe
 		if err := wc.Get(ctx, client.ObjectKey{Name: nodeName(i)}, nm); err != nil {
 			return err
 		}
-		nm.Status = metricStatus(pods[i], time.Now(), int64(10*r.run)) // a new value every run, or nothing changes
+		nm.Status = metricStatus(pods[i], time.Now(), int64(10*r.run), c.report) // a new value every run, or nothing changes
 		return wc.Status().Update(ctx, nm)
 	}); err != nil {
 		return fmt.Errorf("updating NodeMetrics: %w", err)
@@ -536,8 +556,8 @@ func (r *results) print() {
 	fmt.Printf("cluster: %d nodes, %d pods, %d NodeMetrics (envtest: kube-apiserver v1.36.3, etcd v3.6.8), filled in %s\n",
 		r.nodes, r.nodes*r.podsPerNode, r.nodes, r.fill.Round(time.Second))
 	fmt.Printf("machine: %d CPUs; 1-minute load average %s at the start, %s at the end\n", goruntime.NumCPU(), r.loadStart, r.loadEnd)
-	fmt.Printf("%s: GOGC=%s --controllers=%s --kube-api-qps %d --kube-api-burst %d; NodeResourceTopology CRD: %s\n\n",
-		r.manager, r.gogc, r.controllers, r.managerQPS, r.managerBurst, orNone(r.topologyCRD))
+	fmt.Printf("%s: GOGC=%s --controllers=%s --kube-api-qps %d --kube-api-burst %d; NodeResourceTopology CRD: %s; steady-state reports: %s; --noderesource-explanation-qps %s\n\n",
+		r.manager, r.gogc, r.controllers, r.managerQPS, r.managerBurst, orNone(r.topologyCRD), r.report, cmp.Or(r.explanationQPS, "default"))
 	fmt.Printf("| measurement | value |\n| --- | --- |\n")
 	fmt.Printf("| manager start until every node carries batch-cpu | %.1f s |\n", r.untilAll.Seconds())
 	bound := float64(r.nodes-r.managerBurst) / float64(r.managerQPS)
@@ -575,6 +595,9 @@ func orNone(s string) string {
 // controllers= and manager= (a binary, to compare builds on one cluster) overriding the flags; runs are separated by semicolons. No --runs is one run as the flags say.
 func parseRuns(c config) ([]config, error) {
 	if c.runs == "" {
+		if c.report != "podUsages" && c.report != "podsMetric" {
+			return nil, fmt.Errorf("--report must be podUsages or podsMetric, not %q", c.report)
+		}
 		return []config{c}, nil
 	}
 	var out []config
@@ -596,12 +619,17 @@ func parseRuns(c config) ([]config, error) {
 				rc.manager = v
 			case k == "controllers":
 				rc.controllers = strings.ReplaceAll(v, "+", ",")
+			case k == "report":
+				rc.report = v
 			default:
-				err = fmt.Errorf("unknown key %q (qps, burst, gogc, controllers, manager)", k)
+				err = fmt.Errorf("unknown key %q (qps, burst, gogc, controllers, manager, report)", k)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("parsing --runs %q: %w", spec, err)
 			}
+		}
+		if rc.report != "podUsages" && rc.report != "podsMetric" {
+			return nil, fmt.Errorf("parsing --runs %q: report must be podUsages or podsMetric, not %q", spec, rc.report)
 		}
 		out = append(out, rc)
 	}
