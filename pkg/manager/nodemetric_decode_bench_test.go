@@ -183,11 +183,11 @@ func decodeFixtureMeta(now time.Time) metav1.ObjectMeta {
 			UID: "0d1e6d2c-0000-4000-8000-000000001234"}},
 		ManagedFields: []metav1.ManagedFieldsEntry{
 			{Manager: "gleaner-manager", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "slo.gleaner.sh/v1alpha1",
-				Time: &t, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-					`{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"0d1e6d2c-0000-4000-8000-000000001234\"}":{}}},"f:spec":{"f:metricCollectPolicy":{"f:aggregateDurationSeconds":{},"f:reportIntervalSeconds":{}}}}`)}},
+				Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(
+					`{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"0d1e6d2c-0000-4000-8000-000000001234\"}":{}}},"f:spec":{"f:metricCollectPolicy":{"f:aggregateDurationSeconds":{},"f:reportIntervalSeconds":{}}}}`)},
 			{Manager: "gleaner-agent", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "slo.gleaner.sh/v1alpha1",
-				Time: &t, FieldsType: "FieldsV1", Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-					`{"f:status":{".":{},"f:nodeMetric":{".":{},"f:nodeUsage":{".":{},"f:cpu":{},"f:memory":{}},"f:systemUsage":{".":{},"f:cpu":{},"f:memory":{}}},"f:podsMetric":{},"f:prodReclaimableMetric":{".":{},"f:resource":{".":{},"f:cpu":{},"f:memory":{}}},"f:updateTime":{}}}`)}},
+				Time: &t, FieldsType: "FieldsV1", Subresource: "status", FieldsV1: metav1.NewFieldsV1(
+					`{"f:status":{".":{},"f:nodeMetric":{".":{},"f:nodeUsage":{".":{},"f:cpu":{},"f:memory":{}},"f:systemUsage":{".":{},"f:cpu":{},"f:memory":{}}},"f:podsMetric":{},"f:prodReclaimableMetric":{".":{},"f:resource":{".":{},"f:cpu":{},"f:memory":{}}},"f:updateTime":{}}}`)},
 		},
 	}
 }
