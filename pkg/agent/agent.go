@@ -237,7 +237,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	})
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
 		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Host: hostFS,
-		SysRoot: opts.SysRoot, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: eventWriter, Registerer: m.Registry,
+		SysRoot: opts.SysRoot, NetDevice: opts.NetQOSDevice, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: eventWriter, Registerer: m.Registry,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err
