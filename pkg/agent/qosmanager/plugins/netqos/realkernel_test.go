@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -27,12 +25,13 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/test/ci"
+	"github.com/gleaner-sh/gleaner/test/netnstest"
 	tu "github.com/gleaner-sh/gleaner/test/testutil"
 )
 
 // testNet is a node made of network namespaces, all the test's own: a "node" namespace that routes between two
-// pods' namespaces (each behind a veth, as a CNI bridge or routed plugin puts them) and a peer's namespace behind
-// the device the plugin shapes, gq0. Nothing in the test process's own namespace changes.
+// pods' namespaces (each behind a veth, as a CNI bridge or routed plugin puts them) and masquerades their traffic,
+// and a peer's namespace behind the device the plugin shapes, gq0.
 type testNet struct {
 	node, peer, batch, service netns.NsHandle
 	nodeNL                     *netlink.Handle
@@ -42,86 +41,39 @@ const (
 	peerAddr    = "10.77.0.2"
 	batchAddr   = "10.78.1.2"
 	serviceAddr = "10.78.2.2"
+	// The batch pod sends to batchPort, the service to servicePort: the peer tells them apart by port, since source
+	// NAT gives both the node's address.
+	batchPort   = 5001
+	servicePort = 5002
 )
 
-// inNS runs fn on a thread of its own inside ns (netns.None(): where the test runs); the thread is never handed
-// back to other goroutines.
-func inNS(ns netns.NsHandle, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // no unlock: the thread dies with the goroutine, its namespace with it
-		if !ns.IsOpen() {
-			errc <- fn()
-			return
-		}
-		if err := netns.Set(ns); err != nil {
-			errc <- fmt.Errorf("entering a network namespace: %w", err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
-
-func newNS(t *testing.T) netns.NsHandle {
-	t.Helper()
-	var ns netns.NsHandle
-	err := inNS(netns.None(), func() error {
-		var err error
-		ns, err = netns.New()
-		return err
-	})
-	if err != nil {
-		ci.Skipf(t, "netqos: this test needs to create network namespaces (root): %v", err)
-	}
-	t.Cleanup(func() { _ = ns.Close() })
-	return ns
-}
-
-// newTestNet builds the namespaces, the veths, the addresses and the routes.
+// newTestNet builds the namespaces, the veths, the addresses, the routes and the source NAT.
 func newTestNet(t *testing.T) *testNet {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		ci.Skipf(t, "netqos: this test needs root to create network namespaces and shape their devices")
 	}
-	n := &testNet{node: newNS(t), peer: newNS(t), batch: newNS(t), service: newNS(t)}
-	var err error
-	if n.nodeNL, err = netlink.NewHandleAt(n.node); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.nodeNL.Close)
-	pairs := []struct {
+	n := &testNet{node: netnstest.New(t), peer: netnstest.New(t), batch: netnstest.New(t), service: netnstest.New(t)}
+	n.nodeNL = netnstest.Handle(t, n.node)
+	for _, p := range []struct {
 		nodeDev, nodeAddr, otherDev, otherAddr string
 		other                                  netns.NsHandle
 		otherRoute                             string // the other side's route back through the node
 	}{
-		{"gq0", "10.77.0.1/24", "peer0", peerAddr + "/24", n.peer, "10.78.0.0/16"},
-		{"gqb", "10.78.1.1/24", "eth0", batchAddr + "/24", n.batch, "0.0.0.0/0"},
-		{"gqs", "10.78.2.1/24", "eth0", serviceAddr + "/24", n.service, "0.0.0.0/0"},
+		{"gq0", "10.77.0.1", "peer0", peerAddr, n.peer, "10.78.0.0/16"},
+		{"gqb", "10.78.1.1", "eth0", batchAddr, n.batch, "0.0.0.0/0"},
+		{"gqs", "10.78.2.1", "eth0", serviceAddr, n.service, "0.0.0.0/0"},
+	} {
+		netnstest.Veth(t, n.nodeNL, p.nodeDev, p.otherDev, p.other)
+		netnstest.Up(t, n.nodeNL, p.nodeDev, p.nodeAddr+"/24")
+		oh := netnstest.Handle(t, p.other)
+		netnstest.Up(t, oh, p.otherDev, p.otherAddr+"/24")
+		netnstest.Up(t, oh, "lo", "")
+		netnstest.Route(t, oh, p.otherDev, p.otherRoute, p.nodeAddr)
 	}
-	for _, p := range pairs {
-		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p.nodeDev}, PeerName: p.otherDev, PeerNamespace: netlink.NsFd(p.other)}
-		if err := n.nodeNL.LinkAdd(veth); err != nil {
-			t.Fatalf("adding veth %s: %v", p.nodeDev, err)
-		}
-		up(t, n.nodeNL, p.nodeDev, p.nodeAddr)
-		oh, err := netlink.NewHandleAt(p.other)
-		if err != nil {
-			t.Fatal(err)
-		}
-		up(t, oh, p.otherDev, p.otherAddr)
-		up(t, oh, "lo", "")
-		gw := net.ParseIP(strings.Split(p.nodeAddr, "/")[0])
-		_, dst, _ := net.ParseCIDR(p.otherRoute)
-		other, _ := oh.LinkByName(p.otherDev)
-		if err := oh.RouteAdd(&netlink.Route{LinkIndex: other.Attrs().Index, Dst: dst, Gw: gw}); err != nil {
-			t.Fatalf("adding the route to %s via %s: %v", dst, gw, err)
-		}
-		oh.Close()
-	}
-	up(t, n.nodeNL, "lo", "")
+	netnstest.Up(t, n.nodeNL, "lo", "")
 	masquerade(t, n.node, "gq0")
-	if err := inNS(n.node, func() error {
+	if err := netnstest.Do(n.node, func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
 	}); err != nil {
 		t.Fatalf("turning forwarding on in the node's namespace: %v", err)
@@ -153,141 +105,29 @@ func masquerade(t *testing.T, ns netns.NsHandle, dev string) {
 	}
 }
 
-func up(t *testing.T, h *netlink.Handle, dev, cidr string) {
-	t.Helper()
-	link, err := h.LinkByName(dev)
-	if err != nil {
-		t.Fatalf("finding %s: %v", dev, err)
-	}
-	if cidr != "" {
-		addr, err := netlink.ParseAddr(cidr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.AddrAdd(link, addr); err != nil {
-			t.Fatalf("adding %s to %s: %v", cidr, dev, err)
-		}
-	}
-	if err := h.LinkSetUp(link); err != nil {
-		t.Fatalf("setting %s up: %v", dev, err)
-	}
-}
-
-// receiver counts the bytes received on each port of the peer's, on listeners in the peer's namespace: the batch
-// pod sends to batchPort, the service to servicePort (by port, since source NAT gives both the node's address).
-type receiver struct {
-	mu      sync.Mutex
-	bytes   map[int]int64
-	sources map[string]bool // the source addresses the peer saw
-}
-
-const (
-	batchPort   = 5001
-	servicePort = 5002
-)
-
-func newReceiver(t *testing.T, ns netns.NsHandle) *receiver {
-	t.Helper()
-	r := &receiver{bytes: map[int]int64{}, sources: map[string]bool{}}
-	for _, port := range []int{batchPort, servicePort} {
-		var ln net.Listener
-		err := inNS(ns, func() error {
-			var err error
-			ln, err = net.Listen("tcp4", fmt.Sprintf("%s:%d", peerAddr, port)) // the socket stays in ns
-			return err
-		})
-		if err != nil {
-			t.Fatalf("listening in the peer's namespace: %v", err)
-		}
-		t.Cleanup(func() { _ = ln.Close() })
-		go r.serve(ln, port)
-	}
-	return r
-}
-
-func (r *receiver) serve(ln net.Listener, port int) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		r.mu.Lock()
-		r.sources[c.RemoteAddr().(*net.TCPAddr).IP.String()] = true
-		r.mu.Unlock()
-		go func() {
-			defer c.Close()
-			buf := make([]byte, 256<<10)
-			for {
-				k, err := c.Read(buf)
-				r.mu.Lock()
-				r.bytes[port] += int64(k)
-				r.mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
-
-func (r *receiver) reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clear(r.bytes)
-}
-
-func (r *receiver) got(port int) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.bytes[port]
-}
-
-// send streams to the peer's port from inside ns for d and returns when it is done.
-func send(ns netns.NsHandle, port int, d time.Duration) error {
-	var c net.Conn
-	err := inNS(ns, func() error {
-		var err error
-		c, err = net.DialTimeout("tcp4", fmt.Sprintf("%s:%d", peerAddr, port), 5*time.Second)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("connecting to the peer: %w", err)
-	}
-	defer c.Close()
-	buf := make([]byte, 64<<10)
-	_ = c.SetWriteDeadline(time.Now().Add(d))
-	for {
-		if _, err := c.Write(buf); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
 // measure streams from the batch and the service pod at once for d and returns each one's received rate in bits
 // per second.
-func measure(t *testing.T, n *testNet, r *receiver, d time.Duration) (batch, service float64) {
+func measure(t *testing.T, n *testNet, r *netnstest.Receiver, d time.Duration) (batch, service float64) {
 	t.Helper()
-	r.reset()
+	r.Reset()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	for i, to := range []struct {
+	for i, from := range []struct {
 		ns   netns.NsHandle
 		port int
 	}{{n.batch, batchPort}, {n.service, servicePort}} {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = send(to.ns, to.port, d) }()
+		go func() {
+			defer wg.Done()
+			errs[i] = netnstest.Send(from.ns, fmt.Sprintf("%s:%d", peerAddr, from.port), d)
+		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // the last segments in flight
-	secs := d.Seconds()
-	return float64(r.got(batchPort)*8) / secs, float64(r.got(servicePort)*8) / secs
+	return float64(r.Bytes(batchPort)*8) / d.Seconds(), float64(r.Bytes(servicePort)*8) / d.Seconds()
 }
 
 func netPod(name, ip string, class slov1alpha1.QoSClass) *corev1.Pod {
@@ -315,7 +155,7 @@ func netSpec(beLimit string) *slov1alpha1.NodeSLOSpec {
 // is many times that; turned off, the tree and the table are gone and the batch pod is as fast as the service.
 func TestRealKernelBatchEgressIsCappedAndTheServiceIsNot(t *testing.T) {
 	n := newTestNet(t)
-	r := newReceiver(t, n.peer)
+	r := netnstest.Listen(t, n.peer, peerAddr, batchPort, servicePort)
 	store := statesinformer.NewStore()
 	batchPod := netPod("batch", batchAddr, slov1alpha1.QoSBE)
 	store.SetPod(batchPod)
@@ -328,8 +168,8 @@ func TestRealKernelBatchEgressIsCappedAndTheServiceIsNot(t *testing.T) {
 
 	before, service := measure(t, n, r, window)
 	t.Logf("unshaped: batch %.0f Mbit/s, service %.0f Mbit/s", before/1e6, service/1e6)
-	if want := map[string]bool{"10.77.0.1": true}; !maps.Equal(r.sources, want) {
-		t.Fatalf("the peer saw connections from %v, want only the node's 10.77.0.1 (source NAT)", r.sources)
+	if want := map[string]bool{"10.77.0.1": true}; !maps.Equal(r.Sources(), want) {
+		t.Fatalf("the peer saw connections from %v, want only the node's 10.77.0.1 (source NAT)", r.Sources())
 	}
 	expectRate(t, "the batch pod, unshaped (this machine must be able to show a 50 Mbit/s cap)", before, 200e6, 0)
 
@@ -421,13 +261,9 @@ func TestRealKernelRefusesWhatItCannotEnforce(t *testing.T) {
 	if os.Geteuid() != 0 {
 		ci.Skipf(t, "netqos: this test needs root to create network namespaces")
 	}
-	ns := newNS(t)
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	up(t, h, "lo", "")
+	ns := netnstest.New(t)
+	h := netnstest.Handle(t, ns)
+	netnstest.Up(t, h, "lo", "")
 	noTotal := netSpec("50M")
 	noTotal.SystemStrategy = nil
 	tooMuch := netSpec("2G")
