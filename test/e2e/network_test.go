@@ -68,7 +68,12 @@ func TestNetworkQoSCapsBatchEgress(t *testing.T) {
 	}
 	e.Eventually(time.Minute, func(context.Context) (bool, string) {
 		batch, service := rates()
-		return batch > 200e6 && service > 200e6, fmt.Sprintf("unshaped: batch %.0f Mbit/s, service %.0f Mbit/s (want both above 200)", batch/1e6, service/1e6)
+		msg := fmt.Sprintf("unshaped: batch %.0f Mbit/s, service %.0f Mbit/s (want both above 200)", batch/1e6, service/1e6)
+		if batch > 200e6 && service > 200e6 {
+			t.Log(msg)
+			return true, ""
+		}
+		return false, msg
 	})
 
 	setSLOConfig(e, "system-config", `{"clusterStrategy": {"totalNetworkBandwidth": "1G"}}`,
@@ -101,7 +106,12 @@ func TestNetworkQoSCapsBatchEgress(t *testing.T) {
 	e.Eventually(time.Minute, func(context.Context) (bool, string) {
 		batch, _ := rates()
 		q := rootQdisc(host)
-		return batch > 150e6 && !strings.HasPrefix(q, "htb 474c:"), fmt.Sprintf("turned off: batch %.0f Mbit/s (want above 150); %s", batch/1e6, q)
+		msg := fmt.Sprintf("turned off: batch %.0f Mbit/s (want above 150); %s", batch/1e6, q)
+		if batch > 150e6 && !strings.HasPrefix(q, "htb 474c:") {
+			t.Log(msg)
+			return true, ""
+		}
+		return false, msg
 	})
 }
 
