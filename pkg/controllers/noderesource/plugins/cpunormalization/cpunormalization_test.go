@@ -50,13 +50,13 @@ func input(t *testing.T, config string, labels map[string]string, cpuInfo *strin
 // key (TestAmplificationKeysValidation).
 func TestAnnotate(t *testing.T) {
 	tests := []struct {
-		name      string
-		config    string
-		labels    map[string]string
-		cpuInfo   *string
-		want      *string // nil: removed (Koordinator writes "1.00")
-		wantErr   string
-		wantWhy   string
+		name       string
+		config     string
+		labels     map[string]string
+		cpuInfo    *string
+		want       *string // nil: removed (Koordinator writes "1.00")
+		wantErr    string
+		wantWhy    string
 		wantSource string
 	}{
 		{name: "no config: off", cpuInfo: ptr.To(htTurbo), want: nil, wantSource: "cpu-normalization-config: cluster"},
@@ -128,7 +128,9 @@ func TestAnnotate(t *testing.T) {
 // TestRatio ports Koordinator's Test_getCPUNormalizationRatioFromModel and Test_getCPUNormalizationRatio.
 func TestRatio(t *testing.T) {
 	full := sloconfig.ModelRatioCfg{BaseRatio: ptr.To(1.5), TurboEnabledRatio: ptr.To(1.65), HyperThreadEnabledRatio: ptr.To(1.0), HyperThreadTurboEnabledRatio: ptr.To(1.1)}
-	xxx := func(m sloconfig.ModelRatioCfg) map[string]sloconfig.ModelRatioCfg { return map[string]sloconfig.ModelRatioCfg{"CPU XXX": m} }
+	xxx := func(m sloconfig.ModelRatioCfg) map[string]sloconfig.ModelRatioCfg {
+		return map[string]sloconfig.ModelRatioCfg{"CPU XXX": m}
+	}
 	tests := []struct {
 		name     string
 		info     slov1alpha1.CPUBasicInfo
