@@ -94,7 +94,7 @@ func explanationOf(node *corev1.Node, exp *slov1alpha1.NodeResourceExplanationSt
 	for _, d := range e.Explanation.Annotations {
 		v, ok := node.Annotations[d.Annotation]
 		switch {
-		case d.Value == nil && ok && !strings.HasPrefix(d.Reason, "left as it is"):
+		case d.Value == nil && ok && !strings.HasPrefix(d.Reason, slov1alpha1.AnnotationKeptPrefix):
 			e.Disagreements = append(e.Disagreements, fmt.Sprintf("%s: the node carries %s, explained as removed", d.Annotation, v))
 		case d.Value != nil && (!ok || v != *d.Value):
 			e.Disagreements = append(e.Disagreements, fmt.Sprintf("%s: the node carries %s, explained as %s", d.Annotation, orNone(v, ok), *d.Value))

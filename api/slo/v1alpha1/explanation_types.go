@@ -67,6 +67,10 @@ type NodeResourceExplanationStatus struct {
 	Annotations []AnnotationDerivation `json:"annotations,omitempty"`
 }
 
+// AnnotationKeptPrefix starts the Reason of an AnnotationDerivation whose plugin failed: the annotation was left on
+// the node as it was, whatever it is, and the rest of the Reason is the error.
+const AnnotationKeptPrefix = "left as it is: "
+
 // AnnotationDerivation explains one node annotation: its value and where it came from, or why it was removed or
 // left as it was.
 type AnnotationDerivation struct {

@@ -218,7 +218,8 @@ func explanationObject(t *testing.T, n *corev1.Node) *slov1alpha1.NodeResourceEx
 	return exp
 }
 
-// disagreement says how the explanation's values differ from the node's, nil when they do not.
+// disagreement says how the explanation's values (resources and annotations) differ from the node's, nil when they
+// do not.
 func disagreement(n *corev1.Node, exp slov1alpha1.NodeResourceExplanationStatus) error {
 	if len(exp.Resources) == 0 {
 		return fmt.Errorf("no derivations")
@@ -230,6 +231,15 @@ func disagreement(n *corev1.Node, exp slov1alpha1.NodeResourceExplanationStatus)
 			return fmt.Errorf("%s explained as removed, the node carries %s", d.Resource, q.String())
 		case d.Value != nil && (!ok || q.Cmp(*d.Value) != 0):
 			return fmt.Errorf("%s explained as %s, the node carries %s", d.Resource, d.Value.String(), q.String())
+		}
+	}
+	for _, d := range exp.Annotations {
+		v, ok := n.Annotations[d.Annotation]
+		switch {
+		case d.Value == nil && ok && !strings.HasPrefix(d.Reason, slov1alpha1.AnnotationKeptPrefix):
+			return fmt.Errorf("%s explained as removed, the node carries %s", d.Annotation, v)
+		case d.Value != nil && (!ok || v != *d.Value):
+			return fmt.Errorf("%s explained as %s, the node carries %q", d.Annotation, *d.Value, v)
 		}
 	}
 	return nil

@@ -106,7 +106,7 @@ func (r *Registry) Annotate(in *Input, nr *NodeResource) error {
 			for _, it := range items {
 				// What a failing plugin returns only names the annotations it keeps as they are.
 				nr.AnnotationDerivations = append(nr.AnnotationDerivations, slov1alpha1.AnnotationDerivation{
-					Annotation: it.Key, Plugin: p.Name(), Reason: "left as it is: " + err.Error(),
+					Annotation: it.Key, Plugin: p.Name(), Reason: slov1alpha1.AnnotationKeptPrefix + err.Error(),
 				})
 			}
 			continue
