@@ -254,7 +254,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		RuntimeHook: hook, Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
 	}
 	if opts.Topology.Enabled {
-		a.Topology = topologyreporter.New(c, states, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)
+		a.Topology = topologyreporter.New(c, states, opts.ProcRoot, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)
 	}
 	if !opts.PredictionOff {
 		if a.Prediction, err = prediction.NewServer(states, cache, clk, opts.predictionOptions()); err != nil {
