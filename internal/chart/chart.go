@@ -198,6 +198,7 @@ func Schema() ([]byte, error) {
 			"stateDir":       typed("string"),
 			"resctrl":        typed("boolean"),
 			"hostPID":        typed("boolean"),
+			"networkQOS":     typed("boolean"),
 			"maxUnavailable": typed("string", "integer"),
 		}),
 		"sizing": object(map[string]schema{

@@ -237,7 +237,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	})
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
 		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Host: hostFS,
-		SysRoot: opts.SysRoot, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: eventWriter, Registerer: m.Registry,
+		SysRoot: opts.SysRoot, NetDevice: opts.NetQOSDevice, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: eventWriter, Registerer: m.Registry,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err
@@ -254,7 +254,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		RuntimeHook: hook, Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
 	}
 	if opts.Topology.Enabled {
-		a.Topology = topologyreporter.New(c, states, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)
+		a.Topology = topologyreporter.New(c, states, opts.ProcRoot, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)
 	}
 	if !opts.PredictionOff {
 		if a.Prediction, err = prediction.NewServer(states, cache, clk, opts.predictionOptions()); err != nil {

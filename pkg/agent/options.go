@@ -44,6 +44,9 @@ type Options struct {
 	ProcRoot string
 	// SysRoot is the host's /sys, for the CPU topology and the blkio plugin's block devices.
 	SysRoot string
+	// NetQOSDevice is the network device whose outgoing traffic the netqos QoS plugin shapes; "" for the device of
+	// the IPv4 default route. The plugin needs the host's network namespace (hostNetwork) and CAP_NET_ADMIN.
+	NetQOSDevice string
 	// SysctlRoot is the host's /proc/sys, where the sysreconcile QoS plugin writes vm sysctls. A container's own
 	// /proc/sys is read-only, so the DaemonSet mounts the host's /proc/sys/vm writable under it.
 	SysctlRoot string
@@ -144,6 +147,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "name of the node the agent runs on (default $NODE_NAME, set from the downward API)")
 	fs.StringVar(&o.ProcRoot, "proc-root", o.ProcRoot, "the host's /proc")
 	fs.StringVar(&o.SysRoot, "sys-root", o.SysRoot, "the host's /sys")
+	fs.StringVar(&o.NetQOSDevice, "net-qos-device", o.NetQOSDevice, "the network device whose egress the netqos QoS plugin shapes (empty: the IPv4 default route's)")
 	fs.StringVar(&o.SysctlRoot, "sysctl-root", o.SysctlRoot, "the host's /proc/sys, written by the sysreconcile QoS plugin (a container's own is read-only)")
 	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "a directory on the node that outlives agent restarts, for the kernel values the agent replaced and the cgroup files it holds")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "where the host's cgroup hierarchy is mounted")

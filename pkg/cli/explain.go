@@ -39,7 +39,10 @@ func newExplainCommand(f *Factory) *cobra.Command {
 		Long: `Print how gleaner-manager derived the reclaimed resources (kubernetes.io/batch-cpu, batch-memory, mid-cpu,
 mid-memory) it published on a node: the formula, the policy, every input and intermediate term, the NodeMetric it
 used and its age, warnings (a NodeMetric quantity outside [0, capacity] that was clamped), or why a resource was
-removed (colocation disabled, NodeMetric missing, stale or stamped ahead of the manager's clock).
+removed (colocation disabled, NodeMetric missing, stale or stamped ahead of the manager's clock). It also shows the
+node's CPU normalization ratio and resource amplification ratios (node.koordinator.sh/cpu-normalization-ratio,
+node.koordinator.sh/resource-amplification-ratio): each value, how it was found (the CPU model entry, the
+hyper-threading and turbo state) and the slo-controller-config key and strategy or node label it came from.
 
 It reads the node and its NodeResourceExplanation (same name), which gleaner-manager writes after the node's
 values; it needs get on nodes and noderesourceexplanations. When the values on the node are not the ones the
@@ -88,6 +91,15 @@ func runExplain(ctx context.Context, f *Factory, output string, names []string) 
 // explanationOf pairs a node's explanation with the values the node carries now, and says where they differ.
 func explanationOf(node *corev1.Node, exp *slov1alpha1.NodeResourceExplanationStatus) Explanation {
 	e := Explanation{Node: node.Name, Published: corev1.ResourceList{}, Explanation: *exp}
+	for _, d := range e.Explanation.Annotations {
+		v, ok := node.Annotations[d.Annotation]
+		switch {
+		case d.Value == nil && ok && !strings.HasPrefix(d.Reason, slov1alpha1.AnnotationKeptPrefix):
+			e.Disagreements = append(e.Disagreements, fmt.Sprintf("%s: the node carries %s, explained as removed", d.Annotation, v))
+		case d.Value != nil && (!ok || v != *d.Value):
+			e.Disagreements = append(e.Disagreements, fmt.Sprintf("%s: the node carries %s, explained as %s", d.Annotation, orNone(v, ok), *d.Value))
+		}
+	}
 	for _, d := range e.Explanation.Resources {
 		q, ok := node.Status.Allocatable[d.Resource]
 		if ok {
@@ -129,6 +141,7 @@ func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
 			"controller_runtime_reconcile_errors_total{controller=%q} counts the failures). If it stays so, something other than gleaner-manager changed the node.\n",
 			strings.Join(e.Disagreements, "; "), "noderesource-explanation")
 	}
+	printAnnotations(w, exp.Annotations)
 	for _, d := range exp.Resources {
 		fmt.Fprintln(w)
 		if d.Value == nil {
@@ -168,6 +181,32 @@ func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
 		}
 	}
 	return nil
+}
+
+// printAnnotations writes the node annotations gleaner-manager explains: the CPU normalization and amplification
+// ratios, each with the configuration it came from.
+func printAnnotations(w io.Writer, annotations []slov1alpha1.AnnotationDerivation) {
+	for _, d := range annotations {
+		fmt.Fprintln(w)
+		if d.Value == nil {
+			fmt.Fprintf(w, "%s: not set (plugin %s)\n", d.Annotation, d.Plugin)
+		} else {
+			fmt.Fprintf(w, "%s = %s  (plugin %s)\n", d.Annotation, *d.Value, d.Plugin)
+		}
+		if d.Reason != "" {
+			fmt.Fprintf(w, "  %s\n", d.Reason)
+		}
+		if d.Source != "" {
+			fmt.Fprintf(w, "  from %s\n", d.Source)
+		}
+	}
+}
+
+func orNone(v string, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return v
 }
 
 // valueText prints a published value with its unit. A reclaimed CPU resource is a count of millicores, which the

@@ -173,3 +173,36 @@ func TestExplainErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainAnnotations: the ratios are printed with how they were found and where they came from, and a node
+// whose annotation is not the explained one is told apart, except for an annotation its plugin left as it was.
+func TestExplainAnnotations(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
+		slov1alpha1.AnnotationCPUNormalizationRatio:      "1.20",
+		slov1alpha1.AnnotationResourceAmplificationRatio: `{"cpu":1.20}`,
+	}}}
+	ratio := "1.25"
+	exp := &slov1alpha1.NodeResourceExplanationStatus{Annotations: []slov1alpha1.AnnotationDerivation{
+		{Annotation: slov1alpha1.AnnotationCPUNormalizationRatio, Plugin: "cpunormalization", Value: &ratio,
+			Source: "cpu-normalization-config: nodeConfigs fast", Reason: "ratioModel[X].baseRatio (hyper-threading off, turbo off)"},
+		{Annotation: slov1alpha1.AnnotationResourceAmplificationRatio, Plugin: "resourceamplification", Reason: slov1alpha1.AnnotationKeptPrefix + "boom"},
+	}}
+	e := explanationOf(node, exp)
+	want := []string{"node.koordinator.sh/cpu-normalization-ratio: the node carries 1.20, explained as 1.25"}
+	if d := cmp.Diff(want, e.Disagreements); d != "" {
+		t.Errorf("disagreements (-want +got):\n%s", d)
+	}
+	var out strings.Builder
+	printAnnotations(&out, exp.Annotations)
+	for _, line := range []string{
+		"node.koordinator.sh/cpu-normalization-ratio = 1.25  (plugin cpunormalization)",
+		"  ratioModel[X].baseRatio (hyper-threading off, turbo off)",
+		"  from cpu-normalization-config: nodeConfigs fast",
+		"node.koordinator.sh/resource-amplification-ratio: not set (plugin resourceamplification)",
+		"  left as it is: boom",
+	} {
+		if !strings.Contains(out.String(), line+"\n") {
+			t.Errorf("output does not have the line %q:\n%s", line, out.String())
+		}
+	}
+}

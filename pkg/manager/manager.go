@@ -32,6 +32,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 	"github.com/gleaner-sh/gleaner/pkg/webhook/colocationprofile"
 	"github.com/gleaner-sh/gleaner/pkg/webhook/configmap"
+	"github.com/gleaner-sh/gleaner/pkg/webhook/nodeamplification"
 )
 
 // NewScheme returns a scheme with the built-in kinds and Gleaner's.
@@ -157,6 +158,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 		if err := colocationprofile.Register(context.Background(), mgr, ctrlmetrics.Registry); err != nil {
 			return nil, fmt.Errorf("setting up the colocation profile webhook: %w", err)
 		}
+		nodeamplification.Register(mgr)
 		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
 			return nil, fmt.Errorf("adding the webhook readiness check: %w", err)
 		}

@@ -191,6 +191,8 @@ func keyDefs() []keyDef {
 		def(CPUBurstConfigKey, cpuBurstKey()),
 		def(SystemConfigKey, systemKey()),
 		def(HostApplicationConfigKey, hostApplicationKey()),
+		def(CPUNormalizationConfigKey, cpuNormalizationKey()),
+		def(ResourceAmplificationConfigKey, resourceAmplificationKey()),
 	}
 	return defs
 }

@@ -42,6 +42,14 @@ func FuzzHostApplicationConfig(f *testing.F) {
 	fuzzKey(f, HostApplicationConfigKey, `{"applications": [{"name": "a", "priority": "batch", "qos": "BE", "cgroupPath": {"base": "KubepodsBesteffort"}}], "nodeConfigs": [{"name": "n", "nodeSelector": {"matchLabels": {"pool": "a"}}, "applications": []}]}`)
 }
 
+func FuzzCPUNormalizationConfig(f *testing.F) {
+	fuzzKey(f, CPUNormalizationConfigKey, `{"enable": true, "defaultRatio": 1.2, "ratioModel": {"m": {"baseRatio": 1.5, "hyperThreadTurboEnabledRatio": 1.1}}, "nodeConfigs": [{"name": "a", "nodeSelector": {"matchLabels": {"pool": "a"}}, "ratioModel": {"m": {"baseRatio": 2}}}]}`)
+}
+
+func FuzzResourceAmplificationConfig(f *testing.F) {
+	fuzzKey(f, ResourceAmplificationConfigKey, `{"enable": true, "resourceAmplificationRatio": {"cpu": 1.5}, "nodeConfigs": [{"name": "a", "nodeSelector": {}, "resourceAmplificationRatio": {"memory": 1.2}}]}`)
+}
+
 func fuzzKey(f *testing.F, key string, extra ...string) {
 	files, err := filepath.Glob(filepath.Join("testdata", "seed002", "*", key+".json"))
 	if err != nil {

@@ -24,6 +24,7 @@ func Keys() []string {
 	return []string{
 		ColocationConfigKey, ResourceThresholdConfigKey, ResourceQOSConfigKey,
 		CPUBurstConfigKey, SystemConfigKey, HostApplicationConfigKey,
+		CPUNormalizationConfigKey, ResourceAmplificationConfigKey,
 	}
 }
 

@@ -140,6 +140,13 @@ func ColocationChanged(old, new *Snapshot, nodeLabels map[string]string) bool {
 	return keysChanged(old, new, nodeLabels, ColocationConfigKey)
 }
 
+// NodeResourceChanged reports whether anything the noderesource controller derives for a node differs between two
+// snapshots: its colocation strategy (the reclaimed resources), its CPU normalization strategy or its resource
+// amplification strategy (the ratio annotations); old nil counts as a change.
+func NodeResourceChanged(old, new *Snapshot, nodeLabels map[string]string) bool {
+	return keysChanged(old, new, nodeLabels, ColocationConfigKey, CPUNormalizationConfigKey, ResourceAmplificationConfigKey)
+}
+
 // NodeSLOChanged reports whether the NodeSLO spec of a node differs between two snapshots; old nil counts as a
 // change.
 func NodeSLOChanged(old, new *Snapshot, nodeLabels map[string]string) bool {
@@ -185,6 +192,10 @@ func keysChanged(old, new *Snapshot, nodeLabels map[string]string, keys ...strin
 			differ = pickDiffers[slov1alpha1.SystemStrategy](ov, nv, l, false)
 		case HostApplicationConfigKey:
 			differ = pickDiffers[hostApplications](ov, nv, l, false)
+		case CPUNormalizationConfigKey:
+			differ = pickDiffers[CPUNormalizationStrategy](ov, nv, l, true)
+		case ResourceAmplificationConfigKey:
+			differ = pickDiffers[ResourceAmplificationStrategy](ov, nv, l, true)
 		}
 		if differ {
 			return true

@@ -53,7 +53,7 @@ func TestStoreKeepsLastGoodValues(t *testing.T) {
 	}
 	expectDiff(t, "notices", []noticeSummary{{Reason: ReasonApplied, Message: "version 1 in force; changed: colocation-config (Default), " +
 		"resource-threshold-config (ConfigMap), resource-qos-config (Default), cpu-burst-config (Default), system-config (ConfigMap), " +
-		"host-application-config (Default)"}}, summarize(r.Notices()))
+		"host-application-config (Default), cpu-normalization-config (Default), resource-amplification-config (Default)"}}, summarize(r.Notices()))
 
 	if r := s.Apply(cm(good)); r.Changed || r.Current.Version() != 1 || len(r.Notices()) != 0 {
 		t.Fatalf("the same ConfigMap again must publish nothing: %+v", r)
@@ -314,7 +314,7 @@ func TestRestoreKeepsLastGoodAcrossARestart(t *testing.T) {
 		"colocation":               "{}",
 	})
 	want := "colocation: not a key of the config (known keys: colocation-config, resource-threshold-config, resource-qos-config, " +
-		"cpu-burst-config, system-config, host-application-config)\n" +
+		"cpu-burst-config, system-config, host-application-config, cpu-normalization-config, resource-amplification-config)\n" +
 		"system-config: clusterStrategy.minFreeKbytesFactor: Invalid value: 5000: must be from 1 to 1000"
 	if err == nil || err.Error() != want {
 		t.Errorf("Restore error:\n got %v\nwant %s", err, want)
@@ -346,7 +346,7 @@ func TestRestoreKeepsLastGoodAcrossARestart(t *testing.T) {
 		{Key: ColocationConfigKey, Warning: true, Reason: ReasonInvalid,
 			Message: "colocation-config: cpuReclaimThresholdPercent: Invalid value: 170: must be from 0 to 100; keeping the last good value"},
 		{Reason: ReasonApplied, Message: "version 1 in force; changed: colocation-config (LastGood), resource-threshold-config (ConfigMap), " +
-			"resource-qos-config (Default), cpu-burst-config (Default), system-config (Default), host-application-config (Default)"},
+			"resource-qos-config (Default), cpu-burst-config (Default), system-config (Default), host-application-config (Default), cpu-normalization-config (Default), resource-amplification-config (Default)"},
 	}, summarize(r.Notices()))
 
 	// Fixed later, the key applies and says it recovered.

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	openapierrors "k8s.io/kube-openapi/pkg/validation/errors"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -388,13 +389,18 @@ func validateAllocatablePair(path *field.Path, resource string, threshold, lower
 	return nil
 }
 
-// validateQOSConsistency checks a merged, defaulted QoS strategy: each class's cache range must not be inverted.
+// validateQOSConsistency checks a merged, defaulted QoS strategy: each class's cache range must not be inverted,
+// and its network QoS values must be bandwidths (the agent checks them against the node's total, which only it
+// knows); lsrClass has no network QoS of its own (LSR pods share the LS class's).
 func validateQOSConsistency(s *slov1alpha1.ResourceQOSStrategy, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, c := range []struct {
 		name string
 		qos  *slov1alpha1.ResourceQOS
 	}{{"lsrClass", s.LSRClass}, {"lsClass", s.LSClass}, {"beClass", s.BEClass}, {"systemClass", s.SystemClass}} {
+		if c.qos != nil && c.qos.NetworkQOS != nil {
+			errs = append(errs, validateNetworkQOS(c.name, c.qos.NetworkQOS, path.Child(c.name, "networkQOS"))...)
+		}
 		if c.qos == nil || c.qos.ResctrlQOS == nil {
 			continue
 		}
@@ -402,6 +408,26 @@ func validateQOSConsistency(s *slov1alpha1.ResourceQOSStrategy, path *field.Path
 		if r.CATRangeStartPercent != nil && r.CATRangeEndPercent != nil && *r.CATRangeStartPercent > *r.CATRangeEndPercent {
 			errs = append(errs, field.Invalid(path.Child(c.name, "resctrlQOS", "catRangeStartPercent"), *r.CATRangeStartPercent,
 				fmt.Sprintf("must not exceed catRangeEndPercent (%d)", *r.CATRangeEndPercent)))
+		}
+	}
+	return errs
+}
+
+// validateNetworkQOS checks one class's network QoS values.
+func validateNetworkQOS(class string, n *slov1alpha1.NetworkQOSCfg, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if class == "lsrClass" && n.Enable != nil && *n.Enable {
+		errs = append(errs, field.Forbidden(path, "LSR pods share the LS class's bandwidth; set lsClass.networkQOS"))
+	}
+	for _, v := range []struct {
+		name string
+		val  *intstr.IntOrString
+	}{
+		{"ingressRequest", n.IngressRequest}, {"ingressLimit", n.IngressLimit},
+		{"egressRequest", n.EgressRequest}, {"egressLimit", n.EgressLimit},
+	} {
+		if _, err := slov1alpha1.Bandwidth(v.val, 100, 0); err != nil {
+			errs = append(errs, field.Invalid(path.Child(v.name), v.val.String(), err.Error()))
 		}
 	}
 	return errs

@@ -277,7 +277,9 @@ func (s *Sandbox) Start(dir string, argv ...string) *exec.Cmd {
 	}
 	script := strings.Join(moves, " && ") + ` && exec "$@"`
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, argv...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary killed before its cleanups (go test's -timeout) must not leave burners spinning on
+	// the machine; they die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("cgrouptest: starting %v: %v", argv, err)
 	}

@@ -226,6 +226,15 @@ func (b *NodeBuilder) Label(k, v string) *NodeBuilder {
 	return b
 }
 
+// Annotation adds an annotation.
+func (b *NodeBuilder) Annotation(k, v string) *NodeBuilder {
+	if b.node.Annotations == nil {
+		b.node.Annotations = map[string]string{}
+	}
+	b.node.Annotations[k] = v
+	return b
+}
+
 // Capacity sets status.capacity from name/quantity pairs.
 func (b *NodeBuilder) Capacity(pairs ...string) *NodeBuilder {
 	if b.node.Status.Capacity == nil {

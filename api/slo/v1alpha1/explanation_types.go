@@ -61,6 +61,34 @@ type NodeResourceExplanationStatus struct {
 	// Resources has one derivation per published (or removed) resource, in plugin order.
 	// +optional
 	Resources []ResourceDerivation `json:"resources,omitempty"`
+	// Annotations explain the node annotations gleaner-manager sets besides the resources (the CPU normalization
+	// and resource amplification ratios), in plugin order.
+	// +optional
+	Annotations []AnnotationDerivation `json:"annotations,omitempty"`
+}
+
+// AnnotationKeptPrefix starts the Reason of an AnnotationDerivation whose plugin failed: the annotation was left on
+// the node as it was, whatever it is, and the rest of the Reason is the error.
+const AnnotationKeptPrefix = "left as it is: "
+
+// AnnotationDerivation explains one node annotation: its value and where it came from, or why it was removed or
+// left as it was.
+type AnnotationDerivation struct {
+	// Annotation is the annotation's key, such as node.koordinator.sh/cpu-normalization-ratio.
+	Annotation string `json:"annotation"`
+	// Plugin is the node-resource plugin that owns it.
+	Plugin string `json:"plugin"`
+	// Value is what was set; nil when the annotation was removed, or left as it was after an error (Reason says).
+	// +optional
+	Value *string `json:"value,omitempty"`
+	// Source names the configuration the value came from, such as "cpu-normalization-config: nodeConfigs old", or the
+	// node label that decided.
+	// +optional
+	Source string `json:"source,omitempty"`
+	// Reason says how the value came about ("ratioModel[MODEL].hyperThreadTurboEnabledRatio: hyper-threading on,
+	// turbo on"), or why the annotation was removed or left as it was.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // ResourceDerivation explains one resource: either the terms that add up to its value, or why it was removed.

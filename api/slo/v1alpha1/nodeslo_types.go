@@ -1,8 +1,10 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // NodeSLO is the QoS strategy gleaner-agent enforces on one node: the cluster strategy of the slo-controller-config
@@ -266,6 +268,10 @@ type ResourceQOS struct {
 	// ResctrlQOS configures last-level cache and memory bandwidth partitioning (Intel RDT / AMD QoS).
 	// +optional
 	ResctrlQOS *ResctrlQOSCfg `json:"resctrlQOS,omitempty"`
+	// NetworkQOS configures the class's share of the node's egress bandwidth (lsClass, beClass and systemClass; LSR
+	// pods share the LS class's, so lsrClass may not set it).
+	// +optional
+	NetworkQOS *NetworkQOSCfg `json:"networkQOS,omitempty"`
 }
 
 // CPUQOSCfg turns CPU QoS on or off for a class and sets its parameters.
@@ -440,6 +446,41 @@ type ResctrlQOS struct {
 	MBAPercent *int64 `json:"mbaPercent,omitempty"`
 }
 
+// NetworkQOSCfg turns network QoS on or off for a class and sets its parameters.
+type NetworkQOSCfg struct {
+	// Enable turns network QoS on for the class: its pods' egress traffic goes through the class's share of the
+	// node's bandwidth. Default false.
+	// +optional
+	Enable *bool `json:"enable,omitempty"`
+	// NetworkQOS holds the parameters.
+	NetworkQOS `json:",inline"`
+}
+
+// NetworkQOS is a class's bandwidth. Each value is an integer, a percentage of systemStrategy.totalNetworkBandwidth
+// (0..100), or a string, a bandwidth in bits per second written as a Kubernetes quantity ("100M" is 100 Mbit/s).
+type NetworkQOS struct {
+	// IngressRequest is the bandwidth guaranteed to the class's incoming traffic. Accepted for Koordinator's
+	// configurations; the agent does not shape incoming traffic (docs/qos.md). Default 0.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	IngressRequest *intstr.IntOrString `json:"ingressRequest,omitempty"`
+	// IngressLimit is the most bandwidth the class's incoming traffic may take. Accepted, not enforced, as
+	// IngressRequest. Default 100 (%).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	IngressLimit *intstr.IntOrString `json:"ingressLimit,omitempty"`
+	// EgressRequest is the bandwidth guaranteed to the class's outgoing traffic when every class wants more than it
+	// has. Default 0 (the class gets 1 % of the total as its guarantee).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	EgressRequest *intstr.IntOrString `json:"egressRequest,omitempty"`
+	// EgressLimit is the most bandwidth the class's outgoing traffic may take, even when the link is idle. Default
+	// 100 (%).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	EgressLimit *intstr.IntOrString `json:"egressLimit,omitempty"`
+}
+
 // CPUBurstPolicy selects which CPU burst mechanisms run.
 // +kubebuilder:validation:Enum=none;cpuBurstOnly;cfsQuotaBurstOnly;auto
 type CPUBurstPolicy string
@@ -515,6 +556,11 @@ type SystemStrategy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	MemcgReapBackGround *int64 `json:"memcgReapBackGround,omitempty"`
+	// TotalNetworkBandwidth is the node's egress bandwidth in bits per second ("10G"), which the classes' network
+	// QoS percentages are of. Unset: the link speed the kernel reports for the shaped device, where it reports one.
+	// Unlike the settings above, it applies whether or not Enable is on.
+	// +optional
+	TotalNetworkBandwidth *resource.Quantity `json:"totalNetworkBandwidth,omitempty"`
 }
 
 // CgroupBaseType is the cgroup directory a host application's path is relative to.

@@ -64,6 +64,15 @@ const AnnotationBlkIOQOS = "gleaner.sh/blkio-qos"
 // AnnotationBlkIOQOSAlias is Koordinator's AnnotationBlkIOQOS, read when the pod has no gleaner.sh one.
 const AnnotationBlkIOQOSAlias = "koordinator.sh/blkioQOS"
 
+// AnnotationNetworkQOS is the pod annotation that lowers the egress bandwidth its class gives it: a JSON object
+// {"egressLimit": "20M"} (bits per second, or an integer percentage of the node's total), as Koordinator's. The
+// pod's traffic then has a limit of its own inside its class's. ingressLimit is accepted and not enforced. A limit
+// above the class's, or a malformed value, is ignored with a Warning event, and the class's applies.
+const AnnotationNetworkQOS = "gleaner.sh/network-qos"
+
+// AnnotationNetworkQOSAlias is Koordinator's AnnotationNetworkQOS, read when the pod has no gleaner.sh one.
+const AnnotationNetworkQOSAlias = "koordinator.sh/networkQOS"
+
 // Pod annotations that order a pod among the pods of its tier for the agent's evictions (memory, CPU satisfaction,
 // allocatable): an int32, lower first, before spec.priority; 0 when unset. A best-effort pod always goes before
 // every mid-tier pod whatever it says. Of the pair the gleaner.sh annotation wins when both are set; the other is

@@ -86,6 +86,9 @@ type Deps struct {
 	StateDir string
 	// SysRoot is the node's /sys (--sys-root), for plugins that read block devices or other kernel objects.
 	SysRoot string
+	// NetDevice is the network device whose outgoing traffic the netqos plugin shapes (--net-qos-device); "" for
+	// the device of the IPv4 default route.
+	NetDevice string
 	// Evictor evicts best-effort pods.
 	Evictor Evictor
 	// Events records events.

@@ -2,6 +2,7 @@ package topologyreporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,8 +19,10 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/pkg/agent/system/cpuinfo"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/topology"
 	"github.com/gleaner-sh/gleaner/pkg/nrt"
 )
@@ -67,6 +70,7 @@ var ErrNoCRD = errors.New("the cluster has no NodeResourceTopology CRD (topology
 type Reporter struct {
 	client   client.Client
 	states   statesinformer.States
+	procRoot string
 	sysRoot  string
 	clock    clock.WithTicker
 	metrics  *metrics.Metrics
@@ -78,11 +82,15 @@ type Reporter struct {
 	lastZones []nrt.Zone
 	lastNode  corev1.ResourceList
 	lastSync  time.Time
+	// lastCPUInfo is the slov1alpha1.AnnotationCPUBasicInfo last written ("" when the CPU could not be described),
+	// and cpuInfoErr the error last logged about describing it.
+	lastCPUInfo, cpuInfoErr string
 }
 
-// New returns a reporter for nodeName that reads the host's topology under sysRoot (normally /sys).
-func New(c client.Client, states statesinformer.States, sysRoot string, clk clock.WithTicker, m *metrics.Metrics, nodeName string, opts Options) *Reporter {
-	return &Reporter{client: c, states: states, sysRoot: sysRoot, clock: clk, metrics: m, nodeName: nodeName, opts: opts}
+// New returns a reporter for nodeName that reads the host's topology under sysRoot (normally /sys) and the CPU model
+// under procRoot (normally /proc).
+func New(c client.Client, states statesinformer.States, procRoot, sysRoot string, clk clock.WithTicker, m *metrics.Metrics, nodeName string, opts Options) *Reporter {
+	return &Reporter{client: c, states: states, procRoot: procRoot, sysRoot: sysRoot, clock: clk, metrics: m, nodeName: nodeName, opts: opts}
 }
 
 // Name is the reporter's name as a Runnable.
@@ -173,25 +181,58 @@ func (r *Reporter) report(ctx context.Context) (string, error) {
 		return ReportError, fmt.Errorf("reading the NUMA topology under %s: %w", r.sysRoot, err)
 	}
 	r.topo = topo
-	zones, err := Zones(topo, node.Status.Capacity, node.Status.Allocatable, r.requests())
+	zones, err := Zones(topo, node.Status.Capacity, rawAllocatable(node), r.requests())
 	if err != nil {
 		return ReportError, fmt.Errorf("computing the NUMA zones of node %q: %w", r.nodeName, err)
 	}
+	cpu := r.cpuInfo(ctx)
 	res := nodeResources(node)
-	if r.lastZones != nil && equality.Semantic.DeepEqual(zones, r.lastZones) && r.clock.Since(r.lastSync) < Resync {
+	if r.lastZones != nil && equality.Semantic.DeepEqual(zones, r.lastZones) && cpu == r.lastCPUInfo && r.clock.Since(r.lastSync) < Resync {
 		r.lastNode = res
 		return ReportUnchanged, nil
 	}
-	result, err := r.write(ctx, node, zones)
+	result, err := r.write(ctx, node, zones, cpu)
 	if err != nil {
 		return result, err
 	}
-	r.lastZones, r.lastNode, r.lastSync = zones, res, r.clock.Now()
+	r.lastZones, r.lastNode, r.lastSync, r.lastCPUInfo = zones, res, r.clock.Now(), cpu
 	return result, nil
 }
 
+// cpuInfo is the node's slov1alpha1.AnnotationCPUBasicInfo, which gleaner-manager's CPU normalization reads, or ""
+// when the CPU cannot be described: the zones are published all the same, and the error is logged once.
+func (r *Reporter) cpuInfo(ctx context.Context) string {
+	info, err := cpuinfo.Read(r.procRoot, r.sysRoot)
+	if err != nil {
+		if err.Error() != r.cpuInfoErr {
+			klog.FromContext(ctx).Error(err, "describing the CPU for the NodeResourceTopology; publishing it without "+slov1alpha1.AnnotationCPUBasicInfo)
+		}
+		r.cpuInfoErr = err.Error()
+		return ""
+	}
+	r.cpuInfoErr = ""
+	b, err := json.Marshal(info)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a CPUBasicInfo: %v", err)) // strings and booleans always encode
+	}
+	return string(b)
+}
+
+// rawAllocatable is the node's cpu and memory allocatable before gleaner-manager's amplification
+// (slov1alpha1.RawAllocatable): the zones split the node's real CPUs and bytes.
+func rawAllocatable(node *corev1.Node) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := slov1alpha1.RawAllocatable(node, name); ok {
+			out[name] = q
+		}
+	}
+	return out
+}
+
 // write creates the object or updates its Node zones, retrying on a conflict with the manager's zone writes.
-func (r *Reporter) write(ctx context.Context, node *corev1.Node, zones []nrt.Zone) (string, error) {
+// cpu is the CPU annotation to set; "" leaves the object's as it is.
+func (r *Reporter) write(ctx context.Context, node *corev1.Node, zones []nrt.Zone, cpu string) (string, error) {
 	result := ReportWritten
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cur := nrt.New()
@@ -199,13 +240,20 @@ func (r *Reporter) write(ctx context.Context, node *corev1.Node, zones []nrt.Zon
 		switch {
 		case apierrors.IsNotFound(err):
 			result = ReportWritten
-			return r.client.Create(ctx, newObject(node, zones))
+			return r.client.Create(ctx, newObject(node, zones, cpu))
 		case err != nil:
 			return err
 		}
 		next, changed, err := merge(cur, zones)
 		if err != nil {
 			return err
+		}
+		if cpu != "" && cur.GetAnnotations()[slov1alpha1.AnnotationCPUBasicInfo] != cpu {
+			if !changed {
+				next = cur.DeepCopy()
+			}
+			setAnnotation(next, slov1alpha1.AnnotationCPUBasicInfo, cpu)
+			changed = true
 		}
 		if !changed {
 			result = ReportUnchanged
@@ -253,9 +301,13 @@ func nodeResources(n *corev1.Node) corev1.ResourceList {
 }
 
 // newObject is the NodeResourceTopology of node with zones, owned by the Node so that deleting it deletes the object.
-func newObject(node *corev1.Node, zones []nrt.Zone) *unstructured.Unstructured {
+// cpu, when not "", is its slov1alpha1.AnnotationCPUBasicInfo.
+func newObject(node *corev1.Node, zones []nrt.Zone, cpu string) *unstructured.Unstructured {
 	u := nrt.New()
 	u.SetName(node.Name)
+	if cpu != "" {
+		setAnnotation(u, slov1alpha1.AnnotationCPUBasicInfo, cpu)
+	}
 	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}})
 	raw := make([]any, 0, len(zones))
 	for _, z := range zones {
@@ -263,6 +315,15 @@ func newObject(node *corev1.Node, zones []nrt.Zone) *unstructured.Unstructured {
 	}
 	u.Object["zones"] = raw
 	return u
+}
+
+func setAnnotation(u *unstructured.Unstructured, key, value string) {
+	a := u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	u.SetAnnotations(a)
 }
 
 // merge puts zones into a copy of cur: the Node zones become zones, in their order, each keeping its other fields and

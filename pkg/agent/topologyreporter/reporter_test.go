@@ -107,7 +107,7 @@ func TestPublish(t *testing.T) {
 	c := newCounting(t, e)
 	clk := clocktesting.NewFakeClock(testNow)
 	m := metrics.New()
-	r := New(c, store, "testdata/two", clk, m, name, DefaultOptions())
+	r := New(c, store, "testdata/proc", "testdata/two", clk, m, name, DefaultOptions())
 
 	startWithoutCRD(t, e, r, clk, m, c)
 
@@ -121,6 +121,13 @@ func TestPublish(t *testing.T) {
 	}
 	if refs := u.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Node" || refs[0].UID != node.UID {
 		t.Errorf("owner references = %+v, want the Node %s", refs, node.UID)
+	}
+
+	// The CPU as gleaner-manager's CPU normalization reads it: CPU 0 has a sibling in the fixture (0-1), and it
+	// has no intel_pstate files.
+	wantCPU := `{"cpuModel":"Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz","hyperThreadEnabled":true,"vendorID":"GenuineIntel"}`
+	if got := u.GetAnnotations()[slov1alpha1.AnnotationCPUBasicInfo]; got != wantCPU {
+		t.Errorf("annotation %s = %q, want %q", slov1alpha1.AnnotationCPUBasicInfo, got, wantCPU)
 	}
 
 	checkManagerSplit(t, u, node)
@@ -137,7 +144,7 @@ func TestMalformedHost(t *testing.T) {
 	store.SetNode(hostTwo(t, e, name))
 	c := newCounting(t, e)
 	m := metrics.New()
-	r := New(c, store, "testdata/badcpulist", clocktesting.NewFakeClock(testNow), m, name, DefaultOptions())
+	r := New(c, store, "testdata/proc", "testdata/badcpulist", clocktesting.NewFakeClock(testNow), m, name, DefaultOptions())
 	res, err := r.Report(context.Background())
 	if res != ReportError || err == nil || !strings.Contains(err.Error(), "reading the NUMA topology under testdata/badcpulist") ||
 		!strings.Contains(err.Error(), "CPUs of NUMA node 1") {
@@ -305,6 +312,14 @@ func checkRounds(t *testing.T, e *testenv.Env, r *Reporter, c *counting, clk *cl
 		if got, ok := resourceOf(zones, w.zone, w.resource); !ok || got.Allocatable.Cmp(mustQuantity(w.allocatable)) != 0 {
 			t.Errorf("zone %s %s allocatable = %s (present %v), want %s", w.zone, w.resource, got.Allocatable.String(), ok, w.allocatable)
 		}
+	}
+
+	// gleaner-manager's node webhook amplifies cpu 1.5 times: the zones still split the 8 real cores.
+	node.Annotations = map[string]string{slov1alpha1.AnnotationResourceAmplificationRatio: `{"cpu":1.50}`, slov1alpha1.AnnotationRawAllocatable: `{"cpu":"8"}`}
+	node.Status.Allocatable["cpu"] = mustQuantity("12")
+	store.SetNode(node.DeepCopy())
+	if res, err := r.Report(ctx); err != nil || res != ReportUnchanged {
+		t.Fatalf("report after amplification: %s, %v; want %s (the raw allocatable did not change)", res, err, ReportUnchanged)
 	}
 
 	// A pod requests 2 CPUs and 4Gi: available drops by each zone's share.

@@ -147,7 +147,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if c.topology {
 		b = b.Watches(framework.NewTopologyObject(), handler.EnqueueRequestsFromMapFunc(sameName))
 	}
-	b = b.WatchesRawSource(c.config.NodeSource(mgr.GetCache(), sloconfig.ColocationChanged))
+	b = b.WatchesRawSource(c.config.NodeSource(mgr.GetCache(), sloconfig.NodeResourceChanged))
 
 	if err := c.registry.Setup(&framework.SetupOptions{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: c.recorder, Builder: b, Clock: c.clock,
@@ -189,6 +189,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	in.Config = snap
 	strategy := in.Strategy
 	c.reportReservation(node, in)
 
@@ -201,6 +202,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(calcErr, "calculating node resources")
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "CalculationFailed", "Calculate", "%v", calcErr)
 	}
+	if err := c.registry.Annotate(in, nr); err != nil {
+		log.FromContext(ctx).Error(err, "calculating node annotations")
+		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, "AnnotationFailed", "Annotate", "%v", err)
+	}
 	status := statusOf(in)
 	c.metrics.observe(node.Name, nr, status)
 	if err := c.registry.PreUpdate(ctx, in, nr); err != nil {
@@ -212,9 +217,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.registry.Prepare(in, updated, nr); err != nil {
 		return reconcile.Result{}, err
 	}
+	framework.PrepareAnnotations(updated, nr)
 	legacy := dropLegacyExplanation(updated)
 	last, written := c.times.lastWrite(node)
-	why := c.needWrite(strategy, node, updated, in.Now, last, written)
+	why := framework.AnnotationsDiffer(node, updated, nr)
+	if why == "" {
+		why = c.needWrite(strategy, node, updated, in.Now, last, written)
+	}
 	if why == "" && legacy {
 		why = "removing the " + slov1alpha1.LegacyAnnotationResourceExplanation + " annotation of an earlier gleaner-manager"
 	}

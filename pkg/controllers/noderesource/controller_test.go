@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -224,7 +225,8 @@ func explanationObject(t *testing.T, n *corev1.Node) *slov1alpha1.NodeResourceEx
 	return exp
 }
 
-// disagreement says how the explanation's values differ from the node's, nil when they do not.
+// disagreement says how the explanation's values (resources and annotations) differ from the node's, nil when they
+// do not.
 func disagreement(n *corev1.Node, exp slov1alpha1.NodeResourceExplanationStatus) error {
 	if len(exp.Resources) == 0 {
 		return fmt.Errorf("no derivations")
@@ -236,6 +238,15 @@ func disagreement(n *corev1.Node, exp slov1alpha1.NodeResourceExplanationStatus)
 			return fmt.Errorf("%s explained as removed, the node carries %s", d.Resource, q.String())
 		case d.Value != nil && (!ok || q.Cmp(*d.Value) != 0):
 			return fmt.Errorf("%s explained as %s, the node carries %s", d.Resource, d.Value.String(), q.String())
+		}
+	}
+	for _, d := range exp.Annotations {
+		v, ok := n.Annotations[d.Annotation]
+		switch {
+		case d.Value == nil && ok && !strings.HasPrefix(d.Reason, slov1alpha1.AnnotationKeptPrefix):
+			return fmt.Errorf("%s explained as removed, the node carries %s", d.Annotation, v)
+		case d.Value != nil && (!ok || v != *d.Value):
+			return fmt.Errorf("%s explained as %s, the node carries %q", d.Annotation, *d.Value, v)
 		}
 	}
 	return nil
@@ -835,4 +846,88 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCPUNormalizationAndAmplification: a node whose NodeResourceTopology describes its CPU gets the ratio of its
+// model from cpu-normalization-config and the amplification ratios times that ratio, both explained; the batch
+// calculation goes on counting the node's real CPUs once the webhook amplified its allocatable; turning the keys
+// off removes both annotations.
+func TestCPUNormalizationAndAmplification(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	const name = "normalized"
+	topo := framework.NewTopologyObject()
+	topo.SetName(name)
+	topo.SetAnnotations(map[string]string{slov1alpha1.AnnotationCPUBasicInfo: `{"cpuModel":"Fast CPU","hyperThreadEnabled":true,"turboEnabled":true}`})
+	topo.Object["zones"] = []any{}
+	must(t, h.c.Create(ctx, topo))
+	h.makeNode(t, name, map[string]string{"cpu-gen": "fast"})
+	h.waitBatchCPU(t, name, "3000")
+
+	setKeys := func(norm, amp string) {
+		cm := &corev1.ConfigMap{}
+		must(t, h.c.Get(ctx, configMap, cm))
+		cm.Data[sloconfig.CPUNormalizationConfigKey] = norm
+		cm.Data[sloconfig.ResourceAmplificationConfigKey] = amp
+		must(t, h.c.Update(ctx, cm))
+	}
+	t.Cleanup(func() { setKeys("{}", "{}") })
+	// Only nodes labelled cpu-gen=fast are concerned: the other tests' nodes stay as they are.
+	setKeys(`{"enable": false, "nodeConfigs": [{"name": "fast", "nodeSelector": {"matchLabels": {"cpu-gen": "fast"}}, "enable": true,
+		"ratioModel": {"Fast CPU": {"baseRatio": 2.0, "hyperThreadTurboEnabledRatio": 1.25}}}]}`,
+		`{"nodeConfigs": [{"name": "fast", "nodeSelector": {"matchLabels": {"cpu-gen": "fast"}}, "enable": true, "resourceAmplificationRatio": {"cpu": 1.2, "memory": 1.5}}]}`)
+
+	var n *corev1.Node
+	testenv.Eventually(t, "ratio annotations on node "+name, func() error {
+		n = h.node(t, name)
+		got := map[string]string{
+			slov1alpha1.AnnotationCPUNormalizationRatio:      n.Annotations[slov1alpha1.AnnotationCPUNormalizationRatio],
+			slov1alpha1.AnnotationResourceAmplificationRatio: n.Annotations[slov1alpha1.AnnotationResourceAmplificationRatio],
+		}
+		want := map[string]string{
+			slov1alpha1.AnnotationCPUNormalizationRatio:      "1.25",
+			slov1alpha1.AnnotationResourceAmplificationRatio: `{"cpu":1.50,"memory":1.50}`,
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			return fmt.Errorf("(-want +got):\n%s", d)
+		}
+		return nil
+	})
+	exp := explanation(t, n)
+	wantExp := []slov1alpha1.AnnotationDerivation{
+		{Annotation: slov1alpha1.AnnotationCPUNormalizationRatio, Plugin: "cpunormalization", Value: ptr.To("1.25"),
+			Source: "cpu-normalization-config: nodeConfigs fast", Reason: "ratioModel[Fast CPU].hyperThreadTurboEnabledRatio (hyper-threading on, turbo on)"},
+		{Annotation: slov1alpha1.AnnotationResourceAmplificationRatio, Plugin: "resourceamplification", Value: ptr.To(`{"cpu":1.50,"memory":1.50}`),
+			Source: "resource-amplification-config: nodeConfigs fast", Reason: "cpu: 1.20 x CPU normalization ratio 1.25"},
+	}
+	if d := cmp.Diff(wantExp, exp.Annotations); d != "" {
+		t.Errorf("explained annotations (-want +got):\n%s", d)
+	}
+	if out := explain(t, h, name); !strings.Contains(out, "node.koordinator.sh/cpu-normalization-ratio = 1.25") ||
+		!strings.Contains(out, "cpu-normalization-config: nodeConfigs fast") {
+		t.Errorf("kubectl glean explain does not show the ratio and its source:\n%s", out)
+	}
+
+	// What the node webhook does (envtest runs no webhook) after the kubelet reserved 2 of the 8 cores: allocatable
+	// 6 x 1.5 = 9 cores, the kubelet's 6 saved. The batch calculation counts the kubelet's reservation of the real
+	// cores: 8000 - 3200 margin - 2000 reserved - 1000 prod = 1800. Taken from the amplified 9 cores, the
+	// reservation would vanish (8 - 9 < 0) and batch-cpu stay 3000.
+	n = h.node(t, name)
+	amplified := n.DeepCopy()
+	amplified.Annotations[slov1alpha1.AnnotationRawAllocatable] = `{"cpu":"6","memory":"16Gi"}`
+	amplified.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("9")
+	amplified.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("24Gi")
+	must(t, h.c.Status().Patch(ctx, amplified, client.MergeFrom(n)))
+	h.waitBatchCPU(t, name, "1800")
+
+	setKeys(`{}`, `{}`)
+	testenv.Eventually(t, "ratio annotations removed from node "+name, func() error {
+		n := h.node(t, name)
+		for _, k := range []string{slov1alpha1.AnnotationCPUNormalizationRatio, slov1alpha1.AnnotationResourceAmplificationRatio} {
+			if v, ok := n.Annotations[k]; ok {
+				return fmt.Errorf("%s still %s", k, v)
+			}
+		}
+		return nil
+	})
 }

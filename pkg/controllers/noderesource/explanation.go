@@ -118,6 +118,12 @@ func (e *explanations) set(node *corev1.Node, now time.Time, strategy string, nr
 	for i := range nr.Derivations {
 		nr.Derivations[i].DeepCopyInto(&p.status.Resources[i])
 	}
+	if len(nr.AnnotationDerivations) > 0 {
+		p.status.Annotations = make([]slov1alpha1.AnnotationDerivation, len(nr.AnnotationDerivations))
+		for i := range nr.AnnotationDerivations {
+			nr.AnnotationDerivations[i].DeepCopyInto(&p.status.Annotations[i])
+		}
+	}
 	e.put(node.Name, p)
 }
 

@@ -3,15 +3,20 @@ package noderesource
 import (
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/plugins/batch"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/plugins/cpunormalization"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/plugins/mid"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/plugins/resourceamplification"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
 )
 
 // plugins returns every node-resource plugin in the order they run. Adding a plugin is one line here.
+// resourceamplification builds on the ratio cpunormalization returns, so it comes after it.
 func plugins() []framework.Plugin {
 	return []framework.Plugin{
 		batch.New(),
 		mid.New(),
+		cpunormalization.New(),
+		resourceamplification.New(),
 	}
 }
 

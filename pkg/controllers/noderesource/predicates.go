@@ -20,7 +20,8 @@ var published = map[corev1.ResourceName]bool{
 }
 
 // nodeChanged passes node events that can change a calculation: creation, deletion (to forget the node), label
-// changes (node selectors), reservation annotation changes, and capacity or allocatable changes of any resource the
+// changes (node selectors), reservation annotation changes, changes of the ratio annotations the plugins own (to put
+// back what someone else changed) and of the raw allocatable, and capacity or allocatable changes of any resource the
 // controller does not publish itself. Heartbeats, condition updates and the controller's own writes are dropped.
 type nodeChanged struct{ predicate.Funcs }
 
@@ -32,6 +33,9 @@ func (nodeChanged) Update(e event.UpdateEvent) bool {
 	}
 	return !maps.Equal(o.Labels, n.Labels) ||
 		o.Annotations[slov1alpha1.AnnotationNodeReservation] != n.Annotations[slov1alpha1.AnnotationNodeReservation] ||
+		o.Annotations[slov1alpha1.AnnotationCPUNormalizationRatio] != n.Annotations[slov1alpha1.AnnotationCPUNormalizationRatio] ||
+		o.Annotations[slov1alpha1.AnnotationResourceAmplificationRatio] != n.Annotations[slov1alpha1.AnnotationResourceAmplificationRatio] ||
+		o.Annotations[slov1alpha1.AnnotationRawAllocatable] != n.Annotations[slov1alpha1.AnnotationRawAllocatable] ||
 		o.Annotations[slov1alpha1.AnnotationNodeReservationAlias] != n.Annotations[slov1alpha1.AnnotationNodeReservationAlias] ||
 		!sameExceptPublished(o.Status.Capacity, n.Status.Capacity) ||
 		!sameExceptPublished(o.Status.Allocatable, n.Status.Allocatable)

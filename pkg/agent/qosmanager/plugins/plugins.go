@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpuqos"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/cpusuppress"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/memoryevict"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/netqos"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/pressureevict"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/resctrl"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/sysreconcile"
@@ -31,5 +32,6 @@ func Registry() []qosmanager.Factory {
 		{Name: cgreconcile.Name, Interval: cgreconcile.DefaultInterval, Default: true, New: cgreconcile.New},
 		{Name: cpuqos.Name, Interval: cpuqos.DefaultInterval, Default: true, New: cpuqos.New},
 		{Name: blkio.Name, Interval: blkio.DefaultInterval, Default: true, New: blkio.New},
+		{Name: netqos.Name, Interval: netqos.DefaultInterval, Default: true, New: netqos.New},
 	}
 }

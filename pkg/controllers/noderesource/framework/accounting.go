@@ -87,9 +87,11 @@ func (in *Input) NodeCapacity(r corev1.ResourceName) int64 {
 	return slov1alpha1.ReportBound(in.Node, r)
 }
 
-// KubeletReserved is what the kubelet keeps for the system: capacity - allocatable, at least zero.
+// KubeletReserved is what the kubelet keeps for the system: capacity - allocatable, at least zero. The allocatable
+// is the kubelet's own, before amplification (slov1alpha1.RawAllocatable): an amplified allocatable above capacity
+// would make the reservation vanish and hand it to batch pods.
 func (in *Input) KubeletReserved(r corev1.ResourceName) int64 {
-	alloc, ok := in.Node.Status.Allocatable[r]
+	alloc, ok := slov1alpha1.RawAllocatable(in.Node, r)
 	if !ok {
 		return 0
 	}

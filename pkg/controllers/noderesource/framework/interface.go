@@ -5,12 +5,14 @@
 //
 //	Setup        once per plugin, when the controller is built
 //	Calculate    every CalculatePlugin, in registration order; Reset instead when colocation is off for the node
+//	Annotate     every AnnotatePlugin, in registration order, whether colocation is on or off
 //	PreUpdate    every PreUpdatePlugin, once per reconcile (may write other objects)
 //	Prepare      every PreparePlugin, on a copy of the Node (may run again on a fresh copy after a conflict)
 //	NeedSync     every NeedSyncPlugin; the node status is written when one says yes
 //
-// Koordinator's framework also has a NeedSyncMeta stage and plugin-set node labels and annotations; no plugin sets any, so they are
-// left out until one does (the controller writes only the status and its explanation annotation).
+// Koordinator's framework lets every Calculate return node labels and annotations and has a NeedSyncMeta stage to
+// compare them. Here the annotations have a stage of their own, Annotate, and the controller writes and compares
+// them itself: a plugin says what each of its annotations should be, and the node is written when one differs.
 //
 // A plugin implements Plugin and any subset of the stage interfaces; the framework finds its stages by type
 // assertion. Plugins must not keep per-node state between reconciles: the controller may run reconciles of
@@ -76,6 +78,29 @@ type CalculatePlugin interface {
 	Reset(node *corev1.Node, message string) []ResourceItem
 }
 
+// AnnotatePlugin owns node annotations that are not reclaimed resources, such as the CPU normalization ratio.
+type AnnotatePlugin interface {
+	Plugin
+	// Annotate returns what the plugin wants of each node annotation it owns. It runs in every reconcile, after every
+	// Calculate, whether colocation is on for the node or not; nr.Annotations holds what the AnnotatePlugins before
+	// it returned in this reconcile, so one may build on another's (resource amplification on CPU normalization).
+	// An error leaves the plugin's annotations on the node as they are; the controller logs it and records a
+	// Warning event. Annotations the plugin does not return are left alone.
+	Annotate(in *Input, nr *NodeResource) ([]AnnotationItem, error)
+}
+
+// AnnotationItem is one plugin's result for one node annotation.
+type AnnotationItem struct {
+	// Key is the annotation's key.
+	Key string
+	// Value is the annotation's value; nil removes it.
+	Value *string
+	// Source names the configuration the value came from (see slov1alpha1.AnnotationDerivation).
+	Source string
+	// Reason says how the value came about, or why the annotation is removed.
+	Reason string
+}
+
 // PreUpdatePlugin acts on the complete calculation before the node is written.
 type PreUpdatePlugin interface {
 	Plugin
@@ -116,6 +141,9 @@ type Input struct {
 	Topology *Topology
 	// Strategy is the node's merged, defaulted colocation strategy.
 	Strategy *sloconfig.ColocationStrategy
+	// Config is the slo-controller-config snapshot of this reconcile (Strategy comes from it), for plugins that read
+	// other keys.
+	Config *sloconfig.Snapshot
 	// Now is the time of the reconcile, from the controller's clock.
 	Now time.Time
 

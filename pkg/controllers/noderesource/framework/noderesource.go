@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 )
@@ -19,6 +20,10 @@ type NodeResource struct {
 	Messages map[corev1.ResourceName]string
 	// Derivations explain each resource, in the order the items were set.
 	Derivations []slov1alpha1.ResourceDerivation
+	// Annotations maps a node annotation to its value, nil to remove it; annotations not in it are left alone.
+	Annotations map[string]*string
+	// AnnotationDerivations explain each annotation the AnnotatePlugins returned, or left as it was after an error.
+	AnnotationDerivations []slov1alpha1.AnnotationDerivation
 }
 
 // NewNodeResource returns a NodeResource holding items.
@@ -27,6 +32,7 @@ func NewNodeResource(items ...ResourceItem) *NodeResource {
 		Resources:     map[corev1.ResourceName]*resource.Quantity{},
 		ZoneResources: map[string]corev1.ResourceList{},
 		Messages:      map[corev1.ResourceName]string{},
+		Annotations:   map[string]*string{},
 	}
 	nr.Set(items...)
 	return nr
@@ -55,6 +61,71 @@ func (nr *NodeResource) Set(items ...ResourceItem) {
 			nr.Derivations = append(nr.Derivations, *it.Derivation.DeepCopy())
 		}
 	}
+}
+
+// SetAnnotations merges the items of the AnnotatePlugin plugin into nr.
+func (nr *NodeResource) SetAnnotations(plugin string, items ...AnnotationItem) {
+	for _, it := range items {
+		var v *string
+		if it.Value != nil {
+			v = ptr.To(*it.Value)
+		}
+		nr.Annotations[it.Key] = v
+		nr.AnnotationDerivations = slices.DeleteFunc(nr.AnnotationDerivations, func(d slov1alpha1.AnnotationDerivation) bool {
+			return d.Annotation == it.Key
+		})
+		nr.AnnotationDerivations = append(nr.AnnotationDerivations, slov1alpha1.AnnotationDerivation{
+			Annotation: it.Key, Plugin: plugin, Value: v, Source: it.Source, Reason: it.Reason,
+		})
+	}
+}
+
+// Annotation returns the value an AnnotatePlugin gave a node annotation in this reconcile, else the node's own.
+func (nr *NodeResource) Annotation(node *corev1.Node, key string) (string, bool) {
+	if v, ok := nr.Annotations[key]; ok {
+		if v == nil {
+			return "", false
+		}
+		return *v, true
+	}
+	v, ok := node.Annotations[key]
+	return v, ok
+}
+
+// PrepareAnnotations writes nr.Annotations into node: a value is set, nil removes the annotation.
+func PrepareAnnotations(node *corev1.Node, nr *NodeResource) {
+	for key, v := range nr.Annotations {
+		if v == nil {
+			delete(node.Annotations, key)
+			continue
+		}
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		node.Annotations[key] = *v
+	}
+}
+
+// AnnotationsDiffer says which annotation of nr differs between oldNode and newNode, or "" when none does.
+func AnnotationsDiffer(oldNode, newNode *corev1.Node, nr *NodeResource) string {
+	keys := make([]string, 0, len(nr.Annotations))
+	for key := range nr.Annotations {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		o, hadOld := oldNode.Annotations[key]
+		n, hasNew := newNode.Annotations[key]
+		switch {
+		case hadOld && !hasNew:
+			return "annotation " + key + " removed"
+		case !hadOld && hasNew:
+			return "annotation " + key + " set to " + n
+		case o != n:
+			return "annotation " + key + " changed from " + o + " to " + n
+		}
+	}
+	return ""
 }
 
 // Get returns the value of a resource and whether nr has it; a resource to be removed is (nil, true).

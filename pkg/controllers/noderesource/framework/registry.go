@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -88,6 +89,31 @@ func (r *Registry) Calculate(in *Input, disabledReason string) (*NodeResource, e
 		nr.Set(items...)
 	}
 	return nr, errors.Join(errs...)
+}
+
+// Annotate runs every AnnotatePlugin in order and merges their items into nr. A plugin that fails keeps its
+// annotations as they are on the node: its explanation entries say why, and the errors are returned joined.
+func (r *Registry) Annotate(in *Input, nr *NodeResource) error {
+	var errs []error
+	for _, p := range r.plugins {
+		ap, ok := p.(AnnotatePlugin)
+		if !ok {
+			continue
+		}
+		items, err := ap.Annotate(in, nr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node-resource plugin %s: %w", p.Name(), err))
+			for _, it := range items {
+				// What a failing plugin returns only names the annotations it keeps as they are.
+				nr.AnnotationDerivations = append(nr.AnnotationDerivations, slov1alpha1.AnnotationDerivation{
+					Annotation: it.Key, Plugin: p.Name(), Reason: slov1alpha1.AnnotationKeptPrefix + err.Error(),
+				})
+			}
+			continue
+		}
+		nr.SetAnnotations(p.Name(), items...)
+	}
+	return errors.Join(errs...)
 }
 
 // PreUpdate runs every PreUpdatePlugin once; errors are joined, and every plugin runs.

@@ -785,3 +785,16 @@ func TestMinChange(t *testing.T) {
 		}
 	}
 }
+
+// TestReservationOfAnAmplifiedNode: gleaner-manager's node webhook amplified the node's allocatable cpu (8 raw cores
+// x 1.5 = 12); the kubelet's reservation is still capacity 10 - raw 8 = 2 cores, not 10 - 12 (none).
+func TestReservationOfAnAmplifiedNode(t *testing.T) {
+	r := newRig(t, cgroup.V1, 10, "12", hostsim.Config{})
+	n := tu.Node("node-1").Capacity("cpu", "10").Allocatable("cpu", "12").Obj()
+	n.Annotations = map[string]string{slov1alpha1.AnnotationResourceAmplificationRatio: `{"cpu":1.50}`, slov1alpha1.AnnotationRawAllocatable: `{"cpu":"8"}`}
+	r.Store.SetNode(n)
+	capacity, reserved, err := r.p.capacity()
+	if err != nil || capacity != 10 || reserved != 2 {
+		t.Errorf("capacity, reserved = %v, %v, %v; want 10, 2", capacity, reserved, err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
@@ -145,11 +147,12 @@ func within(dir string, dirs []string) bool {
 }
 
 // capacity is the node's CPU capacity and the part the kubelet reserves (capacity - allocatable), cores, from the
-// Node; before the Node is known, the online CPUs with nothing reserved.
+// Node; before the Node is known, the online CPUs with nothing reserved. The allocatable is the kubelet's own,
+// before gleaner-manager's amplification (slov1alpha1.RawAllocatable): amplified, it would hide the reservation.
 func (p *Plugin) capacity() (capacity, reserved float64, err error) {
 	if n := p.d.States.GetNode(); n != nil {
 		capacity = float64(n.Status.Capacity.Cpu().MilliValue()) / 1000
-		if a, ok := n.Status.Allocatable["cpu"]; ok && capacity > 0 {
+		if a, ok := slov1alpha1.RawAllocatable(n, corev1.ResourceCPU); ok && capacity > 0 {
 			reserved = max(capacity-float64(a.MilliValue())/1000, 0)
 		}
 	}

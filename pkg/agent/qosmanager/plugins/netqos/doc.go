@@ -1,0 +1,25 @@
+// Package netqos shapes the node's outgoing traffic by QoS class, from the NodeSLO's resourceQOSStrategy
+// networkQOS and systemStrategy.totalNetworkBandwidth.
+//
+// The plugin owns the root queueing discipline of one device (the default route's, or --net-qos-device): an HTB
+// tree with one class per network class under a root class at the node's total bandwidth.
+//
+//	474c:  htb, default 474c:20
+//	└── 474c:1   rate = ceil = total
+//	    ├── 474c:2 → 474c:20   system: unclassified traffic, the host's and SYSTEM pods'
+//	    ├── 474c:3 → 474c:30   LS: LSE, LSR and LS pods (the mid tier too)
+//	    └── 474c:4 → 474c:40   BE: best-effort pods
+//	             └── 474c:100+ one leaf per pod whose annotation lowers its own egress limit
+//
+// Each class is an inner class with a shared leaf; a pod's own leaf sits under its class, so it still counts
+// against the class's limit. LS and BE exist only while their networkQOS is on.
+//
+// A packet's class is chosen by the pod IP it comes from, not by the pod's cgroup: a pod's packets cross a veth into
+// the host's network namespace, where the kernel detaches them from the pod's socket (and so from its cgroup)
+// before they reach the device. An nftables table of the agent's own, inet gleaner-netqos, sets each packet's
+// priority to its class's handle in the postrouting hook at mangle priority (before source NAT rewrites the
+// address), and HTB puts a packet whose priority names one of its classes into that class without a filter.
+// Pods on the host's network share the node's IP and stay in the default class.
+//
+// Netlink and nftables are spoken directly (vishvananda/netlink, google/nftables); nothing runs tc or nft.
+package netqos
