@@ -99,7 +99,7 @@ type NodeMetricStatus struct {
 	PodsMetric []PodMetricInfo `json:"podsMetric,omitempty"`
 
 	// PodUsages is the usage of each pod on the node, averaged over the aggregate duration, in the form agents
-	// write since issue 33: the pod's UID, its priority class when not prod, and CPU and memory as integers. It
+	// write now: the pod's UID, its priority class when not prod, and CPU and memory as integers. It
 	// carries what the manager's calculation reads and nothing else, because the manager decodes every report of
 	// the cluster (one per node a minute): a record costs under half of a PodsMetric record to decode and a
 	// quarter of its garbage (docs/benchmarks.md). The pod's name and namespace are where its UID leads (kubectl
