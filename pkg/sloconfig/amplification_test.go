@@ -1,7 +1,6 @@
 package sloconfig
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,23 +38,7 @@ func TestAmplificationKeysValidation(t *testing.T) {
 			[]string{"resourceAmplificationRatio[not a name]: Invalid value: \"not a name\": not a resource name"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseKey(tt.key, strings.NewReader(tt.value))
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error\n  %s\ndoes not mention\n  %s", err, w)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { expectParse(t, tt.key, tt.value, tt.wantErr) })
 	}
 }
 

@@ -157,26 +157,31 @@ func TestValidation(t *testing.T) {
 			[]string{`applications[0].cgroupPath.base: Invalid value: "/sys"`}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseKey(tt.key, strings.NewReader(tt.value))
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want an error mentioning %q, got none", tt.wantErr)
-			}
-			if !strings.HasPrefix(err.Error(), tt.key+": ") {
-				t.Errorf("error %q does not start with the key", err)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error\n  %s\ndoes not mention\n  %s", err, w)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { expectParse(t, tt.key, tt.value, tt.wantErr) })
+	}
+}
+
+// expectParse parses value as key: valid when wantErr is empty, else an error starting with the key and mentioning
+// each of wantErr.
+func expectParse(t *testing.T, key, value string, wantErr []string) {
+	t.Helper()
+	_, err := ParseKey(key, strings.NewReader(value))
+	if len(wantErr) == 0 {
+		if err != nil {
+			t.Fatalf("want valid, got %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want an error mentioning %q, got none", wantErr)
+	}
+	if !strings.HasPrefix(err.Error(), key+": ") {
+		t.Errorf("error %q does not start with the key", err)
+	}
+	for _, w := range wantErr {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error\n  %s\ndoes not mention\n  %s", err, w)
+		}
 	}
 }
 

@@ -79,16 +79,23 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 	if err := p.onHostNetwork(); err != nil {
 		return err
 	}
+	_, _, _, err := p.resolve(spec)
+	return err
+}
+
+// resolve finds what spec asks of this node: the device, the total bandwidth and the classes' settings.
+func (p *Plugin) resolve(spec *slov1alpha1.NodeSLOSpec) (netlink.Link, uint64, [numClasses]classConfig, error) {
+	var cfg [numClasses]classConfig
 	link, err := p.link()
 	if err != nil {
-		return err
+		return nil, 0, cfg, err
 	}
 	total, err := p.total(spec, link)
 	if err != nil {
-		return err
+		return nil, 0, cfg, err
 	}
-	_, err = classConfigs(spec, total)
-	return err
+	cfg, err = classConfigs(spec, total)
+	return link, total, cfg, err
 }
 
 // onHostNetwork is an error when the agent can tell that it is not in the host's network namespace (hostNetwork:
@@ -114,15 +121,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	if !enabled(spec) {
 		return p.undo(ctx)
 	}
-	link, err := p.link()
-	if err != nil {
-		return err
-	}
-	total, err := p.total(spec, link)
-	if err != nil {
-		return err
-	}
-	cfg, err := classConfigs(spec, total)
+	link, total, cfg, err := p.resolve(spec)
 	if err != nil {
 		return err
 	}
