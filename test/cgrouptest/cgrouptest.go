@@ -289,15 +289,20 @@ func (s *Sandbox) Start(dir string, argv ...string) *exec.Cmd {
 	})
 	// Wait until the process is in the cgroup: in the user-mode kernel, on a loaded host and under a small quota,
 	// the shell's start alone can take seconds.
-	procs := filepath.Join(s.Path("cpuacct", dir), "cgroup.procs")
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile(procs)
-		if slices.Contains(strings.Fields(string(b)), fmt.Sprint(cmd.Process.Pid)) {
+		if s.Holds(dir, cmd) {
 			return cmd
 		}
 	}
 	s.t.Fatalf("cgrouptest: %v did not enter %s", argv, dir)
 	return nil
+}
+
+// Holds reports whether cmd, which Start started, is alive in cgroup dir: a process that has ended, by its own
+// doing or the kernel's OOM killer, leaves its cgroup at once.
+func (s *Sandbox) Holds(dir string, cmd *exec.Cmd) bool {
+	b, _ := os.ReadFile(filepath.Join(s.Path("cpuacct", dir), "cgroup.procs"))
+	return slices.Contains(strings.Fields(string(b)), fmt.Sprint(cmd.Process.Pid))
 }
 
 // Stop kills a process Start started and waits for it.
