@@ -26,14 +26,19 @@ func (t *Totals) Add(pod *corev1.Pod) bool {
 	if !Counted(pod) {
 		return false
 	}
-	reqs, limits := PodRequestsAndLimits(pod)
+	t.AddCounted(PodRequestsAndLimits(pod))
+	return true
+}
+
+// AddCounted adds the requests and limits of one pod the caller has found Counted, as PodRequestsAndLimits returns
+// them. The lists are only read.
+func (t *Totals) AddCounted(requests, limits corev1.ResourceList) {
 	if t.Requests == nil {
 		t.Requests, t.Limits = corev1.ResourceList{}, corev1.ResourceList{}
 	}
-	addTo(t.Requests, reqs)
+	addTo(t.Requests, requests)
 	addTo(t.Limits, limits)
 	t.Pods++
-	return true
 }
 
 func addTo(sum, list corev1.ResourceList) {

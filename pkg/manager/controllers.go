@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodemetric"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeslo"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -37,16 +38,18 @@ type Deps struct {
 	// (package sloconfigmap), which is part of the manager rather than one of these controllers: it always runs,
 	// whatever --controllers selects, so no controller can read a store that nothing fills.
 	SLOConfig *sloconfig.Store
+	// Pods is the cache of the cluster's bound pods, one for every controller that reads pods (package podcache).
+	Pods *podcache.Cache
 }
 
 // controllers returns every controller gleaner-manager has, in the order they are set up. Adding a controller is
 // one line here.
 func controllers(d Deps) []Controller {
 	return []Controller{
-		nodeallocation.New(nodeallocation.Config{Clock: d.Clock, Registerer: d.Metrics}),
+		nodeallocation.New(nodeallocation.Config{Clock: d.Clock, Registerer: d.Metrics, Pods: d.Pods}),
 		nodeslo.New(d.SLOConfig),
 		nodemetric.New(d.SLOConfig),
-		noderesource.New(d.SLOConfig, d.Clock, d.Metrics, d.Options.NodeResource),
+		noderesource.New(d.SLOConfig, d.Clock, d.Metrics, d.Options.NodeResource).WithPods(d.Pods),
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 
 	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/webhookcert"
 	"github.com/gleaner-sh/gleaner/pkg/serving"
@@ -149,7 +149,12 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr)); err != nil {
+	// The pod cache, shared by the controllers that read pods; it fills on every replica, as the informers do.
+	pods, err := podcache.ForManager(mgr, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr, pods)); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if webhookServer != nil {
@@ -163,13 +168,9 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("adding the webhook readiness check: %w", err)
 		}
 	}
-	// The shared indexes, once, before any controller: controller-runtime refuses an index registered twice.
-	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return nil, err
-	}
 	// One registry for every metric, the one the metrics server serves. A second manager in the same process (which
 	// controller-runtime's unique controller names rule out anyway) would get a clear duplicate-registration error.
-	deps := Deps{Options: opts, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, SLOConfig: sloconfig.NewStore()}
+	deps := Deps{Options: opts, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, SLOConfig: sloconfig.NewStore(), Pods: pods}
 	// The config loader before the controllers that read its store; it is not in --controllers' choice.
 	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap, deps.Metrics).WithClock(deps.Clock).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the SLO config loader: %w", err)
@@ -229,12 +230,15 @@ func addCertProvisioner(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config,
 }
 
 // informersSynced is ready once the manager's informer caches hold a full list of what they watch.
-func informersSynced(mgr ctrl.Manager) healthz.Checker {
+func informersSynced(mgr ctrl.Manager, pods *podcache.Cache) healthz.Checker {
 	return func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
 		defer cancel()
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return errors.New("informer caches have not synced yet")
+		}
+		if !pods.HasSynced() {
+			return errors.New("the pod cache has not listed the pods yet")
 		}
 		return nil
 	}

@@ -11,8 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 )
 
 // Test managers get managerShutdown to stop their runnables (ctrl.Options.GracefulShutdownTimeout) and the test
@@ -25,8 +23,7 @@ const (
 )
 
 // StartManager starts a controller-runtime manager against the API server, with metrics, probes and leader
-// election off and, like gleaner-manager, the shared cache indexes (index.Register), after setup has registered its
-// controllers on it; it stops when the test ends. Each customize
+// election off, after setup has registered its controllers on it; it stops when the test ends. Each customize
 // function may change the manager's options first (a client that fails on purpose, say).
 func (e *Env) StartManager(t testing.TB, setup func(ctrl.Manager) error, customize ...func(*ctrl.Options)) ctrl.Manager {
 	t.Helper()
@@ -52,9 +49,6 @@ func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, setup func(ctrl.Man
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
-	}
-	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		t.Fatalf("registering the shared indexes: %v", err)
 	}
 	if err := setup(mgr); err != nil {
 		t.Fatalf("setting up the manager: %v", err)

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,7 +23,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/allocation"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 )
 
 // Name is the controller's name in logs, metrics and gleaner-manager's --controllers flag.
@@ -51,6 +50,8 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Workers is how many nodes are reconciled concurrently; 0 means DefaultWorkers.
 	Workers int
+	// Pods is the pod cache gleaner-manager shares between its controllers; nil gives the controller its own.
+	Pods *podcache.Cache
 }
 
 // Controller keeps one NodeAllocation per Node.
@@ -74,11 +75,15 @@ func New(cfg Config) *Controller {
 // Name implements manager.Controller.
 func (c *Controller) Name() string { return Name }
 
-// SetupWithManager registers the metrics and the watches: Nodes (allocatable changes), Pods (mapped to their node),
-// and deletions of NodeAllocations (to put back one deleted by hand). The manager must have the shared indexes
-// (index.Register), as gleaner-manager does before it sets up any controller.
+// SetupWithManager registers the metrics and the watches: Nodes (allocatable changes), pods (the pod cache's changes,
+// mapped to their node), and deletions of NodeAllocations (to put back one deleted by hand).
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.client = mgr.GetClient()
+	pods, err := podcache.ForManager(mgr, c.cfg.Pods)
+	if err != nil {
+		return err
+	}
+	c.cfg.Pods = pods
 	reg := c.cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -91,19 +96,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.cfg.Workers}).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{},
 			&handler.TypedEnqueueRequestForObject[*corev1.Node]{}, nodeChanged())).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
-			handler.TypedEnqueueRequestsFromMapFunc(podToNode), podChanged())).
+		WatchesRawSource(pods.Source(podChanged)).
 		Watches(&slov1alpha1.NodeAllocation{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(deletedOnly())).
 		Complete(c)
-}
-
-// podToNode maps a pod to the node it is bound to; the handler calls it with both the old and the new pod of an
-// update, so a pod moving between nodes refreshes both.
-func podToNode(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	if pod.Spec.NodeName == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pod.Spec.NodeName}}}
 }
 
 // Reconcile recomputes the summary of the node named req.Name from the cache and writes it to the node's
@@ -119,14 +114,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		return ctrl.Result{}, fmt.Errorf("getting node %q: %w", req.Name, err)
 	}
-	pods := &corev1.PodList{}
-	// The cached pods themselves, not copies: Totals.Add only reads them.
-	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name), client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing pods on node %q: %w", node.Name, err)
-	}
 	var totals allocation.Totals
-	for i := range pods.Items {
-		totals.Add(&pods.Items[i])
+	for _, pod := range c.cfg.Pods.OnNode(node.Name) {
+		if pod.Counted() {
+			totals.AddCounted(pod.Requests, pod.Limits)
+		}
 	}
 	summary := allocation.NewSummary(node, totals)
 

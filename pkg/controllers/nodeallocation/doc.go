@@ -2,8 +2,9 @@
 // is the "Allocated resources" table of `kubectl describe node`: what the pods bound to the node request and limit,
 // per resource, and those totals as percentages of the node's allocatable (package allocation does the counting).
 //
-// It watches Nodes and Pods through the manager's cache, with pods indexed by spec.nodeName, so a reconcile reads one
-// node and its own pods and never lists the cluster. Events that cannot change a summary are dropped before they are
+// It watches Nodes through the manager's cache and pods through the manager's pod cache (package podcache), which
+// keeps them by node and has worked out each pod's requests and limits when it arrived, so a reconcile reads one node
+// and its own pods and never lists the cluster. Events that cannot change a summary are dropped before they are
 // queued: node heartbeats and every other node update that leaves capacity and allocatable alone, and pod updates
 // that change neither the pod's node, whether it counts (its phase), nor its requests and limits. The status is
 // written only when the summary changed. A NodeAllocation is owned by its Node and deleted with it.

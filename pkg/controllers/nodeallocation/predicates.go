@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/gleaner-sh/gleaner/pkg/allocation"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 )
 
 // nodeChanged passes node creations, deletions and the updates that change the denominator of the summary
@@ -21,29 +21,18 @@ func nodeChanged() predicate.TypedFuncs[*corev1.Node] {
 	}
 }
 
-// podChanged passes what can change a node's summary: a bound pod appearing or going, and an update that moves the
-// pod to another node, makes it count or stop counting (phase Succeeded or Failed), or changes its requests or
-// limits (an in-place resize, pod-level resources). Status updates of running pods, label changes and the
-// deletion timestamp (terminating pods still count) are dropped, as is everything about unbound pods.
-func podChanged() predicate.TypedFuncs[*corev1.Pod] {
-	bound := func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }
-	return predicate.TypedFuncs[*corev1.Pod]{
-		CreateFunc:  func(e event.TypedCreateEvent[*corev1.Pod]) bool { return bound(e.Object) },
-		DeleteFunc:  func(e event.TypedDeleteEvent[*corev1.Pod]) bool { return bound(e.Object) },
-		GenericFunc: func(e event.TypedGenericEvent[*corev1.Pod]) bool { return bound(e.Object) },
-		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Pod]) bool {
-			o, n := e.ObjectOld, e.ObjectNew
-			switch {
-			case !bound(o) && !bound(n):
-				return false
-			case o.Spec.NodeName != n.Spec.NodeName, allocation.Counted(o) != allocation.Counted(n):
-				return true
-			}
-			oReqs, oLimits := allocation.PodRequestsAndLimits(o)
-			nReqs, nLimits := allocation.PodRequestsAndLimits(n)
-			return !equality.Semantic.DeepEqual(oReqs, nReqs) || !equality.Semantic.DeepEqual(oLimits, nLimits)
-		},
+// podChanged passes the pod updates that can change a node's summary: one that makes the pod count or stop
+// counting (phase Succeeded or Failed) or changes its requests or limits (an in-place resize, pod-level resources).
+// The cache passes creations, deletions and moves to another node anyway. Status updates of running pods, label
+// changes and the deletion timestamp (terminating pods still count) are dropped.
+func podChanged(o, n *podcache.Pod) bool {
+	if o.NodeName != n.NodeName || o.Counted() != n.Counted() {
+		return true
 	}
+	if o.Shape == n.Shape { // one shared shape: equal requests and limits
+		return false
+	}
+	return !equality.Semantic.DeepEqual(o.Requests, n.Requests) || !equality.Semantic.DeepEqual(o.Limits, n.Limits)
 }
 
 // deletedOnly passes only deletions of NodeAllocations, so one deleted by hand is written again at once while the

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -63,39 +64,21 @@ func TestPodChanged(t *testing.T) {
 		{"pending to running", base().Phase(corev1.PodPending).Obj(), base().Obj(), false},
 		{"running to succeeded", base().Obj(), base().Phase(corev1.PodSucceeded).Obj(), true},
 		{"running to failed", base().Obj(), base().Phase(corev1.PodFailed).Obj(), true},
-		{"bound", testutil.Pod("p").Requests("cpu", "250m").Obj(), base().Obj(), true},
-		{"unbound stays unbound", testutil.Pod("p").Obj(), testutil.Pod("p").Label("a", "b").Obj(), false},
+		{"moved to another node", base().Obj(), base().Node("m").Obj(), true},
 		{"resized", base().Obj(), testutil.Pod("p").Node("n").Requests("cpu", "300m").Limits("cpu", "500m").Obj(), true},
 		{"limit resized", base().Obj(), testutil.Pod("p").Node("n").Requests("cpu", "250m").Limits("cpu", "1").Obj(), true},
 		{"resize status only", base().Obj(), base().StatusRequests("c0", "cpu", "1").Obj(), false},
 	}
-	p := podChanged()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := p.Update(event.TypedUpdateEvent[*corev1.Pod]{ObjectOld: tt.old, ObjectNew: tt.new}); got != tt.want {
-				t.Errorf("Update = %v, want %v", got, tt.want)
+			if got := podChanged(podcache.FromPod(tt.old), podcache.FromPod(tt.new)); got != tt.want {
+				t.Errorf("podChanged = %v, want %v", got, tt.want)
 			}
 		})
-	}
-	bound, unbound := base().Obj(), testutil.Pod("p").Obj()
-	if !p.Create(event.TypedCreateEvent[*corev1.Pod]{Object: bound}) || !p.Delete(event.TypedDeleteEvent[*corev1.Pod]{Object: bound}) {
-		t.Error("bound pod creations and deletions must pass")
-	}
-	if p.Create(event.TypedCreateEvent[*corev1.Pod]{Object: unbound}) || p.Delete(event.TypedDeleteEvent[*corev1.Pod]{Object: unbound}) {
-		t.Error("unbound pod creations and deletions must be dropped")
 	}
 }
 
 func withReady(p *corev1.Pod) *corev1.Pod {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	return p
-}
-
-func TestPodToNode(t *testing.T) {
-	if got := podToNode(t.Context(), testutil.Pod("p").Node("n1").Obj()); len(got) != 1 || got[0].Name != "n1" || got[0].Namespace != "" {
-		t.Errorf("podToNode = %v, want the node n1", got)
-	}
-	if got := podToNode(t.Context(), testutil.Pod("p").Obj()); got != nil {
-		t.Errorf("an unbound pod maps to %v", got)
-	}
 }

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -83,8 +83,10 @@ type Controller struct {
 	// makes (a NodeMetric carries every pod's usage: 33 KB of allocations per copy at 30 pods). The reconcile and
 	// the plugins only read them; what is written is a copy (Prepare's node).
 	nodeStore, metricStore toolscache.Store
-	metrics                *metrics
-	times                  *nodeTimes
+	// pods are the cluster's bound pods, the few words of each the plugins read (package podcache).
+	pods    *podcache.Cache
+	metrics *metrics
+	times   *nodeTimes
 	// explanations writes each node's NodeResourceExplanation after the node.
 	explanations *explanations
 }
@@ -100,6 +102,13 @@ func New(config *sloconfig.Store, clk clock.WithTicker, reg prometheus.Registere
 	return &Controller{config: config, clock: clk, metricsReg: reg, opts: opts, times: newNodeTimes(exps.lastPublished), explanations: exps}
 }
 
+// WithPods makes the controller read pods from pods, a cache gleaner-manager shares between its controllers.
+// Without it, SetupWithManager gives the controller a cache of its own.
+func (c *Controller) WithPods(pods *podcache.Cache) *Controller {
+	c.pods = pods
+	return c
+}
+
 // Name implements manager.Controller.
 func (c *Controller) Name() string { return Name }
 
@@ -112,6 +121,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.registry = registry
 	c.client = mgr.GetClient()
 	c.cache = mgr.GetCache()
+	if c.pods, err = podcache.ForManager(mgr, c.pods); err != nil {
+		return err
+	}
 	if c.nodeStore, err = informerStore(mgr, &corev1.Node{}); err != nil {
 		return err
 	}
@@ -141,7 +153,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&corev1.Node{}, builder.WithPredicates(nodeChanged{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode), builder.WithPredicates(podChanged{})).
+		WatchesRawSource(c.pods.Source(podChanged)).
 		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(metricChanged{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.newQueue})
 	if c.topology {
@@ -340,14 +352,7 @@ func (c *Controller) reportReservation(node *corev1.Node, in *framework.Input) {
 func (c *Controller) input(ctx context.Context, node *corev1.Node, strategy *sloconfig.ColocationStrategy) (*framework.Input, error) {
 	in := &framework.Input{Node: node, Strategy: strategy, Now: c.clock.Now()}
 
-	pods := &corev1.PodList{}
-	if err := c.client.List(ctx, pods, index.PodsOnNode(node.Name), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
-	}
-	in.Pods = make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		in.Pods[i] = &pods.Items[i]
-	}
+	in.Pods = c.pods.OnNode(node.Name)
 
 	metric, err := cached[*slov1alpha1.NodeMetric](c.metricStore, node.Name)
 	if err != nil {
@@ -426,13 +431,6 @@ func nextDue(in *framework.Input, last time.Time, written bool) time.Time {
 		consider(last.Add(time.Duration(ptr.Deref(in.Strategy.UpdateTimeThresholdSeconds, 0)) * time.Second))
 	}
 	return due
-}
-
-func podToNode(_ context.Context, o client.Object) []reconcile.Request {
-	if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: n}}}
-	}
-	return nil
 }
 
 func sameName(_ context.Context, o client.Object) []reconcile.Request {

@@ -30,7 +30,6 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/cli"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/index"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
@@ -112,9 +111,6 @@ func start(t *testing.T) *harness {
 		report := testenv.PrepareManager(&opts)
 		mgr, err := ctrl.NewManager(cfg, opts)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 			t.Fatal(err)
 		}
 		store := sloconfig.NewStore()

@@ -2,7 +2,7 @@
 // kubernetes.io/mid-*) on nodes through the node-resource framework (package framework) and its plugins (packages
 // under plugins/).
 //
-// Per node, a reconcile reads the Node, its pods (cache index), its NodeMetric, its NodeResourceTopology when the
+// Per node, a reconcile reads the Node, its pods (package podcache), its NodeMetric, its NodeResourceTopology when the
 // cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
 // status (resources), only when a plugin's NeedSync asks for it, or the last write is older than
 // updateTimeThresholdSeconds and the values moved, or the node still carries the explanation annotation of an

@@ -5,13 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	resourcehelper "k8s.io/component-helpers/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
-	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 )
 
 // published are the resources the plugins write; a node update that changes only these is the controller's own.
@@ -58,36 +56,21 @@ func sameExceptPublished(a, b corev1.ResourceList) bool {
 	return true
 }
 
-// podChanged passes pod events that can change a node's high-priority usage or requests: a bound pod created or
-// deleted, and updates that change its node, whether it is active, its class (slov1alpha1.ClassOf: a label can
-// change it on a running pod), or its requests. Status-only updates (probes, conditions) are dropped.
-type podChanged struct{ predicate.Funcs }
-
-func (podChanged) Create(e event.CreateEvent) bool { return bound(e.Object) }
-func (podChanged) Delete(e event.DeleteEvent) bool { return bound(e.Object) }
-
-func (podChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*corev1.Pod)
-	n, ok2 := e.ObjectNew.(*corev1.Pod)
-	if !ok1 || !ok2 {
+// podChanged passes the pod updates that can change a node's high-priority usage or requests: one that changes
+// whether the pod is active, its class (slov1alpha1.ClassOf: a label can change it on a running pod), or its
+// requests. The cache passes creations, deletions and moves to another node anyway. Status-only updates (probes,
+// conditions) are dropped.
+func podChanged(o, n *podcache.Pod) bool {
+	if o.NodeName != n.NodeName || o.Active() != n.Active() {
 		return true
 	}
-	if n.Spec.NodeName == "" && o.Spec.NodeName == "" {
+	if o.Shape == n.Shape { // one shared shape: equal in everything below
 		return false
 	}
-	if o.Spec.NodeName != n.Spec.NodeName || framework.Active(o) != framework.Active(n) {
+	if oc, nc := o.Class, n.Class; oc.Priority != nc.Priority || oc.QoS != nc.QoS {
 		return true
 	}
-	if oc, nc := slov1alpha1.ClassOf(o), slov1alpha1.ClassOf(n); oc.Priority != nc.Priority || oc.QoS != nc.QoS {
-		return true
-	}
-	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
-	return !equality.Semantic.DeepEqual(resourcehelper.PodRequests(o, opts), resourcehelper.PodRequests(n, opts))
-}
-
-func bound(o client.Object) bool {
-	p, ok := o.(*corev1.Pod)
-	return !ok || p.Spec.NodeName != ""
+	return !equality.Semantic.DeepEqual(o.Effective, n.Effective)
 }
 
 // metricChanged passes NodeMetric creations, deletions and status changes; spec-only updates (the manager's own)

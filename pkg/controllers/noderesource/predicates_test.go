@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -55,10 +56,12 @@ func TestPodChangedSeesClasses(t *testing.T) {
 		{"QoS label LSE: same priority, other QoS class", label(slov1alpha1.LabelQoSClass, "LSE"), true},
 		{"QoS label LS: the class it had", label(slov1alpha1.LabelQoSClass, "LS"), false},
 		{"priority-class label", label(slov1alpha1.LabelPriorityClassAlias, "koord-batch"), true},
+		{"request resized", testutil.Pod("p").Node("n").Requests("cpu", "2").Obj(), true},
+		{"succeeded", testutil.Pod("p").Node("n").Requests("cpu", "1").Phase(corev1.PodSucceeded).Obj(), true},
 	}
 	for _, tt := range tests {
-		if got := (podChanged{}).Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tt.new}); got != tt.want {
-			t.Errorf("%s: Update = %v, want %v", tt.name, got, tt.want)
+		if got := podChanged(podcache.FromPod(base), podcache.FromPod(tt.new)); got != tt.want {
+			t.Errorf("%s: podChanged = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

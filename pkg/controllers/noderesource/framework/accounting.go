@@ -5,10 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 )
 
 // Amount is a quantity as an integer in the resource's calculation unit: millicores for CPU, bytes otherwise.
@@ -32,44 +31,15 @@ func ExtendedQuantity(amount int64, r corev1.ResourceName) resource.Quantity {
 
 // Active reports whether a pod holds resources on its node: it is Pending or Running (terminating pods included).
 // Succeeded, Failed and Unknown pods do not count.
-func Active(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodRunning || pod.Status.Phase == corev1.PodPending || pod.Status.Phase == ""
-}
+func Active(pod *podcache.Pod) bool { return pod.Active() }
 
 // PodRequests is a pod's requests as the scheduler counts them (init containers, sidecars, overhead, pod-level
-// resources, resized allocations), computed once per reconcile.
-func (in *Input) PodRequests(pod *corev1.Pod) corev1.ResourceList {
-	if in.podRequests == nil {
-		in.podRequests = make(map[types.UID]corev1.ResourceList, len(in.Pods))
-	}
-	if reqs, ok := in.podRequests[pod.UID]; ok {
-		return reqs
-	}
-	reqs := podRequests(pod)
-	in.podRequests[pod.UID] = reqs
-	return reqs
-}
-
-// podRequests is resourcehelper.PodRequests with status resources. Most pods have one container and nothing else
-// that counts (no init containers, overhead, pod-level requests or resized resources in their status): their
-// requests are that container's, returned as they are instead of copied into a new list, which is most of what a
-// reconcile allocates. The result is read-only.
-func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	if len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && pod.Spec.Overhead == nil && pod.Spec.Resources == nil {
-		resized := false
-		for i := range pod.Status.ContainerStatuses {
-			resized = resized || pod.Status.ContainerStatuses[i].Resources != nil
-		}
-		if !resized {
-			return pod.Spec.Containers[0].Resources.Requests
-		}
-	}
-	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true})
-}
+// resources, resized allocations), worked out once when the pod reached the cache. The list is read-only.
+func (in *Input) PodRequests(pod *podcache.Pod) corev1.ResourceList { return pod.Effective }
 
 // PodRequest is a pod's request of r (see PodRequests), plus its request of the mid-tier resource of the same
 // kind, so that a mid pod counts with its kubernetes.io/mid-* request.
-func (in *Input) PodRequest(pod *corev1.Pod, r corev1.ResourceName) int64 {
+func (in *Input) PodRequest(pod *podcache.Pod, r corev1.ResourceName) int64 {
 	reqs := in.PodRequests(pod)
 	amount := Amount(reqs[r], r)
 	switch r {

@@ -4,17 +4,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 )
 
 // PodUsage returns a pod's measured usage of r from the NodeMetric (held to [0, capacity], see Usage) and whether
 // the NodeMetric has a record of the pod. A record is the pod's when it carries the pod's UID, or, for a record
 // without a UID, the pod's namespace and name: a record of an earlier pod of the same name (a StatefulSet's pod
 // recreated) is never taken for the new one's.
-func (in *Input) PodUsage(pod *corev1.Pod, r corev1.ResourceName) (int64, bool) {
+func (in *Input) PodUsage(pod *podcache.Pod, r corev1.ResourceName) (int64, bool) {
 	i, ok := in.podRecord(pod)
 	if !ok {
 		return 0, false
@@ -25,7 +25,7 @@ func (in *Input) PodUsage(pod *corev1.Pod, r corev1.ResourceName) (int64, bool) 
 
 // podRecord returns the index of a pod's record in the NodeMetric's pod records (slov1alpha1.NodeMetricStatus.PodRecord:
 // podUsages, or for an agent from before them, podsMetric).
-func (in *Input) podRecord(pod *corev1.Pod) (int, bool) {
+func (in *Input) podRecord(pod *podcache.Pod) (int, bool) {
 	if in.Metric == nil {
 		return 0, false
 	}
@@ -78,18 +78,8 @@ func (in *Input) UnattributedPods() []slov1alpha1.PodRecord {
 	return out
 }
 
-// PodClass is the pod's priority class and QoS class (slov1alpha1.ClassOf), decided once per reconcile.
-func (in *Input) PodClass(pod *corev1.Pod) slov1alpha1.PodClass {
-	if in.podClasses == nil {
-		in.podClasses = make(map[types.UID]slov1alpha1.PodClass, len(in.Pods))
-	}
-	if c, ok := in.podClasses[pod.UID]; ok {
-		return c
-	}
-	c := slov1alpha1.ClassOf(pod)
-	in.podClasses[pod.UID] = c
-	return c
-}
+// PodClass is the pod's priority class and QoS class (slov1alpha1.ClassOf), decided when the pod reached the cache.
+func (in *Input) PodClass(pod *podcache.Pod) slov1alpha1.PodClass { return pod.Class }
 
 // MetricProblem says why the node's NodeMetric cannot be used for a calculation, or "" when it can: it must exist,
 // carry node usage, be younger than the strategy's degradeTimeMinutes, and not be stamped further ahead of the

@@ -26,13 +26,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -133,8 +133,8 @@ type NeedSyncPlugin interface {
 type Input struct {
 	// Node is the node as the cache has it.
 	Node *corev1.Node
-	// Pods are the pods bound to the node, in every phase.
-	Pods []*corev1.Pod
+	// Pods are the pods bound to the node, in every phase, as the manager's pod cache holds them.
+	Pods []*podcache.Pod
 	// Metric is the node's NodeMetric; nil when it does not exist.
 	Metric *slov1alpha1.NodeMetric
 	// Topology is the node's NUMA zones from its NodeResourceTopology; nil when it has none.
@@ -148,8 +148,6 @@ type Input struct {
 	Now time.Time
 
 	podRecords  map[podRecordKey]int
-	podRequests map[types.UID]corev1.ResourceList
-	podClasses  map[types.UID]slov1alpha1.PodClass
 	reservation *reservation
 	outOfRange  map[corev1.ResourceName]string
 }

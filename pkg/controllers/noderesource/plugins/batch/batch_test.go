@@ -12,6 +12,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -147,7 +148,7 @@ func TestCalculate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := &framework.Input{Node: node(), Pods: tt.pods, Metric: tt.metric, Topology: tt.topology, Strategy: tt.strategy, Now: now}
+			in := &framework.Input{Node: node(), Pods: podcache.FromPods(tt.pods...), Metric: tt.metric, Topology: tt.topology, Strategy: tt.strategy, Now: now}
 			items, err := New().Calculate(in)
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +190,7 @@ func TestCalculate(t *testing.T) {
 
 func TestCPURequestPolicyIsAnError(t *testing.T) {
 	s := strategy(func(s *sloconfig.ColocationStrategy) { s.CPUCalculatePolicy = ptr.To(sloconfig.CalculateByRequest) })
-	in := &framework.Input{Node: node(), Pods: pods(), Metric: metric().Obj(), Strategy: s, Now: now}
+	in := &framework.Input{Node: node(), Pods: podcache.FromPods(pods()...), Metric: metric().Obj(), Strategy: s, Now: now}
 	if _, err := New().Calculate(in); err == nil || !strings.Contains(err.Error(), "not supported for cpu") {
 		t.Fatalf("want an error for the request policy on cpu, got %v", err)
 	}
@@ -208,7 +209,7 @@ func TestDegrade(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := &framework.Input{Node: node(), Pods: pods(), Metric: tt.metric, Strategy: strategy(nil), Now: now}
+			in := &framework.Input{Node: node(), Pods: podcache.FromPods(pods()...), Metric: tt.metric, Strategy: strategy(nil), Now: now}
 			items, err := New().Calculate(in)
 			if err != nil {
 				t.Fatal(err)
@@ -224,7 +225,7 @@ func TestDegrade(t *testing.T) {
 		})
 	}
 	// Fifteen minutes exactly is still fresh.
-	in := &framework.Input{Node: node(), Pods: pods(), Metric: metric().Updated(now.Add(-15 * time.Minute)).Obj(), Strategy: strategy(nil), Now: now}
+	in := &framework.Input{Node: node(), Pods: podcache.FromPods(pods()...), Metric: metric().Updated(now.Add(-15 * time.Minute)).Obj(), Strategy: strategy(nil), Now: now}
 	items, _ := New().Calculate(in)
 	if items[0].Reset {
 		t.Errorf("a metric exactly degradeTimeMinutes old must still be used: %s", items[0].Message)
@@ -442,7 +443,7 @@ func TestAccountingRules(t *testing.T) {
 			if tt.records != nil {
 				tt.records(m)
 			}
-			in := &framework.Input{Node: n, Pods: pods, Metric: m.Obj(), Strategy: strategy(tt.strategy), Now: now}
+			in := &framework.Input{Node: n, Pods: podcache.FromPods(pods...), Metric: m.Obj(), Strategy: strategy(tt.strategy), Now: now}
 			items, err := New().Calculate(in)
 			if err != nil {
 				t.Fatal(err)
@@ -521,7 +522,7 @@ func TestOutOfRangeReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := &framework.Input{Node: node(), Pods: []*corev1.Pod{pod}, Metric: tt.metric.Obj(), Strategy: strategy(nil), Now: now}
+			in := &framework.Input{Node: node(), Pods: podcache.FromPods(pod), Metric: tt.metric.Obj(), Strategy: strategy(nil), Now: now}
 			items, err := New().Calculate(in)
 			if err != nil {
 				t.Fatal(err)
@@ -549,7 +550,7 @@ func TestOutOfRangeReport(t *testing.T) {
 // TestMetricAheadOfTheClock: a report stamped more than framework.MaxClockSkew ahead of the manager's clock is not
 // used; within the skew it is.
 func TestMetricAheadOfTheClock(t *testing.T) {
-	in := &framework.Input{Node: node(), Pods: pods(), Metric: metric().Updated(now.Add(10 * time.Minute)).Obj(), Strategy: strategy(nil), Now: now}
+	in := &framework.Input{Node: node(), Pods: podcache.FromPods(pods()...), Metric: metric().Updated(now.Add(10 * time.Minute)).Obj(), Strategy: strategy(nil), Now: now}
 	items, err := New().Calculate(in)
 	if err != nil {
 		t.Fatal(err)
@@ -560,7 +561,7 @@ func TestMetricAheadOfTheClock(t *testing.T) {
 			t.Errorf("%s: want reset with reason %q, got %+v", it.Name, want, it)
 		}
 	}
-	in = &framework.Input{Node: node(), Pods: pods(), Metric: metric().Updated(now.Add(framework.MaxClockSkew)).Obj(), Strategy: strategy(nil), Now: now}
+	in = &framework.Input{Node: node(), Pods: podcache.FromPods(pods()...), Metric: metric().Updated(now.Add(framework.MaxClockSkew)).Obj(), Strategy: strategy(nil), Now: now}
 	if items, _ := New().Calculate(in); items[0].Reset {
 		t.Errorf("a metric exactly MaxClockSkew ahead must still be used: %s", items[0].Message)
 	}

@@ -10,6 +10,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -48,7 +49,7 @@ func TestOldAndNewReportsAgree(t *testing.T) {
 			t.Run(policy+"/"+report, func(t *testing.T) {
 				calc := func(m *slov1alpha1.NodeMetric) []framework.ResourceItem {
 					pods := append(pods(), lse)
-					in := &framework.Input{Node: node(), Pods: pods, Metric: m, Strategy: strategy(mutate), Now: now}
+					in := &framework.Input{Node: node(), Pods: podcache.FromPods(pods...), Metric: m, Strategy: strategy(mutate), Now: now}
 					items, err := New().Calculate(in)
 					if err != nil {
 						t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -33,7 +34,7 @@ func input(mutate func(*sloconfig.ColocationStrategy), m *slov1alpha1.NodeMetric
 	done := testutil.Pod("done").Node("n1").Priority(9500).Phase(corev1.PodFailed).Requests("cpu", "4").Obj()
 	return &framework.Input{
 		Node:     testutil.Node("n1").Capacity("cpu", "10", "memory", "20Gi").Allocatable("cpu", "9", "memory", "19Gi").Obj(),
-		Pods:     []*corev1.Pod{prod, prod2, ls, be, midPod, done},
+		Pods:     podcache.FromPods(prod, prod2, ls, be, midPod, done),
 		Metric:   m,
 		Strategy: &s,
 		Now:      now,

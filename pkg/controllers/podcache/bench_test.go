@@ -1,4 +1,4 @@
-package manager
+package podcache
 
 import (
 	"fmt"
@@ -15,8 +15,8 @@ import (
 )
 
 // BenchmarkCachedPodHeap reports what one pod costs the manager's heap once the cache holds it: 2,000 pods decoded
-// from protobuf, as the informer receives them, run through the pod transform and kept, then the live heap they
-// add divided by their number (heap-B/pod). "bench" pods are hack/bench/noderesource's (one container, requests,
+// from protobuf, as the reflector receives them, stored in a Cache (whose node lists and maps count too), then the
+// live heap they add divided by their number (heap-B/pod). "bench" pods are hack/bench/noderesource's (one container, requests,
 // an app label, a priority class; the API server's defaults and managed fields); "real" pods carry what workloads
 // of a real cluster do (env, probes, volumes, owner references, kubectl's last-applied annotation, a kubelet's
 // status).
@@ -31,24 +31,21 @@ func BenchmarkCachedPodHeap(b *testing.B) {
 				}
 				wire[i] = data
 			}
-			transform := podTransform(b)
 			var perPod float64
 			for b.Loop() {
-				kept := make([]any, len(wire))
 				before := liveHeap()
-				for i, data := range wire {
+				c := newCache(nil)
+				for _, data := range wire {
 					pod := &corev1.Pod{}
 					if err := pod.Unmarshal(data); err != nil {
 						b.Fatal(err)
 					}
-					obj, err := transform(pod)
-					if err != nil {
+					if err := c.Add(pod); err != nil {
 						b.Fatal(err)
 					}
-					kept[i] = obj
 				}
 				perPod = float64(liveHeap()-before) / float64(len(wire))
-				runtime.KeepAlive(kept)
+				runtime.KeepAlive(c)
 			}
 			b.ReportMetric(perPod, "heap-B/pod")
 		})
@@ -103,13 +100,25 @@ func cachedPodFixture(i int, real bool) *corev1.Pod {
 	return pod
 }
 
-// podTransform is the transform CacheOptions gives pods.
-func podTransform(tb testing.TB) func(any) (any, error) {
-	for obj, o := range CacheOptions("gleaner-system").ByObject {
-		if _, ok := obj.(*corev1.Pod); ok {
-			return o.Transform
-		}
+// decorate gives a pod what real pods carry and no controller reads.
+func decorate(p *corev1.Pod) {
+	p.Spec.NodeName = "n1"
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
 	}
-	tb.Fatal("CacheOptions has no pod transform")
-	return nil
+	p.Annotations[corev1.LastAppliedConfigAnnotation] = string(make([]byte, 2048))
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels["app"] = p.Name
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u"}}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:containers":{}}}`)}}
+	p.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		c.Env = []corev1.EnvVar{{Name: "A", Value: string(make([]byte, 256))}}
+		c.Command = []string{"/bin/app", "--flag=value"}
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets"}}
+		c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	}
 }

@@ -1,0 +1,305 @@
+// Package podcache is gleaner-manager's cache of the cluster's bound pods: every pod as a Pod, the few words the
+// controllers read of it, instead of a corev1.Pod. The manager holds every pod of the cluster, so what one costs
+// decides its footprint at scale: a corev1.Pod struct alone is 1.2 KB however much of it is emptied, a Pod is 88
+// bytes, its name and UID, and a shared Shape.
+//
+// A reflector of its own lists and watches the pods (by spec.nodeName != "", in protobuf) straight into the cache:
+// no informer store of full pods, no delta queue. Controllers read one node's pods (OnNode) and watch changes
+// through Source, which maps a change to the nodes it touches.
+package podcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Cache holds the cluster's bound pods. It is a manager runnable (Start) and the reflector's store (the
+// toolscache.ReflectorStore methods); everything else reads it.
+type Cache struct {
+	lw toolscache.ListerWatcher
+
+	mu       sync.RWMutex
+	pods     map[podKey]*Pod
+	byNode   map[string][]*Pod
+	shapes   internTable[*Shape]
+	strings  internTable[string]
+	handlers []func(old, new *Pod)
+	synced   chan struct{} // closed by the first Replace
+}
+
+// podKey is a pod's identity in the cache: namespace and name, as the API server's.
+type podKey struct{ namespace, name string }
+
+// The reflector lists with a streaming watch where the API server serves one (client-go's WatchListClient, on by
+// default): it gathers the stream in a store of its own and hands it over at the end. As a TransformingStore the cache
+// has the reflector make each pod a Pod as it arrives, so the cluster's pods never sit in memory whole.
+var _ toolscache.TransformingStore = &Cache{}
+
+// New returns the cache of the pods cfg's API server holds, empty until Start has listed them.
+func New(cfg *rest.Config) (*Cache, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pod cache: %w", err)
+	}
+	lw := toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, func(o *metav1.ListOptions) {
+		o.FieldSelector = "spec.nodeName!="
+	})
+	return newCache(lw), nil
+}
+
+func newCache(lw toolscache.ListerWatcher) *Cache {
+	return &Cache{
+		lw:      lw,
+		pods:    map[podKey]*Pod{},
+		byNode:  map[string][]*Pod{},
+		shapes:  internTable[*Shape]{max: 4096},
+		strings: internTable[string]{max: 65536},
+		synced:  make(chan struct{}),
+	}
+}
+
+// Start lists and watches the pods until ctx ends.
+func (c *Cache) Start(ctx context.Context) error {
+	r := toolscache.NewReflectorWithOptions(c.lw, &corev1.Pod{}, c, toolscache.ReflectorOptions{Name: "podcache"})
+	r.RunWithContext(ctx)
+	return nil
+}
+
+// NeedLeaderElection is false: like the manager's informers, the cache fills on every replica, so a new leader
+// starts with it warm.
+func (c *Cache) NeedLeaderElection() bool { return false }
+
+// WaitForSync waits until the pods have been listed once, or ctx ends.
+func (c *Cache) WaitForSync(ctx context.Context) error {
+	select {
+	case <-c.synced:
+		return nil
+	case <-ctx.Done():
+		return errors.New("pod cache: not synced: " + context.Cause(ctx).Error())
+	}
+}
+
+// HasSynced reports whether the pods have been listed once.
+func (c *Cache) HasSynced() bool {
+	select {
+	case <-c.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// OnNode returns the pods bound to node. The slice is the caller's; the pods are the cache's, read-only.
+func (c *Cache) OnNode(node string) []*Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]*Pod(nil), c.byNode[node]...)
+}
+
+// Len is the number of pods in the cache.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.pods)
+}
+
+// subscribe calls f with every change from now on: old nil for a new pod, new nil for one gone. f runs on the
+// reflector's goroutine and must not block.
+func (c *Cache) subscribe(f func(old, new *Pod)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handlers = append(c.handlers, f)
+}
+
+// Transformer makes the cache's Pod of a pod, for the reflector's own store (see TransformingStore).
+func (c *Cache) Transformer() toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.slim(pod), nil
+	}
+}
+
+// Add stores a pod the watch reports created.
+func (c *Cache) Add(obj any) error { return c.Update(obj) }
+
+// Update stores a pod the watch reports changed (or created).
+func (c *Cache) Update(obj any) error {
+	c.mu.Lock()
+	p, err := c.pod(obj)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	old := c.put(p)
+	handlers := c.handlers
+	c.mu.Unlock()
+	notify(handlers, old, p)
+	return nil
+}
+
+// Delete forgets a pod the watch reports deleted.
+func (c *Cache) Delete(obj any) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("pod cache: got a %T", obj)
+	}
+	c.mu.Lock()
+	old := c.remove(podKey{pod.Namespace, pod.Name})
+	handlers := c.handlers
+	c.mu.Unlock()
+	if old != nil {
+		notify(handlers, old, nil)
+	}
+	return nil
+}
+
+// Replace makes the cache hold exactly list (a fresh list after a start or a watch that expired), reporting what
+// changed against what it held.
+func (c *Cache) Replace(list []any, _ string) error {
+	type change struct{ old, new *Pod }
+	var changes []change
+	c.mu.Lock()
+	seen := make(map[podKey]bool, len(list))
+	for _, obj := range list {
+		p, err := c.pod(obj)
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		seen[podKey{p.Namespace, p.Name}] = true
+		changes = append(changes, change{c.put(p), p})
+	}
+	for k := range c.pods {
+		if !seen[k] {
+			changes = append(changes, change{c.remove(k), nil})
+		}
+	}
+	handlers := c.handlers
+	c.mu.Unlock()
+	for _, ch := range changes {
+		notify(handlers, ch.old, ch.new)
+	}
+	select {
+	case <-c.synced:
+	default:
+		close(c.synced)
+	}
+	return nil
+}
+
+// Resync does nothing: the cache has no queue to refill.
+func (c *Cache) Resync() error { return nil }
+
+func notify(handlers []func(old, new *Pod), old, new *Pod) {
+	for _, h := range handlers {
+		h(old, new)
+	}
+}
+
+// pod is the cache's Pod of obj: a pod from the API server, or one the reflector has had Transformer make already.
+// Under c.mu.
+func (c *Cache) pod(obj any) (*Pod, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return c.slim(o), nil
+	case *Pod:
+		return o, nil
+	default:
+		return nil, fmt.Errorf("pod cache: got a %T", obj)
+	}
+}
+
+// slim makes the cache's Pod of pod, sharing its shape and short strings with the pods before it. Under c.mu.
+func (c *Cache) slim(pod *corev1.Pod) *Pod {
+	p := FromPod(pod)
+	p.Namespace = c.shared(p.Namespace)
+	p.NodeName = c.shared(p.NodeName)
+	p.Phase = corev1.PodPhase(c.shared(string(p.Phase)))
+	s := p.Shape
+	p.Shape = c.shapes.get(s.key(), func() *Shape { return s })
+	return p
+}
+
+func (c *Cache) shared(v string) string {
+	if v == "" {
+		return ""
+	}
+	return c.strings.get(v, func() string { return v })
+}
+
+// put stores p in place of the pod of its key and returns that pod, nil when there was none. Under c.mu.
+func (c *Cache) put(p *Pod) *Pod {
+	k := podKey{p.Namespace, p.Name}
+	old := c.pods[k]
+	if old != nil {
+		c.unlink(old)
+	}
+	c.pods[k] = p
+	c.byNode[p.NodeName] = append(c.byNode[p.NodeName], p)
+	return old
+}
+
+// remove forgets the pod of k and returns it, nil when there was none. Under c.mu.
+func (c *Cache) remove(k podKey) *Pod {
+	old := c.pods[k]
+	if old != nil {
+		delete(c.pods, k)
+		c.unlink(old)
+	}
+	return old
+}
+
+// unlink takes p out of its node's list. Under c.mu.
+func (c *Cache) unlink(p *Pod) {
+	on := c.byNode[p.NodeName]
+	for i, q := range on {
+		if q == p {
+			on[i] = on[len(on)-1]
+			on[len(on)-1] = nil
+			on = on[:len(on)-1]
+			break
+		}
+	}
+	if len(on) == 0 {
+		delete(c.byNode, p.NodeName)
+	} else {
+		c.byNode[p.NodeName] = on
+	}
+}
+
+// internTable holds the shared copy of values by key. Full (max entries), it starts again empty: sharing is lost for
+// a while, nothing else.
+type internTable[T any] struct {
+	max int
+	m   map[string]T
+}
+
+// get returns the shared value of key, made by newValue and kept when there is none.
+func (t *internTable[T]) get(key string, newValue func() T) T {
+	if v, ok := t.m[key]; ok {
+		return v
+	}
+	if t.m == nil || len(t.m) >= t.max {
+		t.m = map[string]T{}
+	}
+	v := newValue()
+	t.m[key] = v
+	return v
+}
