@@ -108,15 +108,17 @@ func (r *realNode) quota() float64 { q, _ := r.fs.CPUQuota(r.qos); return q.Core
 
 func (r *realNode) cpuset() string { s, _ := r.fs.CPUSet(r.qos); return s.String() }
 
-// waitFor waits up to 5 s for cond.
+// waitFor waits up to 15 s for cond, which is about the besteffort cgroup's quota or cpuset. The plugin acts within a
+// few of its 200 ms rounds on this machine; the test kernel's QEMU emulates its CPUs, and under a loaded host one
+// wait there once ran past 5 s. How fast the limit follows a spike is logged, not asserted, by the callers.
 func (r *realNode) waitFor(what string, cond func() bool) {
 	r.t.Helper()
-	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+	for start := time.Now(); time.Since(start) < 15*time.Second; time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return
 		}
 	}
-	r.t.Fatalf("%s: not within 5 s", what)
+	r.t.Fatalf("%s: not within 15 s (the besteffort cgroup's quota is %.2f cores, its cpuset %q)", what, r.quota(), r.cpuset())
 }
 
 // usage is the besteffort cgroup's CPU usage over the next 2 s, cores.
