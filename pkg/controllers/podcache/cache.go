@@ -30,10 +30,14 @@ type Cache struct {
 	mu       sync.RWMutex
 	pods     map[podKey]*Pod
 	byNode   map[string][]*Pod
-	shapes   internTable[*Shape]
-	strings  internTable[string]
 	handlers []func(old, new *Pod)
 	synced   chan struct{} // closed by the first Replace
+
+	// internMu guards the tables of shared shapes and strings, apart from mu: a pod is made a Pod outside mu, so
+	// that readers of the cache do not wait on it (a relist makes 60,000 of them).
+	internMu sync.Mutex
+	shapes   internTable[*Shape]
+	strings  internTable[string]
 }
 
 // podKey is a pod's identity in the cache: namespace and name, as the API server's.
@@ -130,8 +134,6 @@ func (c *Cache) Transformer() toolscache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
 		return c.slim(pod), nil
 	}
 }
@@ -141,12 +143,11 @@ func (c *Cache) Add(obj any) error { return c.Update(obj) }
 
 // Update stores a pod the watch reports changed (or created).
 func (c *Cache) Update(obj any) error {
-	c.mu.Lock()
 	p, err := c.pod(obj)
 	if err != nil {
-		c.mu.Unlock()
 		return err
 	}
+	c.mu.Lock()
 	old := c.put(p)
 	handlers := c.handlers
 	c.mu.Unlock()
@@ -174,15 +175,18 @@ func (c *Cache) Delete(obj any) error {
 // changed against what it held.
 func (c *Cache) Replace(list []any, _ string) error {
 	type change struct{ old, new *Pod }
-	var changes []change
-	c.mu.Lock()
-	seen := make(map[podKey]bool, len(list))
-	for _, obj := range list {
+	pods := make([]*Pod, len(list))
+	for i, obj := range list {
 		p, err := c.pod(obj)
 		if err != nil {
-			c.mu.Unlock()
 			return err
 		}
+		pods[i] = p
+	}
+	var changes []change
+	c.mu.Lock()
+	seen := make(map[podKey]bool, len(pods))
+	for _, p := range pods {
 		seen[podKey{p.Namespace, p.Name}] = true
 		changes = append(changes, change{c.put(p), p})
 	}
@@ -214,7 +218,6 @@ func notify(handlers []func(old, new *Pod), old, new *Pod) {
 }
 
 // pod is the cache's Pod of obj: a pod from the API server, or one the reflector has had Transformer make already.
-// Under c.mu.
 func (c *Cache) pod(obj any) (*Pod, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -226,17 +229,21 @@ func (c *Cache) pod(obj any) (*Pod, error) {
 	}
 }
 
-// slim makes the cache's Pod of pod, sharing its shape and short strings with the pods before it. Under c.mu.
+// slim makes the cache's Pod of pod, sharing its shape and short strings with the pods before it.
 func (c *Cache) slim(pod *corev1.Pod) *Pod {
 	p := FromPod(pod)
+	key := p.key()
+	c.internMu.Lock()
+	defer c.internMu.Unlock()
 	p.Namespace = c.shared(p.Namespace)
 	p.NodeName = c.shared(p.NodeName)
 	p.Phase = corev1.PodPhase(c.shared(string(p.Phase)))
 	s := p.Shape
-	p.Shape = c.shapes.get(s.key(), func() *Shape { return s })
+	p.Shape = c.shapes.get(key, func() *Shape { return s })
 	return p
 }
 
+// shared returns the shared copy of v. Under c.internMu.
 func (c *Cache) shared(v string) string {
 	if v == "" {
 		return ""

@@ -20,9 +20,8 @@ var env = testenv.New()
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
-// TestCacheOfARealAPIServer: against a real API server the cache lists the bound pods and only them, follows a
-// pod's phase and deletion through the watch, and reads what the API server stored (a request's quantity as the
-// API server canonicalised it).
+// TestCacheOfARealAPIServer: against a real API server the cache lists the bound pods and only them, keeps what it
+// read of them (the pod's UID, its request), and follows a pod's phase and deletion through the watch.
 func TestCacheOfARealAPIServer(t *testing.T) {
 	e := env.Start(t)
 	bound := e.CreatePod(t, testutil.Pod("bound").Node("pc-n1").Requests("cpu", "1000m", "memory", "1Gi").Obj())
