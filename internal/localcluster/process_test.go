@@ -16,7 +16,9 @@ func TestProcessLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.stop(context.Background(), time.Second) })
-	for i := 0; i < 100 && !strings.Contains(readString(log), "started"); i++ {
+	// Wait for the output and for a resident set: between the echo and the exec the shell's memory is being
+	// replaced, and /proc reads no RSS for that moment (the test once failed there).
+	for i := 0; i < 100 && (!strings.Contains(readString(log), "started") || p.RSS() == 0); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !p.Alive() || p.StartTime == 0 || p.RSS() == 0 {
