@@ -12,6 +12,7 @@
 #
 # Environment:
 #   GLEANER_V2_RUN    the -test.run selection (default ^TestRealKernel)
+#   GLEANER_V2_COUNT  how many times each test runs (-test.count; default 1), to see how often a test fails here
 #   GLEANER_V2_PKGS   the package directories to run, space-separated (default: every one with TestRealKernel*)
 #   GLEANER_V2_WORK   the work directory, under the tree so the machine sees it (default bin/cgroupv2)
 #   GLEANER_QEMU      the emulator's command (default qemu-system-x86_64; hack/cgroupv2-node.sh)
@@ -20,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 RUN=${GLEANER_V2_RUN:-^TestRealKernel}
+COUNT=${GLEANER_V2_COUNT:-1}
 WORK=${GLEANER_V2_WORK:-$REPO/bin/cgroupv2} # under the tree, so the machine sees it; bin/ is ignored by git
 LOCK=/tmp/gleaner-cgrouptest.lock # test/cgrouptest.LockFile: the host's sandboxes and this machine take turns
 
@@ -68,8 +70,8 @@ go test -c -o "$WORK/bin/" "${pkgs[@]/#/./}"
   echo "date +%s.%N > $WORK/out/booted"
   for p in "${pkgs[@]}"; do
     b=$(basename "$p")
-    printf 'cd %q && %q -test.v -test.timeout 8m -test.run %q > %q 2>&1; echo $? > %q\n' \
-      "$REPO/$p" "$WORK/bin/$b.test" "$RUN" "$WORK/out/$b.log" "$WORK/out/$b.rc"
+    printf 'cd %q && %q -test.v -test.timeout 8m -test.count %q -test.run %q > %q 2>&1; echo $? > %q\n' \
+      "$REPO/$p" "$WORK/bin/$b.test" "$COUNT" "$RUN" "$WORK/out/$b.log" "$WORK/out/$b.rc"
   done
 } >"$WORK/run.sh"
 # The io.max tests' block device: a sparse file as the machine's virtio disk (/dev/vda inside).

@@ -49,11 +49,12 @@ func TestRealKernelOOMKillsBatchBeforeServices(t *testing.T) {
 	if err := fs.SetMemoryLimit(top, 128<<20); err != nil {
 		t.Fatal(err)
 	}
-	// start runs a process holding hold MiB (growing by grow MiB every 50 ms) in dir, with oom_score_adj adj as the
-	// kubelet gives it, and returns it with a channel that is closed when it has exited.
-	start := func(dir string, hold, grow, adj int) (*exec.Cmd, chan struct{}) {
+	// start runs a process holding hold MiB in dir, growing by grow MiB every 50 ms once the file growAfter is there,
+	// with oom_score_adj adj as the kubelet gives it, waits until it holds its memory and returns it with a channel
+	// that is closed when it has exited.
+	start := func(dir string, hold, grow, adj int, growAfter string) (*exec.Cmd, chan struct{}) {
 		t.Helper()
-		argv, err := cgrouptest.HolderArgv(hold, grow)
+		argv, err := cgrouptest.HolderArgv(hold, grow, growAfter)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,39 +64,43 @@ func TestRealKernelOOMKillsBatchBeforeServices(t *testing.T) {
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte(strconv.Itoa(adj)), 0); err != nil {
 			t.Fatal(err)
 		}
+		waitResident(t, cmd.Process.Pid, int64(hold)<<20)
 		return cmd, done
 	}
 	stop := func(cmd *exec.Cmd, done chan struct{}) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
-	// killed reports which process the kernel killed: by SIGKILL, its exit status says.
-	killed := func(name string, cmd *exec.Cmd) string {
-		t.Helper()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("the %s process ended, but not by SIGKILL: %v", name, cmd.ProcessState)
-		}
-		return name
-	}
-	// firstToDie starts the batch pod's process, waits until it holds its memory, starts the service's growing one,
-	// runs before (the reconciler, or nothing) and returns which of the two the kernel killed first.
+	// firstToDie starts the batch pod's process and the service's, runs before (the reconciler, or nothing), then
+	// makes the service grow and returns which of the two the kernel killed first. The growth waits for before, so
+	// that what a round writes is in place before the limit is hit however slow the machine. Which one the kernel
+	// killed first is what its log says, not which exit the test saw first: the kernel often kills the service too,
+	// a few milliseconds after the batch process (the service's next charge comes before the batch process's memory
+	// is freed), and the second exit can reach the test first.
 	firstToDie := func(before func()) string {
 		t.Helper()
-		b, bDone := start(batchCtr, 32, 0, 1000)
+		from := kernelLogEnd(t)
+		b, bDone := start(batchCtr, 32, 0, 1000, "")
 		defer stop(b, bDone)
-		waitResident(t, b.Process.Pid, 32<<20)
-		s, sDone := start(svcCtr, 8, 2, 999)
+		grow := filepath.Join(t.TempDir(), "grow")
+		s, sDone := start(svcCtr, 8, 2, 999, grow)
 		defer stop(s, sDone)
 		before()
+		if err := os.WriteFile(grow, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		select {
 		case <-bDone:
-			return killed("batch", b)
 		case <-sDone:
-			return killed("service", s)
 		case <-time.After(60 * time.Second):
 			t.Fatal("no process was killed within 60 s: the limit of 128 MiB was never hit")
 		}
-		return ""
+		t.Logf("the kernel's OOM kills:\n%s", oomReports(t, from))
+		pid := firstKilled(t, from, b.Process.Pid, s.Process.Pid)
+		if pid == b.Process.Pid {
+			return "batch"
+		}
+		return "service"
 	}
 	if got := firstToDie(func() {}); got != "service" {
 		t.Fatalf("with the kubelet's values the kernel killed the %s first; the premise (the larger service dies first) is wrong", got)
@@ -118,9 +123,11 @@ func TestRealKernelOOMKillsBatchBeforeServices(t *testing.T) {
 	}
 	r := NewReconciler(d, newRegistry(t, d), st, time.Second)
 	got := firstToDie(func() {
+		start := time.Now()
 		if err := r.Reconcile(context.Background()); err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
+		t.Logf("one reconciler round took %v", time.Since(start))
 		for dir, want := range map[string]string{batchCtr: "1000", svcCtr: "333"} {
 			if got := oomScoreIn(t, box, dir); got != want {
 				t.Errorf("oom_score_adj in %s = %s after the round, want %s", dir, got, want)
@@ -163,4 +170,63 @@ func oomScoreIn(t *testing.T, box *cgrouptest.Sandbox, dir string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// kernelLogEnd is the last line of the kernel's log (reading it needs root, which the real-kernel tests have): what
+// kernelLogSince takes.
+func kernelLogEnd(t *testing.T) string {
+	t.Helper()
+	lines := kernelLogSince(t, "")
+	return lines[len(lines)-1]
+}
+
+// kernelLogSince is the kernel's log after the line end, one line per entry; all of it where end is "" or no longer
+// there (the log is a ring, and a busy kernel overwrites its oldest lines). Each line starts with its time stamp,
+// which makes end unique.
+func kernelLogSince(t *testing.T, end string) []string {
+	t.Helper()
+	out, err := exec.Command("dmesg").Output()
+	if err != nil {
+		t.Fatalf("reading the kernel's log, which says which process the OOM killer chose: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := len(lines) - 1; end != "" && i >= 0; i-- {
+		if lines[i] == end {
+			return lines[i+1:]
+		}
+	}
+	return lines
+}
+
+// firstKilled is the first of pids that the kernel's log, after the line from, says the OOM killer killed.
+func firstKilled(t *testing.T, from string, pids ...int) int {
+	t.Helper()
+	for _, line := range kernelLogSince(t, from) {
+		_, after, ok := strings.Cut(line, "Killed process ")
+		if !ok {
+			continue
+		}
+		pid, _, _ := strings.Cut(after, " ")
+		for _, p := range pids {
+			if pid == strconv.Itoa(p) {
+				return p
+			}
+		}
+	}
+	t.Fatalf("one of processes %v has ended, but the kernel's log has no OOM kill of either", pids)
+	return 0
+}
+
+// oomReports is what the kernel logged of its OOM kills after the line from: for each, the cgroup's usage, the
+// candidates with their resident pages and oom_score_adj, and the one killed.
+func oomReports(t *testing.T, from string) string {
+	t.Helper()
+	var report []string
+	for _, line := range kernelLogSince(t, from) {
+		_, entry, _ := strings.Cut(line, "] ") // after the time stamp
+		if strings.HasPrefix(entry, "[") || strings.HasPrefix(entry, "memory: usage") || strings.Contains(entry, "Killed process") {
+			report = append(report, line)
+		}
+	}
+	return strings.Join(report, "\n")
 }

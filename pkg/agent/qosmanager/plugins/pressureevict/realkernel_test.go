@@ -107,7 +107,7 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	go func() { _ = runner.Start(ctx) }()
 
 	// The batch pod: its anonymous memory, held.
-	argv, err := cgrouptest.HolderArgv(batchMiB, 0)
+	argv, err := cgrouptest.HolderArgv(batchMiB, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
