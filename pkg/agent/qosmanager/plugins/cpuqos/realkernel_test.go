@@ -60,7 +60,9 @@ func TestRealKernelIdleYields(t *testing.T) {
 	box.Start(l.PodDir(be), "/bin/sh", "-c", "while :; do :; done")
 	box.Start(svcDir, "/bin/sh", "-c", "while :; do :; done")
 
-	share := func(spec *slov1alpha1.NodeSLOSpec, wantIdle bool) float64 {
+	// set runs the plugin with spec and checks what it wrote; measure is the best-effort burner's share of the CPU
+	// over one window.
+	set := func(spec *slov1alpha1.NodeSLOSpec, wantIdle bool) {
 		t.Helper()
 		if err := p.Run(context.Background(), spec); err != nil {
 			t.Fatal(err)
@@ -74,40 +76,51 @@ func TestRealKernelIdleYields(t *testing.T) {
 			if err := fs.SetCPUShares(beQoS, cgroup.MinShares); err == nil {
 				t.Errorf("the kernel took cpu.shares of an idle cgroup; standIn's reason is gone")
 			}
+			return
 		}
-		if !wantIdle {
-			// Leaving idle the kernel resets the weight to 1024; the plugin writes the kubelet's 2 back.
-			if n, err := fs.CPUShares(beQoS); err != nil || n != cgroup.MinShares {
-				t.Errorf("cpu.shares of %s after cpu.idle 0 is %d (%v), want the kubelet's %d written back", beQoS, n, err, cgroup.MinShares)
-			}
-			// The comparison is at equal weights: what idle itself does. (A new v2 cgroup starts at cpu.weight 100,
-			// not the 1024 shares of v1, so the burstable one is set too.)
-			for _, dir := range []string{beQoS, l.QoSDir(corev1.PodQOSBurstable)} {
-				if err := fs.SetCPUShares(dir, 1024); err != nil {
-					t.Fatal(err)
-				}
+		// Leaving idle the kernel resets the weight to 1024; the plugin writes the kubelet's 2 back.
+		if n, err := fs.CPUShares(beQoS); err != nil || n != cgroup.MinShares {
+			t.Errorf("cpu.shares of %s after cpu.idle 0 is %d (%v), want the kubelet's %d written back", beQoS, n, err, cgroup.MinShares)
+		}
+		// The comparison is at equal weights: what idle itself does. (A new v2 cgroup starts at cpu.weight 100, not
+		// the 1024 shares of v1, so the burstable one is set too.)
+		for _, dir := range []string{beQoS, l.QoSDir(corev1.PodQOSBurstable)} {
+			if err := fs.SetCPUShares(dir, 1024); err != nil {
+				t.Fatal(err)
 			}
 		}
+	}
+	measure := func(label string) float64 {
+		t.Helper()
 		time.Sleep(200 * time.Millisecond) // let the scheduler settle
 		b0, s0 := usage(t, fs, beQoS), usage(t, fs, svcDir)
 		time.Sleep(3 * time.Second)
 		b, s := usage(t, fs, beQoS)-b0, usage(t, fs, svcDir)-s0
-		t.Logf("cpu.idle %v: best-effort %v, service %v over 3 s: best-effort share %.4f", wantIdle, b, s, b.Seconds()/(b+s).Seconds())
+		t.Logf("%s: best-effort %v, service %v over 3 s: best-effort share %.4f", label, b, s, b.Seconds()/(b+s).Seconds())
 		return b.Seconds() / (b + s).Seconds()
 	}
-	idleShare := share(spec(nil), true)
-	normalShare := share(spec(beOff), false)
-	t.Logf("best-effort share of the contended CPU: %.4f with cpu.idle 1, %.4f with cpu.idle 0 (ratio %.1fx)", idleShare, normalShare, normalShare/idleShare)
+	set(spec(nil), true)
+	idleShare := measure("cpu.idle 1")
+	set(spec(beOff), false)
+	normalShare := measure("cpu.idle 0")
 	// Equal shares give about half each without idle; SCHED_IDLE's weight (3 against 1024) well under 1 %.
 	if normalShare < 0.25 {
 		t.Errorf("with cpu.idle 0 the best-effort burner got %.3f of the CPU; equal weights should give it about half", normalShare)
 	}
-	// In the v2 test kernel the CPUs are emulated and their threads scheduled by the host, and an idle task gets far
-	// more than on a real CPU (0.10 against 0.50 in one run of three): there a fifth is loosened to a third.
-	bound := normalShare / 5
+	// In the v2 test kernel the CPUs are emulated and their threads scheduled by the host, and the idle burner gets
+	// far more than on a real CPU, by how much varying from run to run: 0.08-0.10 in most runs here, 0.23 in one CI
+	// run, against 0.50 without idle. There a fifth is loosened to a third, and the lowest of up to three windows
+	// counts: one disturbed window does not fail the test, and an idle that does nothing (about a half in every
+	// window) still does.
+	bound, windows := normalShare/5, 1
 	if os.Getenv(cgrouptest.KernelEnv) != "" {
-		bound = normalShare / 3
+		bound, windows = normalShare/3, 3
 	}
+	for i := 1; i < windows && idleShare > bound; i++ {
+		set(spec(nil), true)
+		idleShare = min(idleShare, measure("cpu.idle 1, again"))
+	}
+	t.Logf("best-effort share of the contended CPU: %.4f with cpu.idle 1, %.4f with cpu.idle 0 (ratio %.1fx)", idleShare, normalShare, normalShare/idleShare)
 	if idleShare > bound {
 		t.Errorf("with cpu.idle 1 the best-effort burner got %.3f of the CPU, not far below the %.3f it gets with cpu.idle 0", idleShare, normalShare)
 	}
