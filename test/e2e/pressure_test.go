@@ -41,8 +41,8 @@ func TestStallEvictionActsBeforeTheUsageThreshold(t *testing.T) {
 	limitBestEffort(t, stallRoom<<20)
 
 	svc := testutil.Pod("stall-service").Label(slov1alpha1.LabelPriorityClass, "prod").Label(slov1alpha1.LabelQoSClass, "LS").
-		Image(LSServiceImage, "--listen=:8080", "--qps=100", "--window=500", "--report=0", "--work=1ms",
-			fmt.Sprintf("--data-mib=%d", stallWorkingSet), "--read-kib=4096", "--data-dir=/data").Obj()
+		Image(LSServiceImage, "--listen=:8080", "--qps=200", "--window=500", "--report=0", "--work=1ms",
+			fmt.Sprintf("--data-mib=%d", stallWorkingSet), "--read-kib=8192", "--data-dir=/data").Obj()
 	svc.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	svc.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	svc = e.RunPodIn(ns, svc)
@@ -79,8 +79,8 @@ func TestStallEvictionActsBeforeTheUsageThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the batch pod was evicted %s after it started; node memory use %.0f%%, memoryEvictThresholdPercent %d%%",
-		evicted().Sub(squeezed).Round(time.Second), 100*float64(usedTotal-available)/float64(total), threshold)
+	t.Logf("the batch pod was evicted %s after it started; node memory use %.0f%%, memoryEvictThresholdPercent %d%%; /proc/pressure/memory: %q",
+		evicted().Sub(squeezed).Round(time.Second), 100*float64(usedTotal-available)/float64(total), threshold, readFile(t, "/proc/pressure/memory"))
 	e.Eventually(30*time.Second, func(ctx context.Context) (bool, string) {
 		ev, err := e.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + batch.Name})
 		if err != nil {
@@ -89,6 +89,7 @@ func TestStallEvictionActsBeforeTheUsageThreshold(t *testing.T) {
 		var msgs []string
 		for _, x := range ev.Items {
 			if x.Reason == "Evicted" && strings.Contains(x.Message, "ServiceStall") && strings.Contains(x.Message, "stalled on memory") {
+				t.Logf("the eviction's event: %s", x.Message)
 				return true, ""
 			}
 			msgs = append(msgs, x.Reason+": "+x.Message)
