@@ -95,8 +95,9 @@ func TestRealKernelOOMKillsBatchBeforeServices(t *testing.T) {
 		case <-time.After(60 * time.Second):
 			t.Fatal("no process was killed within 60 s: the limit of 128 MiB was never hit")
 		}
-		t.Logf("the kernel's OOM kills:\n%s", oomReports(t, from))
-		pid := firstKilled(t, from, b.Process.Pid, s.Process.Pid)
+		log := kernelLogSince(t, from)
+		t.Logf("the kernel's OOM kills:\n%s", oomReports(log))
+		pid := firstKilled(t, log, b.Process.Pid, s.Process.Pid)
 		if pid == b.Process.Pid {
 			return "batch"
 		}
@@ -198,10 +199,10 @@ func kernelLogSince(t *testing.T, end string) []string {
 	return lines
 }
 
-// firstKilled is the first of pids that the kernel's log, after the line from, says the OOM killer killed.
-func firstKilled(t *testing.T, from string, pids ...int) int {
+// firstKilled is the first of pids that log, lines of the kernel's, says the OOM killer killed.
+func firstKilled(t *testing.T, log []string, pids ...int) int {
 	t.Helper()
-	for _, line := range kernelLogSince(t, from) {
+	for _, line := range log {
 		_, after, ok := strings.Cut(line, "Killed process ")
 		if !ok {
 			continue
@@ -217,12 +218,11 @@ func firstKilled(t *testing.T, from string, pids ...int) int {
 	return 0
 }
 
-// oomReports is what the kernel logged of its OOM kills after the line from: for each, the cgroup's usage, the
-// candidates with their resident pages and oom_score_adj, and the one killed.
-func oomReports(t *testing.T, from string) string {
-	t.Helper()
+// oomReports is what log, lines of the kernel's, has of its OOM kills: for each, the cgroup's usage, the candidates
+// with their resident pages and oom_score_adj, and the one killed.
+func oomReports(log []string) string {
 	var report []string
-	for _, line := range kernelLogSince(t, from) {
+	for _, line := range log {
 		_, entry, _ := strings.Cut(line, "] ") // after the time stamp
 		if strings.HasPrefix(entry, "[") || strings.HasPrefix(entry, "memory: usage") || strings.Contains(entry, "Killed process") {
 			report = append(report, line)
