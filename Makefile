@@ -8,6 +8,12 @@ SHELL := /usr/bin/env bash
 
 BIN ?= bin
 GO_TEST_FLAGS ?=
+# Every Go command here compiles as the images are built: static (nothing in the tree uses cgo; the NVML build of
+# gpu-check-build turns it on) and without the checkout's path in the objects (-trimpath). So vet, the unit tests,
+# the images and the e2e binaries share one compile of each package in Go's build cache, and a clone in another
+# directory (CI's is fresh every time) reuses it instead of compiling the whole tree again.
+export CGO_ENABLED ?= 0
+export GOFLAGS := -trimpath $(filter-out -trimpath,$(GOFLAGS))
 CONTROLLER_GEN := go tool controller-gen
 # The Helm chart; `make generate` copies into it what config/ generates or holds without options (CHART_GENERATED).
 CHART := charts/gleaner
@@ -79,14 +85,26 @@ envtest-assets: ## Build kube-apiserver, etcd and kubectl (once) and print their
 unit: host-packages ## Run the Go tests against a real kube-apiserver and etcd (and the Helm chart's with helm, the monitoring's with Prometheus).
 	@echo "unit: go test ./... against kube-apiserver and etcd from hack/kube-build.sh's cache, the chart's tests with helm 4 and 3 and test/monitoring's with prometheus and promtool from hack/tool.sh's (their first builds: about 2.5, 2.5, 12 and 1 minutes on 2 cores, once)"
 	@# The tools are built here, before go test, so that a first build does not count against a test binary's timeout.
-	hack/tool.sh prometheus >/dev/null && hack/tool.sh promtool >/dev/null
+	@$(MAKE) --no-print-directory tools-unit
 	@# The tests must leave the user's home as it was (hack/home-check.sh): a cache there hides a fresh machine's failure.
 	@# envtest reserves its ports with lock files in the user's cache directory (XDG_CACHE_HOME, else ~/.cache): the
 	@# suite gets a cache directory of its own, while Go's build cache and the project's tools stay where they are.
 	home=$$(mktemp); cache=$$(mktemp -d); hack/home-check.sh snapshot "$$home"; \
 	  KUBEBUILDER_ASSETS=$$(hack/kube-build.sh envtest) GLEANER_HELM=$$(hack/tool.sh helm) GLEANER_HELM3=$$(hack/tool.sh helm3) \
 	  GOCACHE=$$(go env GOCACHE) GLEANER_CACHE=$${GLEANER_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/gleaner} XDG_CACHE_HOME=$$cache \
-	  go test $(GO_TEST_FLAGS) ./... && hack/home-check.sh compare "$$home"; rc=$$?; rm -rf "$$home" "$$cache"; exit $$rc
+	  go test -count=1 -ldflags=-w $(GO_TEST_FLAGS) ./... && hack/home-check.sh compare "$$home"; rc=$$?; rm -rf "$$home" "$$cache"; exit $$rc
+
+# The tools each suite runs, built once into the cache (hack/tool.sh, hack/kube-build.sh); `make test` builds them in
+# the background beside the stages before the suite that needs them (hack/stages.sh). Two builds of one tool never
+# run at once: the scripts take a lock, and the second finds the binary the first built.
+.PHONY: tools-unit tools-e2e
+tools-unit: ## Build what the unit suite runs: Prometheus and promtool, etcd, kube-apiserver and kubectl, Helm 4 and 3 (once).
+	@for t in prometheus promtool; do hack/tool.sh $$t >/dev/null; done
+	@hack/kube-build.sh envtest >/dev/null
+	@for t in helm helm3; do hack/tool.sh $$t >/dev/null; done
+tools-e2e: ## Build what the e2e suites run beside the unit suite's tools: containerd, kubelet, the scheduler and the controller manager (once).
+	@hack/kube-build.sh bin etcd kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager containerd >/dev/null
+	@hack/tool.sh prometheus >/dev/null
 
 .PHONY: test-cgroupv2
 # The host is cgroup v1 and its hierarchies belong to it: the v2 half of the real-kernel tests runs in a kernel of its
@@ -141,14 +159,20 @@ FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
 FUZZ += ./pkg/agent/prediction:FuzzUnmarshalModel
 
 .PHONY: fuzz
-fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions); a failing input is saved under the package's testdata/fuzz.
+fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions; not part of `make test`, whose unit suite runs their seed corpora); a failing input is saved under the package's testdata/fuzz.
 	@for t in $(FUZZ); do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
 	  out=$$(go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 "$$pkg" 2>&1) || { echo "$$out"; exit 1; }; \
 	done
 
 .PHONY: test
-test: verify-generated vet lint fuzz unit test-cgroupv2 e2e e2e-cgroupv2 ## Everything CI checks.
+# The stages in order, each timed (hack/stages.sh prints a table at the end and warns past 70 minutes). After the
+# generated files are checked (lint must not read them while they are rewritten), the unit suite's tools, lint and
+# the e2e suites' tools are built in the background at the lowest CPU priority, in the CPU that vet's downloads and
+# the unit and real-kernel suites leave idle; the e2e suites, which measure the node's CPU, start only after them.
+# The fuzzers' seed corpora run in the unit suite; fuzzing proper is `make fuzz`.
+test: ## Everything CI checks: generated files, vet, lint, unit tests, the real-kernel tests on cgroup v2, e2e, the e2e QoS subset on cgroup v2.
+	@hack/stages.sh verify-generated '&tools-unit,lint,tools-e2e' vet unit test-cgroupv2 wait e2e e2e-cgroupv2
 
 .PHONY: bench-noderesource
 bench-noderesource: build ## Node-resource benchmark: 2,000 nodes with 30 pods and a NodeMetric each (not in `make test`; ~4 min).
@@ -174,8 +198,8 @@ bench-agent: ## The agent's benchmarks: collection cycle, metric cache, process 
 # built here, with cgo and the nvml tag, and needs no CUDA toolkit.
 gpu-check-build: ## Build the real-GPU check's binaries into bin/gpu-check (run there: hack/gpu-check/run.sh; docs/agent.md).
 	mkdir -p bin/gpu-check
-	go test -c -tags nvml -o bin/gpu-check/gpu.test ./pkg/agent/system/gpu/
-	go test -c -tags nvml -o bin/gpu-check/collector.test ./pkg/agent/collector/
+	CGO_ENABLED=1 go test -c -tags nvml -o bin/gpu-check/gpu.test ./pkg/agent/system/gpu/
+	CGO_ENABLED=1 go test -c -tags nvml -o bin/gpu-check/collector.test ./pkg/agent/collector/
 	gcc -O2 -Wall -o bin/gpu-check/gpuhold hack/gpu-check/gpuhold.c -ldl
 
 .PHONY: bench-prediction

@@ -89,7 +89,8 @@ build_kube() {
   local dir pkgs=() v=$KUBE_VERSION minor
   dir=$(kube_module)
   minor=${v#v1.}; minor=${minor%%.*}
-  local ldflags=""
+  # -s -w: no symbol table or DWARF, which nothing here reads; linking without them is the cheaper part of a build.
+  local ldflags="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
@@ -127,7 +128,7 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-  (cd "$dir" && go mod tidy >&2 && CGO_ENABLED=0 go build -trimpath -o "$ETCD_BIN/etcd.tmp" . && mv -f "$ETCD_BIN/etcd.tmp" "$ETCD_BIN/etcd")
+  (cd "$dir" && go mod tidy >&2 && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ETCD_BIN/etcd.tmp" . && mv -f "$ETCD_BIN/etcd.tmp" "$ETCD_BIN/etcd")
 }
 
 # build_containerd builds containerd, its runc shim and ctr from a throwaway module whose tools file imports the three
@@ -156,7 +157,7 @@ MOD
   local tmp
   tmp=$(mktemp -d "$CONTAINERD_BIN/.build.XXXXXX")
   (cd "$dir" && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs" \
-    -ldflags "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" -o "$tmp/" "${pkgs[@]}")
+    -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" -o "$tmp/" "${pkgs[@]}")
   for c in "${missing[@]}"; do mv -f "$tmp/$c" "$CONTAINERD_BIN/$c"; done
   rmdir "$tmp"
 }

@@ -41,6 +41,6 @@ fi
 if [[ ! -x $bin ]]; then
   echo "tool: building $1 $version into $dir (once; $took on 2 cores, instant afterwards)" >&2
   mkdir -p "$dir"
-  (cd /tmp && GOBIN=$dir GOFLAGS=-mod=mod go install ${tags:+-tags "$tags"} "$pkg@$version" >&2)
+  (cd /tmp && GOBIN=$dir GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" ${tags:+-tags "$tags"} "$pkg@$version" >&2)
 fi
 echo "$bin"
