@@ -61,6 +61,8 @@ type Suite struct {
 	cannotRun string
 	cluster   *localcluster.Cluster
 	started   bool
+	// imagesDir holds the images the suite built for its cluster starts; tearDown removes it.
+	imagesDir string
 }
 
 // NewSuite returns a suite that Run starts.
@@ -112,7 +114,14 @@ func (s *Suite) setUp() error {
 	}
 	s.RepoRoot = root
 	// GLEANER_E2E_IMAGES: images built beforehand (hack/cgroupv2-node.sh builds them on the host for its machine).
-	s.cluster, err = localcluster.New(localcluster.Config{StateDir: s.StateDir, RepoRoot: root, ImagesTarball: os.Getenv("GLEANER_E2E_IMAGES")})
+	// Without it the suite builds them once, for all its cluster starts, instead of once per start.
+	images := os.Getenv("GLEANER_E2E_IMAGES")
+	if images == "" {
+		if images, err = s.buildImages(); err != nil {
+			return err
+		}
+	}
+	s.cluster, err = localcluster.New(localcluster.Config{StateDir: s.StateDir, RepoRoot: root, ImagesTarball: images})
 	if err != nil {
 		return err
 	}
@@ -126,6 +135,24 @@ func (s *Suite) setUp() error {
 	}
 	s.Before = TakeSnapshot(s.StateDir)
 	return s.StartCluster(context.Background())
+}
+
+// buildImages builds the images into a directory of the suite's own, which tearDown removes, and returns the
+// tarball's path: what `gleaner-local build-images` does.
+func (s *Suite) buildImages() (string, error) {
+	dir, err := os.MkdirTemp("", "gleaner-e2e-images-")
+	if err != nil {
+		return "", err
+	}
+	s.imagesDir = dir
+	b, err := localcluster.New(localcluster.Config{StateDir: dir, RepoRoot: s.RepoRoot})
+	if err != nil {
+		return "", err
+	}
+	if err := b.BuildImages(context.Background()); err != nil {
+		return "", fmt.Errorf("building the images for the suite: %w", err)
+	}
+	return b.ImagesTarball(), nil
 }
 
 // StartCluster brings the cluster up and deploys Gleaner from config/local. A cluster left running in the suite's
@@ -174,6 +201,9 @@ func (s *Suite) StopCluster(ctx context.Context) error {
 }
 
 func (s *Suite) tearDown() error {
+	if s.imagesDir != "" {
+		_ = os.RemoveAll(s.imagesDir)
+	}
 	if s.cluster == nil || !s.started {
 		return nil
 	}
