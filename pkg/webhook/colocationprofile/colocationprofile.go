@@ -133,12 +133,8 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := Translate(mutated, profile, pc); err != nil {
 		return m.untranslatable(ctx, req, pod, profile, err)
 	}
-	raw, err := json.Marshal(mutated)
-	if err != nil {
-		return m.failOpen(ctx, req, fmt.Errorf("encoding the batch pod: %w", err))
-	}
 	m.count(req, profile.Name, ResultApplied)
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return admission.Patched("", patch(pod, mutated)...)
 }
 
 // selecting returns the first profile by name that selects pod in namespace, nil when none does. A profile whose

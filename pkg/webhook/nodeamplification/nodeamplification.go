@@ -42,6 +42,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the node as it was: %w", err))
 	}
+	before := node.DeepCopy()
 	changed, err := Amplify(old, node)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "not amplifying the allocatable of a node", "node", node.Name)
@@ -50,11 +51,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if !changed {
 		return admission.Allowed("")
 	}
-	raw, err := json.Marshal(node)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding the node: %w", err))
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return admission.Patched("", patch(before, node)...)
 }
 
 // Amplify sets node's allocatable cpu and memory to its raw allocatable times the node's amplification ratios, and

@@ -3,11 +3,18 @@ package nodeamplification
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -151,4 +158,160 @@ func TestHandle(t *testing.T) {
 	if resp = m.Handle(context.Background(), request(admissionv1.Create, nil, node(map[string]string{ratioKey: `{"cpu":2}`}, "cpu", "7"))); len(resp.Patches) != 0 {
 		t.Errorf("a node's creation is not amplified (the ratio comes later): patches %v", resp.Patches)
 	}
+}
+
+// rawNode is a Node as an API server newer than this library sends it: with members the library's Node type does
+// not know (unknownNodeFields) next to the annotations and allocatable given as JSON object members.
+func rawNode(annotations, allocatable string) []byte {
+	return []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","futureMeta":{"since":"v1.40"},"annotations":{` + annotations + `}},` +
+		`"spec":{"futureSpec":true},"status":{"futureField":{"a":["b",1]},"capacity":{"cpu":"8","memory":"16Gi"},` +
+		`"allocatable":{` + allocatable + `},"conditions":[{"type":"Ready","status":"True","futureCondition":"x"}]}}`)
+}
+
+var unknownNodeFields = [][]string{
+	{"metadata", "futureMeta"}, {"spec", "futureSpec"}, {"status", "futureField"}, {"status", "conditions", "0", "futureCondition"},
+}
+
+// TestHandlePatchesOnlyWhatItChanges: the webhook's patch touches the raw allocatable annotation and the amplified
+// allocatable only, so a status update from a newer API server keeps the fields this library does not know, and the
+// known fields come out as Amplify makes them.
+func TestHandlePatchesOnlyWhatItChanges(t *testing.T) {
+	const (
+		ratio   = `"node.koordinator.sh/resource-amplification-ratio":"{\"cpu\":1.50,\"memory\":1.25}"`
+		saved   = `"node.koordinator.sh/raw-allocatable":"{\"cpu\":\"8\",\"memory\":\"16Gi\"}"`
+		rawPath = "/metadata/annotations/node.koordinator.sh~1raw-allocatable"
+	)
+	tests := []struct {
+		name      string
+		old, node []byte
+		want      []string // "op path"
+	}{
+		{"the kubelet's write",
+			rawNode(ratio+","+saved, `"cpu":"12","memory":"20Gi","kubernetes.io/batch-cpu":"3000"`),
+			rawNode(ratio+","+saved, `"cpu":"7","memory":"20Gi","kubernetes.io/batch-cpu":"3000"`),
+			[]string{"replace " + rawPath, "replace /status/allocatable/cpu"}},
+		{"the first amplification",
+			rawNode(`"example.com/kept":"yes"`, `"cpu":"8","memory":"16Gi"`),
+			rawNode(`"example.com/kept":"yes",`+ratio, `"cpu":"8","memory":"16Gi"`),
+			[]string{"add " + rawPath, "replace /status/allocatable/cpu", "replace /status/allocatable/memory"}},
+		{"amplification removed",
+			rawNode(ratio+","+saved, `"cpu":"12","memory":"20Gi"`),
+			rawNode(saved, `"cpu":"12","memory":"20Gi"`),
+			[]string{"remove " + rawPath}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := (&Mutator{}).Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Update, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Node"}, SubResource: "status",
+				Object: runtime.RawExtension{Raw: tt.node}, OldObject: runtime.RawExtension{Raw: tt.old},
+			}})
+			if !resp.Allowed || len(resp.Warnings) != 0 {
+				t.Fatalf("allowed %v, warnings %v; want allowed without warnings", resp.Allowed, resp.Warnings)
+			}
+			if d := cmp.Diff(sorted(tt.want), operations(resp.Patches)); d != "" {
+				t.Errorf("patch operations (-want +got):\n%s", d)
+			}
+			patched := applyPatch(t, tt.node, resp.Patches)
+			for _, path := range unknownNodeFields {
+				expectKept(t, tt.node, patched, path)
+			}
+			old, want, got := &corev1.Node{}, &corev1.Node{}, &corev1.Node{}
+			decode(t, tt.old, old)
+			decode(t, tt.node, want)
+			decode(t, patched, got)
+			if _, err := Amplify(old, want); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(want, got) {
+				t.Errorf("the patched node's known fields\n%s\nwant (Amplify of the decoded node)\n%s", encode(t, got), encode(t, want))
+			}
+		})
+	}
+}
+
+// operations lists ops as sorted "op path" strings.
+func operations(ops []jsonpatch.JsonPatchOperation) []string {
+	out := make([]string, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, op.Operation+" "+op.Path)
+	}
+	return sorted(out)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// applyPatch applies ops, encoded as the webhook server sends them, to doc, as the API server does.
+func applyPatch(t *testing.T, doc []byte, ops []jsonpatch.JsonPatchOperation) []byte {
+	t.Helper()
+	b, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatchapply.DecodePatch(b)
+	if err != nil {
+		t.Fatalf("decoding the patch %s: %v", b, err)
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		t.Fatalf("applying the patch %s: %v", b, err)
+	}
+	return out
+}
+
+// expectKept fails t when the member at path (object keys and array indexes) of patched is not the one of doc.
+func expectKept(t *testing.T, doc, patched []byte, path []string) {
+	t.Helper()
+	want, ok := lookup(t, doc, path)
+	if !ok {
+		t.Fatalf("the test's document has nothing at %v", path)
+	}
+	if got, ok := lookup(t, patched, path); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: %v (present %v) after the patch, want %v", strings.Join(path, "."), got, ok, want)
+	}
+}
+
+func lookup(t *testing.T, doc []byte, path []string) (any, bool) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range path {
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[k]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i >= len(c) {
+				return nil, false
+			}
+			v = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func decode(t *testing.T, b []byte, obj any) {
+	t.Helper()
+	if err := json.Unmarshal(b, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func encode(t *testing.T, obj any) string {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
