@@ -23,9 +23,30 @@ CHART_SCHEMA := $(CHART)/values.schema.json
 LOCAL := $(BIN)/gleaner-local
 E2E_STATE ?= /var/lib/gleaner-e2e
 
+# The version stamped into the binaries (pkg/version): the nearest tag and the commits since it (a bare abbreviated
+# commit before the first tag), -dirty with uncommitted changes; v0.0.0-dev where git cannot say.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+VERSION_LDFLAGS = -X github.com/gleaner-sh/gleaner/pkg/version.version=$(VERSION)
+
 .PHONY: build
-build: ## Build the binaries into bin/.
-	go build -o $(BIN)/ ./cmd/...
+build: ## Build the binaries into bin/, stamped with VERSION.
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# `make release` (hack/release; docs/operations.md, "Release artifacts"): kubectl-glean's archives for PLATFORMS, the
+# chart package, the Krew manifest of the archives, downloadable under RELEASE_URL, and checksums.txt, into
+# RELEASE_DIR. The archives' files are dated SOURCE_DATE_EPOCH, the commit's time unless set, so that one commit
+# makes the same archives. HELM empty: hack/tool.sh's.
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+RELEASE_DIR ?= $(BIN)/release
+RELEASE_URL ?= https://github.com/gleaner-sh/gleaner/releases/download/$(VERSION)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+HELM ?=
+
+.PHONY: release
+release: ## Release artifacts into bin/release: kubectl-glean archives for PLATFORMS, the chart package, the Krew manifest, checksums.txt.
+	@helm=$(or $(HELM),$$(hack/tool.sh helm)); \
+	  go run ./hack/release --version "$(VERSION)" --ldflags "$(VERSION_LDFLAGS)" --platforms "$(PLATFORMS)" \
+	    --out "$(RELEASE_DIR)" --release-url "$(RELEASE_URL)" --source-date-epoch "$(SOURCE_DATE_EPOCH)" --helm "$$helm"
 
 .PHONY: generate
 generate: ## Regenerate deepcopy functions, CRD and RBAC manifests from the code, and the chart's copies of them.

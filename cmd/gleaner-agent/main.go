@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent"
+	"github.com/gleaner-sh/gleaner/pkg/version"
 )
 
 func main() {
@@ -26,7 +27,13 @@ func main() {
 	logFlags := flag.NewFlagSet("log", flag.ExitOnError)
 	zapOpts.BindFlags(logFlags)
 	fs.AddGoFlagSet(logFlags)
+	// Not among the options' flags: those are the chart's values (internal/chart), and this one only prints.
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
+	if *showVersion {
+		fmt.Println("gleaner-agent", version.Get())
+		return
+	}
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
 	// Only the logging and signal packages of controller-runtime: its root package would link the whole manager

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gleaner-sh/gleaner/pkg/manager"
+	"github.com/gleaner-sh/gleaner/pkg/version"
 )
 
 func main() {
@@ -24,7 +25,13 @@ func main() {
 	logFlags := flag.NewFlagSet("log", flag.ExitOnError)
 	zapOpts.BindFlags(logFlags)
 	fs.AddGoFlagSet(logFlags)
+	// Not among the options' flags: those are the chart's values (internal/chart), and this one only prints.
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
+	if *showVersion {
+		fmt.Println("gleaner-manager", version.Get())
+		return
+	}
 
 	ctx := ctrl.SetupSignalHandler()
 	logger := manager.StopLogger(ctx, zap.New(zap.UseFlagOptions(&zapOpts)))

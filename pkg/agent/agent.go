@@ -39,6 +39,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/proc"
 	"github.com/gleaner-sh/gleaner/pkg/agent/topologyreporter"
 	"github.com/gleaner-sh/gleaner/pkg/serving"
+	"github.com/gleaner-sh/gleaner/pkg/version"
 )
 
 // Agent is gleaner-agent with its modules built, ready to Run.
@@ -97,7 +98,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	klog.FromContext(ctx).Info("gleaner-agent starting", "node", opts.NodeName, "apiServer", cfg.Host,
+	klog.FromContext(ctx).Info("gleaner-agent starting", "version", version.Get().String(), "node", opts.NodeName, "apiServer", cfg.Host,
 		"cgroup", a.Host.CgroupVersion.String(), "driver", a.Host.Layout.Driver, "collectors", a.Collectors.Names(), "qosPlugins", a.QoS.Names(),
 		"podSource", opts.PodSource, "runtimeHook", opts.RuntimeHook.Mode, "nriSocket", opts.RuntimeHook.NRISocket, "metrics", opts.MetricsAddr, "metricsSecure", opts.Serving.SecureMetrics, "health", opts.HealthAddr)
 	return a.Run(ctx)

@@ -35,6 +35,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
+	"github.com/gleaner-sh/gleaner/pkg/version"
 	"github.com/gleaner-sh/gleaner/test/hostsim"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
@@ -220,6 +221,9 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_pod_cpu_usage_cores{namespace="default",pod="web-agent-node"} 0.8`)
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_nodemetric_reports_total{result="written"}`)
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_agent_metric_cache_bytes")
+	build := version.Get()
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics",
+		fmt.Sprintf("gleaner_build_info{commit=%q,goversion=%q,version=%q} 1", build.Commit, build.GoVersion, build.Version))
 }
 
 // startAgent builds the agent for cfg and o on clk, runs it until the test ends (it must then stop without an

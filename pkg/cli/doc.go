@@ -8,8 +8,10 @@
 //	                                   calculation gleaner-manager published with them
 //	kubectl glean top nodes|pods       measured usage (from NodeMetric, no metrics-server) next to requests,
 //	                                   allocatable and the batch and mid capacity, as `kubectl top` prints usage
+//	kubectl glean version              the plugin's version, commit and Go version, as the binaries' --version
 //
-// nodes and explain take -o json and -o yaml (nodes also -o wide) for scripts; top takes -o json and -o wide.
+// nodes, explain and version take -o json and -o yaml (nodes also -o wide) for scripts; top takes -o json and -o
+// wide.
 //
 // The kubeconfig flags are kubectl's (--kubeconfig, --context, --cluster, --user, -n/--namespace, --server,
 // --request-timeout, ...), bound by client-go's clientcmd rather than k8s.io/cli-runtime's ConfigFlags (root.go

@@ -132,6 +132,7 @@ Install the kubectl-glean binary anywhere on $PATH and run it as "kubectl glean"
 		newNodesCommand(f),
 		newExplainCommand(f),
 		newTopCommand(f),
+		newVersionCommand(f),
 	)
 	return root
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/serving"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/pkg/toggle"
+	"github.com/gleaner-sh/gleaner/pkg/version"
 	"github.com/gleaner-sh/gleaner/pkg/webhook/colocationprofile"
 	"github.com/gleaner-sh/gleaner/pkg/webhook/configmap"
 	"github.com/gleaner-sh/gleaner/pkg/webhook/nodeamplification"
@@ -91,7 +92,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := addCertProvisioner(ctx, mgr, cfg, opts); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("gleaner-manager").Info("serving", "apiServer", cfg.Host, "metrics", opts.MetricsAddr, "metricsSecure", opts.Serving.SecureMetrics,
+	ctrl.Log.WithName("gleaner-manager").Info("serving", "version", version.Get().String(), "apiServer", cfg.Host, "metrics", opts.MetricsAddr, "metricsSecure", opts.Serving.SecureMetrics,
 		"health", opts.HealthAddr, "leaderElection", opts.LeaderElect, "namespace", opts.Namespace, "webhookPort", opts.Webhook.Port)
 	return mgr.Start(ctx)
 }
@@ -171,6 +172,9 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	// One registry for every metric, the one the metrics server serves. A second manager in the same process (which
 	// controller-runtime's unique controller names rule out anyway) would get a clear duplicate-registration error.
 	deps := Deps{Options: opts, Clock: clock.RealClock{}, Metrics: ctrlmetrics.Registry, SLOConfig: sloconfig.NewStore(), Pods: pods}
+	if err := deps.Metrics.Register(version.NewCollector(version.Get())); err != nil {
+		return nil, fmt.Errorf("registering gleaner_build_info: %w", err)
+	}
 	// The config loader before the controllers that read its store; it is not in --controllers' choice.
 	if err := sloconfigmap.New(deps.SLOConfig, sloConfigMap, deps.Metrics).WithClock(deps.Clock).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the SLO config loader: %w", err)

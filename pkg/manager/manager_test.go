@@ -26,6 +26,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
+	"github.com/gleaner-sh/gleaner/pkg/version"
 	"github.com/gleaner-sh/gleaner/test/testenv"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -190,6 +191,8 @@ func TestManagerServesAndStops(t *testing.T) {
 	// The controllers' metrics go to the registry the manager serves.
 	waitHTTP(t, done, metrics, scraper, "gleaner_noderesource_node_writes_total 0")
 	waitHTTP(t, done, metrics, scraper, "gleaner_nodeallocation_status_writes_total")
+	build := version.Get()
+	waitHTTP(t, done, metrics, scraper, fmt.Sprintf("gleaner_build_info{commit=%q,goversion=%q,version=%q} 1", build.Commit, build.GoVersion, build.Version))
 	// Both webhook configurations were installed without a caBundle: the manager found them so and set it.
 	waitHTTP(t, done, metrics, scraper, `gleaner_webhook_cabundle_repairs_total{configuration="`+vwc.Name+`",reason="missing"} 1`)
 	waitHTTP(t, done, metrics, scraper, `gleaner_webhook_cabundle_repairs_total{configuration="`+mwc.Name+`",reason="missing"} 1`)

@@ -1,11 +1,13 @@
 // Package metrics holds gleaner-agent's Prometheus metrics: one registry per agent (no global state), with the
 // collectors' duration and outcome, the node's and pods' usage gauges, the metric cache's size and the NodeMetric
-// reports. Every metric is prefixed gleaner_agent_.
+// reports. Every metric is prefixed gleaner_agent_ but gleaner_build_info, which the manager exports too.
 package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/gleaner-sh/gleaner/pkg/version"
 )
 
 // Results of a collector run, the result label of gleaner_agent_collector_runs_total.
@@ -26,7 +28,8 @@ const (
 
 // Metrics are the agent's metrics, registered in Registry.
 type Metrics struct {
-	// Registry holds every metric below plus the Go runtime and process collectors.
+	// Registry holds every metric below plus the Go runtime and process collectors and the binary's
+	// gleaner_build_info.
 	Registry *prometheus.Registry
 	// CollectorDuration is how long one run of a collector took, by collector.
 	CollectorDuration *prometheus.HistogramVec
@@ -99,7 +102,7 @@ func New() *Metrics {
 		}, []string{"result"}),
 	}
 	m.Registry.MustRegister(
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.NewCollector(version.Get()),
 		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUUsage, m.PodMemoryUsage,
 		m.QoSCPUUsage, m.QoSMemoryUsage, m.Reports, m.TopologyReports,
 	)
