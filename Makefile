@@ -254,7 +254,7 @@ bench-runtimehook: gleaner-local ## Container start latency with and without the
 	exit $$rc
 
 .PHONY: run
-run: gleaner-local ## A real local cluster with Gleaner and a demo workload (root, cgroup v1); Ctrl-C tears it down.
+run: gleaner-local ## A real local cluster with Gleaner and a demo workload (root; cgroup v1 or v2); Ctrl-C tears it down.
 	$(LOCAL) run
 
 .PHONY: local-up local-down local-status

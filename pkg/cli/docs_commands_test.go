@@ -27,6 +27,8 @@ var (
 	inlineCommand = regexp.MustCompile("`(kubectl glean(?: [^`]*)?)`")
 	shellCommand  = regexp.MustCompile(`^\s*(?:\$ )?(kubectl glean(?: .*)?)$`)
 	template      = regexp.MustCompile(`\{\{\s*\$labels\.(\w+)\s*\}\}`)
+	// shellComment is what a shell drops from a fenced line: a # after a blank, and the rest of the line.
+	shellComment = regexp.MustCompile(`\s+#.*$`)
 )
 
 // documentedCommand is one `kubectl glean` command line found in a file.
@@ -56,7 +58,7 @@ func documentedCommands(t *testing.T) []documentedCommand {
 					continue
 				}
 				if m := shellCommand.FindStringSubmatch(line); fenced && m != nil {
-					out = append(out, documentedCommand{where: where + ":" + strconv.Itoa(i+1), line: m[1]})
+					out = append(out, documentedCommand{where: where + ":" + strconv.Itoa(i+1), line: shellComment.ReplaceAllString(m[1], "")})
 				}
 			}
 			joined := regexp.MustCompile(`\s*\n\s*`).ReplaceAllString(string(b), " ")

@@ -11,7 +11,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// TestKubeconfigFlags checks that every kubeconfig flag the README documents selects what it selects in kubectl.
+// TestKubeconfigFlags checks that every kubeconfig flag docs/kubectl-glean.md documents selects what it selects in
+// kubectl.
 func TestKubeconfigFlags(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1

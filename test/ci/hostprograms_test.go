@@ -23,7 +23,7 @@ import (
 
 // The base machine: what a fresh machine of the project's kind has before anything is installed. Debian's required
 // and important packages are on every Debian installation; these optional ones are the project's declared base
-// (README: "a fresh machine with Go, gcc, make", and git to clone, kubectl as shipped).
+// (docs/development.md: "a fresh Debian machine with Go, gcc, make and git", kubectl as shipped).
 var baseDebianPackages = []string{"git", "make", "gcc", "kubectl"}
 
 // builtByProject are the programs hack/kube-build.sh and hack/tool.sh build into the project's cache: the code runs
