@@ -167,26 +167,16 @@ e2e: host-packages gleaner-local ## End-to-end tests on a real local cluster; wh
 gleaner-local: ## Build bin/gleaner-local, the local cluster's tool (up, down, check, status).
 	@go build -o $(BIN)/ ./hack/gleaner-local
 
-# Fuzzers `make fuzz` runs, as package:FuzzFunc, each for FUZZTIME (plain `go test` runs only their seed corpus).
+# `make fuzz` runs every fuzzer for FUZZTIME (plain `go test` runs only their seed corpora).
 # FUZZTIME is a count of executions, not a duration: with a duration, Go 1.26's fuzz coordinator can report its own
 # deadline as a failure on a loaded machine (go.dev/issue/75804, fixed in Go 1.27). 3000 runs take a few seconds.
 FUZZTIME ?= 3000x
-FUZZ += ./pkg/sloconfig:FuzzColocationConfig ./pkg/sloconfig:FuzzResourceThresholdConfig
-FUZZ += ./pkg/sloconfig:FuzzResourceQOSConfig ./pkg/sloconfig:FuzzCPUBurstConfig
-FUZZ += ./pkg/sloconfig:FuzzSystemConfig ./pkg/sloconfig:FuzzHostApplicationConfig
-FUZZ += ./pkg/agent/system/cgroup:FuzzParsers ./pkg/agent/system/topology:FuzzParseNodeMeminfo
-FUZZ += ./pkg/cpulist:FuzzParse ./pkg/agent/system:FuzzParsePressure
-FUZZ += ./pkg/agent/system/proc:FuzzParseStat ./pkg/agent/system/proc:FuzzParseMeminfo
-FUZZ += ./pkg/agent/system/resctrl:FuzzParseSchemata ./pkg/agent/qosmanager/plugins/cpusuppress:FuzzParseBusy
-FUZZ += ./pkg/agent/statesinformer:FuzzParsePodList ./pkg/cli:FuzzExplanation
-FUZZ += ./pkg/agent/prediction/checkpoint:FuzzDecode
-FUZZ += ./pkg/agent/prediction/histogram:FuzzUnmarshalBinary
-FUZZ += ./pkg/agent/prediction:FuzzUnmarshalModel
 
 .PHONY: fuzz
 fuzz: ## Run every fuzzer for FUZZTIME (default 3000 executions; not part of `make test`, whose unit suite runs their seed corpora); a failing input is saved under the package's testdata/fuzz.
-	@for t in $(FUZZ); do \
-	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+	@# Every fuzzer of the tree, found by its declaration, so that a new one is fuzzed without a list to update.
+	@grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' pkg internal api cmd test | sort | while IFS=: read -r file decl; do \
+	  pkg=./$${file%/*}; fn=$${decl#func }; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
 	  out=$$(go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 "$$pkg" 2>&1) || { echo "$$out"; exit 1; }; \
 	done
 

@@ -70,9 +70,7 @@ func TestBatchPodsStartWhileSuppressionMoves(t *testing.T) {
 				}
 			}
 		}
-		for _, pod := range pods {
-			e.DeletePod(pod)
-		}
+		e.DeletePod(pods...)
 	}
 	stop()
 	wg.Wait()

@@ -328,19 +328,23 @@ func (e *Env) RunPodIn(ns string, pod *corev1.Pod) *corev1.Pod {
 	return got
 }
 
-// DeletePod deletes the pod and waits until it is gone.
-func (e *Env) DeletePod(pod *corev1.Pod) {
+// DeletePod deletes the pods and waits until they are all gone.
+func (e *Env) DeletePod(pods ...*corev1.Pod) {
 	e.t.Helper()
-	pods := e.Clientset.CoreV1().Pods(pod.Namespace)
-	if err := pods.Delete(e.Ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		e.t.Fatalf("deleting pod %s: %v", pod.Name, err)
+	// All deletions first, then one wait: the kubelet stops the pods side by side, not one after the other.
+	for _, pod := range pods {
+		if err := e.Clientset.CoreV1().Pods(pod.Namespace).Delete(e.Ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			e.t.Fatalf("deleting pod %s: %v", pod.Name, err)
+		}
 	}
 	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
-		_, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, ""
+		for _, pod := range pods {
+			_, err := e.Clientset.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				return false, fmt.Sprintf("pod %s still there (%v)", pod.Name, err)
+			}
 		}
-		return false, fmt.Sprintf("pod %s still there (%v)", pod.Name, err)
+		return true, ""
 	})
 }
 
