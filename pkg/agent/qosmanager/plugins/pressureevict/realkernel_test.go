@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,8 +146,28 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 		b, _ := os.ReadFile(passes)
 		return bytes.Count(b, []byte{'\n'})
 	}
+	// pagedIn is the MiB the service's cgroup has brought into memory so far (v1 memory.stat pgpgin): what its
+	// readers read from the disk because the page cache no longer held it, and their little anonymous memory.
+	pagedIn := func() float64 {
+		b, err := os.ReadFile(filepath.Join(box.Path("memory", webCtr), "memory.stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "pgpgin "); ok {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					t.Fatalf("memory.stat: %q: %v", line, err)
+				}
+				return float64(n) * float64(os.Getpagesize()) / (1 << 20)
+			}
+		}
+		t.Fatalf("memory.stat of the service has no pgpgin:\n%s", b)
+		return 0
+	}
 	var passesBefore, evictedAfter int
-	start := time.Now()
+	var inBefore float64
+	start, inStart := time.Now(), pagedIn()
 	for {
 		if time.Since(start) > 90*time.Second {
 			mem, _ := pr.Pressure(system.PSIMemory)
@@ -161,7 +182,7 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(evictor.Asked()) > 0 {
-			passesBefore, evictedAfter = n, int(time.Since(start)/time.Second)
+			passesBefore, evictedAfter, inBefore = n, int(time.Since(start)/time.Second), pagedIn()-inStart
 			break
 		}
 		if !box.Holds(batchCtr, batchProc) {
@@ -185,17 +206,29 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	store.DeletePod(batch.UID)
 	const measure = 10 * time.Second
 	time.Sleep(2 * time.Second) // the first pass after the squeeze reads the file in again
-	fromAfter := count()
+	fromAfter, inFrom := count(), pagedIn()
 	time.Sleep(measure)
-	after := count() - fromAfter
+	after, inAfter := count()-fromAfter, pagedIn()-inFrom
 	rateBefore := float64(passesBefore) / float64(evictedAfter)
 	rateAfter := float64(after) / measure.Seconds()
-	t.Logf("the service read its %d MiB files %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx)",
-		fileMiB, rateBefore, rateAfter, rateAfter/rateBefore)
-	// On this project's machines the disk behind the page cache is itself cached by the host, so a read that misses
-	// costs only 2-3x one that hits (docs/qos.md has the figures); 1.5x leaves room for a noisy neighbour.
-	if rateAfter < 1.5*rateBefore {
-		t.Errorf("the service's reads are %.1fx as fast after the batch pod left; want at least 1.5x: the stall was not the batch pod's doing", rateAfter/rateBefore)
+	missBefore, missAfter := inBefore/float64(max(passesBefore, 1)), inAfter/float64(max(after, 1))
+	t.Logf("the service read its %d MiB files %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx); "+
+		"each read brought %.1f MiB in from the disk under the squeeze, %.2f MiB after", fileMiB, rateBefore, rateAfter, rateAfter/rateBefore, missBefore, missAfter)
+	// The cause, counted by the kernel whatever else runs: under the squeeze the service's page cache could not hold
+	// its files and a part of each read came from the disk (a quarter of it in the runs here: the readers reclaim
+	// each other's pages); after the eviction the files stay in memory.
+	if missBefore < fileMiB/10 {
+		t.Errorf("under the squeeze each read brought in only %.1f MiB of its %d MiB file: the service's files still fit, so the squeeze proved nothing", missBefore, fileMiB)
+	}
+	if missAfter > missBefore/4 {
+		t.Errorf("after the eviction each read still brought in %.1f MiB from the disk (%.1f MiB under the squeeze): the batch pod was not what kept the service's files out of memory", missAfter, missBefore)
+	}
+	// The effect on the service. On this project's machines the disk behind the page cache is itself cached by the
+	// host, so a read that misses costs only 2-3x one that hits (docs/qos.md has the figures); and a read that hits
+	// is all CPU, which the other test packages go test runs beside this one take their share of, while a read that
+	// misses mostly waits. 1.5x held on a quiet machine; 1.3x was measured beside the unit suite's other packages.
+	if rateAfter < 1.15*rateBefore {
+		t.Errorf("the service's reads are %.1fx as fast after the batch pod left; want at least 1.15x: the stall was not the batch pod's doing", rateAfter/rateBefore)
 	}
 }
 
