@@ -12,7 +12,10 @@ assets=$(hack/kube-build.sh envtest)
 go build -o "$state/bin/" ./cmd/gleaner-manager ./hack/devapi
 
 rm -f "$state/kubeconfig"
-"$state/bin/devapi" --assets "$assets" --kubeconfig "$state/kubeconfig" >"$state/devapi.log" 2>&1 &
+# A Ctrl-C reaches every process of the terminal's foreground group at once, devapi too: it must keep the control
+# plane up until gleaner-manager has stopped (released its lease, flushed its events), so it ignores the interrupt
+# and stops at cleanup's TERM, which comes after the manager has exited.
+"$state/bin/devapi" --interrupt-stops=false --assets "$assets" --kubeconfig "$state/kubeconfig" >"$state/devapi.log" 2>&1 &
 devapi=$!
 # devapi stops kube-apiserver and etcd (each in its own process group, so Ctrl-C reaches neither) and removes etcd's
 # data; it holds off further signals until that is done, so the TERM here cannot cut it short.

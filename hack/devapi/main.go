@@ -25,14 +25,17 @@ func main() {
 	assets := fs.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver and etcd")
 	kubeconfig := fs.String("kubeconfig", "", "where to write the kubeconfig (required)")
 	namespace := fs.String("namespace", "gleaner-system", "namespace to create for gleaner-manager")
+	interruptStops := fs.Bool("interrupt-stops", true, "stop on SIGINT as on SIGTERM; false: SIGINT is caught and "+
+		"ignored, so that a Ctrl-C meant for a program beside this one (run.sh's gleaner-manager) leaves the control "+
+		"plane up until that program has stopped, and SIGTERM stops it")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
-	if err := run(*assets, *kubeconfig, *namespace); err != nil {
+	if err := run(*assets, *kubeconfig, *namespace, *interruptStops); err != nil {
 		fmt.Fprintf(os.Stderr, "devapi: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(assets, kubeconfig, namespace string) error {
+func run(assets, kubeconfig, namespace string, interruptStops bool) error {
 	if assets == "" || kubeconfig == "" {
 		return fmt.Errorf("--assets (or KUBEBUILDER_ASSETS) and --kubeconfig are required")
 	}
@@ -40,7 +43,14 @@ func run(assets, kubeconfig, namespace string) error {
 	// run.sh's SIGTERM while the first one is being handled, must not kill this process between stopping
 	// kube-apiserver and stopping etcd (etcd runs in its own process group, so it would be left running with its
 	// data). The deferred stop() therefore runs after env.Stop.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopSignals := []os.Signal{syscall.SIGTERM}
+	if interruptStops {
+		stopSignals = append(stopSignals, os.Interrupt)
+	} else {
+		// Caught, not ignored: an ignored signal would stay ignored in kube-apiserver and etcd across their exec.
+		signal.Notify(make(chan os.Signal, 1), os.Interrupt)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	crds, err := crd.Objects()
 	if err != nil {
