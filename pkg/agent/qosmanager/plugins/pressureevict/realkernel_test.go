@@ -146,25 +146,8 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 		b, _ := os.ReadFile(passes)
 		return bytes.Count(b, []byte{'\n'})
 	}
-	// pagedIn is the MiB the service's cgroup has brought into memory so far (v1 memory.stat pgpgin): what its
-	// readers read from the disk because the page cache no longer held it, and their little anonymous memory.
-	pagedIn := func() float64 {
-		b, err := os.ReadFile(filepath.Join(box.Path("memory", webCtr), "memory.stat"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "pgpgin "); ok {
-				n, err := strconv.ParseUint(v, 10, 64)
-				if err != nil {
-					t.Fatalf("memory.stat: %q: %v", line, err)
-				}
-				return float64(n) * float64(os.Getpagesize()) / (1 << 20)
-			}
-		}
-		t.Fatalf("memory.stat of the service has no pgpgin:\n%s", b)
-		return 0
-	}
+	webMemory := box.Path("memory", webCtr)
+	pagedIn := func() float64 { return pagedInMiB(t, webMemory) }
 	var passesBefore, evictedAfter int
 	var inBefore float64
 	start, inStart := time.Now(), pagedIn()
@@ -209,9 +192,16 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	fromAfter, inFrom := count(), pagedIn()
 	time.Sleep(measure)
 	after, inAfter := count()-fromAfter, pagedIn()-inFrom
-	rateBefore := float64(passesBefore) / float64(evictedAfter)
+	checkRecovered(t, passesBefore, evictedAfter, inBefore, after, measure, inAfter)
+}
+
+// checkRecovered holds the service's reads after the eviction to what they were under the squeeze: passes reads in
+// seconds that brought inBefore MiB in from the disk, then after reads in measure that brought inAfter.
+func checkRecovered(t *testing.T, passes, seconds int, inBefore float64, after int, measure time.Duration, inAfter float64) {
+	t.Helper()
+	rateBefore := float64(passes) / float64(seconds)
 	rateAfter := float64(after) / measure.Seconds()
-	missBefore, missAfter := inBefore/float64(max(passesBefore, 1)), inAfter/float64(max(after, 1))
+	missBefore, missAfter := inBefore/float64(max(passes, 1)), inAfter/float64(max(after, 1))
 	t.Logf("the service read its %d MiB files %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx); "+
 		"each read brought %.1f MiB in from the disk under the squeeze, %.2f MiB after", fileMiB, rateBefore, rateAfter, rateAfter/rateBefore, missBefore, missAfter)
 	// The cause, counted by the kernel whatever else runs: under the squeeze the service's page cache could not hold
@@ -230,6 +220,27 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	if rateAfter < 1.15*rateBefore {
 		t.Errorf("the service's reads are %.1fx as fast after the batch pod left; want at least 1.15x: the stall was not the batch pod's doing", rateAfter/rateBefore)
 	}
+}
+
+// pagedInMiB is the MiB the memory cgroup at dir has brought into memory so far (v1 memory.stat pgpgin): what its
+// processes read from the disk because the page cache no longer held it, and their anonymous memory.
+func pagedInMiB(t *testing.T, dir string) float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "pgpgin "); ok {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("memory.stat: %q: %v", line, err)
+			}
+			return float64(n) * float64(os.Getpagesize()) / (1 << 20)
+		}
+	}
+	t.Fatalf("%s/memory.stat has no pgpgin:\n%s", dir, b)
+	return 0
 }
 
 // waitForQuietMemory waits until the node's memory stall is under half the test's percent. A stall left by whatever
