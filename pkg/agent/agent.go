@@ -236,9 +236,11 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	states.RegisterCallback(statesinformer.KindPods, "evictor-forget-ended-pods", func(statesinformer.Kind) {
 		ev.Prune(func(uid types.UID) bool { return states.GetPod(uid) != nil })
 	})
+	rep := reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report)
 	qos, err := qosmanager.NewManager(qosmanager.Deps{
 		States: states, Cache: cache, Executor: exec, Cgroups: cgroups, Layout: host.Layout, Proc: procFS, Host: hostFS,
-		SysRoot: opts.SysRoot, NetDevice: opts.NetQOSDevice, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: eventWriter, Registerer: m.Registry,
+		SysRoot: opts.SysRoot, NetDevice: opts.NetQOSDevice, StateDir: opts.StateDir, Clock: clk, Evictor: ev, Events: eventWriter, Pressure: rep,
+		Registerer: m.Registry,
 	}, clk, plugins.Registry(), opts.QoSPlugins, opts.QoSPluginIntervals)
 	if err != nil {
 		return nil, err
@@ -252,7 +254,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	}
 	a := &Agent{
 		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, Evictor: ev, QoS: qos,
-		RuntimeHook: hook, Reporter: reporter.New(c, states, cache, clk, m, opts.NodeName, opts.Report),
+		RuntimeHook: hook, Reporter: rep,
 	}
 	if opts.Topology.Enabled {
 		a.Topology = topologyreporter.New(c, states, opts.ProcRoot, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)

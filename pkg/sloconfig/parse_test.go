@@ -256,6 +256,7 @@ func TestDefaults(t *testing.T) {
 		CPUSuppressMinPercent:           ptr.To[int64](0),
 		MemoryEvictThresholdPercent:     ptr.To[int64](70),
 		MemoryEvictLowerPercent:         ptr.To[int64](68),
+		MemoryEvictHoldSeconds:          ptr.To[int64](300),
 		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90),
 		CPUEvictTimeWindowSeconds:       ptr.To[int64](1),
 		CPUEvictPolicy:                  slov1alpha1.CPUEvictByRealLimit,

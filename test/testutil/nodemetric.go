@@ -80,6 +80,16 @@ func (b *NodeMetricBuilder) ProdReclaimable(pairs ...string) *NodeMetricBuilder 
 	return b
 }
 
+// MemoryPressure sets status.memoryPressure as the agent writes it: pressure since since, last seen then, a hold of
+// five minutes, with the UIDs of the pods evicted for it.
+func (b *NodeMetricBuilder) MemoryPressure(since time.Time, evicted ...string) *NodeMetricBuilder {
+	b.m.Status.MemoryPressure = &slov1alpha1.MemoryPressure{
+		Since: metav1.NewTime(since), LastPressureTime: metav1.NewTime(since), HoldSeconds: slov1alpha1.DefaultMemoryEvictHoldSeconds,
+		EvictedPods: evicted,
+	}
+	return b
+}
+
 // AsPodUsages returns a copy of m with its pod records moved from status.podsMetric (the form agents wrote before
 // issue 33, and what the builder writes) to status.podUsages, as a current agent writes them: UID, priority class,
 // CPU and memory. Tests run a report both ways to check that a manager reads an old agent's report as it reads a

@@ -28,6 +28,12 @@ const (
 	// MaxPressureEvictWindowSeconds bounds spec.resourceUsedThresholdWithBE.pressureEvictWindowSeconds: the stall is
 	// averaged from the metric cache's per-second ring, which spans 300 s by default.
 	MaxPressureEvictWindowSeconds int64 = 300
+	// MaxMemoryEvictHoldSeconds bounds spec.resourceUsedThresholdWithBE.memoryEvictHoldSeconds: an hour. A node
+	// that has been under its eviction threshold that long has long shown what it can offer again.
+	MaxMemoryEvictHoldSeconds int64 = 3600
+	// MaxMemoryPressurePods bounds NodeMetric status.memoryPressure.evictedPods: the pods of a node (the agent
+	// lists at most as many in status.podUsages), whatever the episode's length.
+	MaxMemoryPressurePods = 1000
 	// MaxCFSQuotaBurstPeriodSeconds bounds spec.cpuBurstStrategy.cfsQuotaBurstPeriodSeconds: a burst allowed to
 	// last longer than a day is no limit; -1 says that explicitly.
 	MaxCFSQuotaBurstPeriodSeconds int64 = 86400

@@ -44,6 +44,7 @@ func TestBoundsMatchTheCRDs(t *testing.T) {
 		{"NodeMetric", "spec.metricCollectPolicy.reportIntervalSeconds", slov1alpha1.MaxMetricReportIntervalSeconds},
 		{"NodeSLO", "spec.resourceUsedThresholdWithBE.cpuEvictTimeWindowSeconds", slov1alpha1.MaxCPUEvictTimeWindowSeconds},
 		{"NodeSLO", "spec.resourceUsedThresholdWithBE.pressureEvictWindowSeconds", slov1alpha1.MaxPressureEvictWindowSeconds},
+		{"NodeSLO", "spec.resourceUsedThresholdWithBE.memoryEvictHoldSeconds", slov1alpha1.MaxMemoryEvictHoldSeconds},
 		{"NodeSLO", "spec.cpuBurstStrategy.cfsQuotaBurstPeriodSeconds", slov1alpha1.MaxCFSQuotaBurstPeriodSeconds},
 		{"NodeSLO", "spec.cpuBurstStrategy.cpuBurstPercent", slov1alpha1.MaxCPUBurstPercent},
 		{"NodeSLO", "spec.cpuBurstStrategy.cfsQuotaBurstPercent", slov1alpha1.MaxCPUBurstPercent},
@@ -52,6 +53,9 @@ func TestBoundsMatchTheCRDs(t *testing.T) {
 		if s := schemaOf(tt.kind, tt.path); s.Maximum == nil || int64(*s.Maximum) != tt.want {
 			t.Errorf("%s %s: schema maximum %v, constant %d", tt.kind, tt.path, s.Maximum, tt.want)
 		}
+	}
+	if evicted := schemaOf("NodeMetric", "status.memoryPressure.evictedPods"); evicted.MaxItems == nil || *evicted.MaxItems != slov1alpha1.MaxMemoryPressurePods {
+		t.Errorf("evictedPods: schema maxItems %v, constant %d", evicted.MaxItems, slov1alpha1.MaxMemoryPressurePods)
 	}
 	durations := schemaOf("NodeMetric", "spec.metricCollectPolicy.nodeAggregatePolicy.durations")
 	if durations.MaxItems == nil || *durations.MaxItems != slov1alpha1.MaxAggregateDurations {

@@ -40,12 +40,18 @@ func DefaultResourceThresholdStrategy() *ResourceThresholdStrategy {
 		CPUSuppressPolicy:               CPUSuppressCPUSet,
 		CPUSuppressMinPercent:           ptr.To[int64](0),
 		MemoryEvictThresholdPercent:     ptr.To[int64](70),
+		MemoryEvictHoldSeconds:          ptr.To[int64](DefaultMemoryEvictHoldSeconds),
 		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90),
 		CPUEvictTimeWindowSeconds:       ptr.To[int64](1),
 		CPUEvictPolicy:                  CPUEvictByRealLimit,
 		PressureEvictWindowSeconds:      ptr.To[int64](10),
 	}
 }
+
+// DefaultMemoryEvictHoldSeconds is the default of memoryEvictHoldSeconds: the kubelet's default
+// --eviction-pressure-transition-period, and the default window of a NodeMetric's usages (metricAggregateDurationSeconds),
+// after which the memory of the pods that were evicted and of the growth that caused it is what the report averages.
+const DefaultMemoryEvictHoldSeconds int64 = 300
 
 // MemoryEvictLowerGap is how far below memoryEvictThresholdPercent memory eviction stops when
 // memoryEvictLowerPercent is unset.

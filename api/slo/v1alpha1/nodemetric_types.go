@@ -120,6 +120,36 @@ type NodeMetricStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	GPUs []GPUMetricInfo `json:"gpus,omitempty"`
+
+	// MemoryPressure is present while the node is under memory pressure and for a hold time after it: the agent's
+	// memory eviction found the node's memory use above the NodeSLO's memoryEvictThresholdPercent less than its
+	// memoryEvictHoldSeconds ago. While it is present gleaner-manager publishes no more kubernetes.io/batch-memory
+	// (mid-memory) than the node's batch (mid) pods already request, leaving out those the agent evicts, so that no
+	// new pod of the tier (a replacement of an evicted one included) is placed where it would be evicted again. The
+	// agent writes it at once, without waiting for its report interval, when it appears, before each pod it lists is
+	// evicted, and when it ends. Absent otherwise.
+	// +optional
+	MemoryPressure *MemoryPressure `json:"memoryPressure,omitempty"`
+}
+
+// MemoryPressure is one episode of node memory pressure as the agent reports it (NodeMetricStatus.MemoryPressure),
+// like the kubelet's MemoryPressure node condition and its --eviction-pressure-transition-period.
+type MemoryPressure struct {
+	// Since is when the agent found the node's memory use above the eviction threshold first in this episode.
+	Since metav1.Time `json:"since"`
+	// LastPressureTime is when it last found it above, as of this report. The episode ends, and the status field
+	// goes, HoldSeconds after the last time it does.
+	LastPressureTime metav1.Time `json:"lastPressureTime"`
+	// HoldSeconds is how long the episode lasts after the pressure is gone (the NodeSLO's memoryEvictHoldSeconds).
+	// +kubebuilder:validation:Minimum=0
+	HoldSeconds int64 `json:"holdSeconds"`
+	// EvictedPods are the UIDs of the pods the agent evicts for the node's memory in this episode, each listed
+	// before its eviction is sent (a pod the eviction did not take is listed no more); at most 1000, the oldest left
+	// out. gleaner-manager counts them as gone.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=set
+	// +optional
+	EvictedPods []string `json:"evictedPods,omitempty"`
 }
 
 // NodeMetricInfo is the node's usage.

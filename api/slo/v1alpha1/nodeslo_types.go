@@ -125,6 +125,17 @@ type ResourceThresholdStrategy struct {
 	// +kubebuilder:validation:Maximum=100
 	MemoryEvictLowerPercent *int64 `json:"memoryEvictLowerPercent,omitempty"`
 
+	// MemoryEvictHoldSeconds is how long after the node's memory use was last above MemoryEvictThresholdPercent
+	// the node stays in memory pressure (NodeMetric status.memoryPressure): until then gleaner-manager offers batch
+	// pods no more kubernetes.io/batch-memory than those already there request, so that a pod evicted for memory
+	// is not placed on the node again while it would be evicted again (as the kubelet's
+	// --eviction-pressure-transition-period holds its MemoryPressure condition). 0..3600. Default 300. Gleaner's
+	// own key.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	MemoryEvictHoldSeconds *int64 `json:"memoryEvictHoldSeconds,omitempty"`
+
 	// CPUEvictBESatisfactionUpperPercent is the best-effort CPU satisfaction (real limit / request, percent) that
 	// CPU eviction restores before it stops.
 	// +optional

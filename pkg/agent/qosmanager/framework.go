@@ -58,6 +58,16 @@ type Evictor interface {
 	KillLocally(ctx context.Context, pod *corev1.Pod, podDir, reason, message string) (evictor.Result, error)
 }
 
+// PressureReporter publishes the node's memory pressure in its NodeMetric (status.memoryPressure), by which
+// gleaner-manager stops offering batch pods memory on the node; *reporter.Reporter implements it.
+type PressureReporter interface {
+	// SetMemoryPressure makes mp (nil: none) what every NodeMetric report says from now on, without writing it now.
+	SetMemoryPressure(mp *slov1alpha1.MemoryPressure)
+	// WriteMemoryPressure is SetMemoryPressure that also writes mp into the NodeMetric before it returns; ctx
+	// bounds the write. An error says the write failed; the reports still carry mp.
+	WriteMemoryPressure(ctx context.Context, mp *slov1alpha1.MemoryPressure) error
+}
+
 // EventRecorder records Kubernetes events on objects.
 type EventRecorder interface {
 	// Eventf records an event of type eventtype (corev1.EventTypeNormal or corev1.EventTypeWarning) on obj.
@@ -93,6 +103,8 @@ type Deps struct {
 	Evictor Evictor
 	// Events records events.
 	Events EventRecorder
+	// Pressure publishes the node's memory pressure.
+	Pressure PressureReporter
 	// Clock is the plugins' clock.
 	Clock clock.PassiveClock
 	// Registerer receives the metrics of plugins that are prometheus.Collectors; nil registers nothing.
@@ -124,12 +136,12 @@ type Factory struct {
 }
 
 // Need returns an error naming every dependency in what ("States", "Cache", "Executor", "Cgroups", "Proc", "Host",
-// "StateDir", "Evictor", "Events", "Clock") that d lacks, for plugin's constructor.
+// "StateDir", "Evictor", "Events", "Pressure", "Clock") that d lacks, for plugin's constructor.
 func (d Deps) Need(plugin string, what ...string) error {
 	has := map[string]bool{
 		"States": d.States != nil, "Cache": d.Cache != nil, "Executor": d.Executor != nil, "Cgroups": d.Cgroups != nil,
 		"Proc": d.Proc != nil, "Host": d.Host != nil, "StateDir": d.StateDir != "", "Evictor": d.Evictor != nil,
-		"Events": d.Events != nil, "Clock": d.Clock != nil,
+		"Events": d.Events != nil, "Pressure": d.Pressure != nil, "Clock": d.Clock != nil,
 	}
 	var missing []string
 	for _, w := range what {

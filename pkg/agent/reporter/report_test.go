@@ -2,11 +2,13 @@ package reporter
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -146,5 +148,136 @@ func expectStored(t *testing.T, s slov1alpha1.NodeMetricStatus) {
 	// prod is the priority left out; no podsMetric beside podUsages
 	if len(s.PodUsages) != 1 || s.PodUsages[0].Priority != "" || s.PodUsages[0].CPUMillis == 0 || len(s.PodsMetric) != 0 {
 		t.Errorf("podUsages as stored: %+v, podsMetric %+v", s.PodUsages, s.PodsMetric)
+	}
+}
+
+// TestWriteMemoryPressure: the memory pressure is written into the NodeMetric at once, the rest of the status left
+// as it was; every report from then on carries it (a value set without a write too), and writing none removes it.
+func TestWriteMemoryPressure(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	nm := &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "rep-mp"}}
+	if err := e.Client.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(ctx, nm) })
+	store := statesinformer.NewStore()
+	store.SetNodeMetric(nm.DeepCopy())
+	cache := fill(t, node(metriccache.NodeCPUUsage, 300, constant(1)), node(metriccache.NodeMemoryUsage, 300, constant(gi)))
+	clk := clocktesting.NewFakeClock(now)
+	r := New(newCounting(t, e), store, cache, clk, metrics.New(), "rep-mp", DefaultOptions())
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportWritten {
+		t.Fatalf("first report: %s, %v", res, err)
+	}
+	stored := func() slov1alpha1.NodeMetricStatus {
+		t.Helper()
+		got := &slov1alpha1.NodeMetric{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: "rep-mp"}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status
+	}
+
+	mp := &slov1alpha1.MemoryPressure{Since: metav1.NewTime(now), LastPressureTime: metav1.NewTime(now), HoldSeconds: 300, EvictedPods: []string{"uid-a"}}
+	if err := r.WriteMemoryPressure(ctx, mp); err != nil {
+		t.Fatal(err)
+	}
+	s := stored()
+	if diff := cmp.Diff(mp, s.MemoryPressure); diff != "" {
+		t.Errorf("memory pressure as stored (-want +got):\n%s", diff)
+	}
+	if !s.UpdateTime.Time.Equal(now) || s.NodeMetric == nil || s.NodeMetric.NodeUsage.Cpu().MilliValue() != 1000 {
+		t.Errorf("the rest of the status changed: updateTime %v, nodeMetric %+v", s.UpdateTime, s.NodeMetric)
+	}
+
+	// The next report, built from an informer that has not seen the write, keeps it; one set since goes with it.
+	later := mp.DeepCopy()
+	later.LastPressureTime = metav1.NewTime(now.Add(time.Second))
+	r.SetMemoryPressure(later)
+	clk.Step(time.Second)
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportWritten {
+		t.Fatalf("report under memory pressure: %s, %v", res, err)
+	}
+	if diff := cmp.Diff(later, stored().MemoryPressure); diff != "" {
+		t.Errorf("memory pressure after a report (-want +got):\n%s", diff)
+	}
+
+	if err := r.WriteMemoryPressure(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored().MemoryPressure; got != nil {
+		t.Errorf("memory pressure %+v after it was written away", got)
+	}
+	clk.Step(time.Second)
+	if _, err := r.Report(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored().MemoryPressure; got != nil {
+		t.Errorf("a report brought memory pressure %+v back", got)
+	}
+
+	// Without a NodeMetric there is nothing to write to.
+	none := New(newCounting(t, e), statesinformer.NewStore(), cache, clk, metrics.New(), "rep-mp-none", DefaultOptions())
+	if err := none.WriteMemoryPressure(ctx, mp); err != nil {
+		t.Errorf("without a NodeMetric: %v", err)
+	}
+}
+
+// TestMemoryPressureDoesNotWaitOnAStuckReport: while a report hangs on the API server, setting the memory pressure
+// returns at once and writing it gives up when its context ends (the evictions it goes before must not wait on the
+// report); once the report is through, the write goes out.
+func TestMemoryPressureDoesNotWaitOnAStuckReport(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	nm := &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "rep-stuck"}}
+	if err := e.Client.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(ctx, nm) })
+	store := statesinformer.NewStore()
+	store.SetNodeMetric(nm.DeepCopy())
+	ww, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var stuck atomic.Bool
+	stuck.Store(true)
+	c := interceptor.NewClient(ww, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if stuck.CompareAndSwap(true, false) { // the first write, the report's
+				close(entered)
+				<-release
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	cache := fill(t, node(metriccache.NodeCPUUsage, 300, constant(1)), node(metriccache.NodeMemoryUsage, 300, constant(gi)))
+	r := New(c, store, cache, clocktesting.NewFakeClock(now), metrics.New(), "rep-stuck", DefaultOptions())
+	reported := make(chan error, 1)
+	go func() { _, err := r.Report(ctx); reported <- err }()
+	<-entered
+
+	mp := &slov1alpha1.MemoryPressure{Since: metav1.NewTime(now), LastPressureTime: metav1.NewTime(now), HoldSeconds: 300, EvictedPods: []string{"uid-a"}}
+	r.SetMemoryPressure(mp) // returns: it waits on nothing
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := r.WriteMemoryPressure(short, mp); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("writing while a report hangs: %v, want it to give up when its context ends", err)
+	}
+
+	close(release)
+	if err := <-reported; err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteMemoryPressure(ctx, mp); err != nil {
+		t.Fatal(err)
+	}
+	got := &slov1alpha1.NodeMetric{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: "rep-stuck"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(mp, got.Status.MemoryPressure); diff != "" {
+		t.Errorf("memory pressure as stored (-want +got):\n%s", diff)
 	}
 }

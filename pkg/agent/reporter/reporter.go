@@ -2,10 +2,12 @@ package reporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -73,6 +76,16 @@ type Reporter struct {
 	nodeName  string
 	opts      Options
 	predictor Predictor
+
+	// writing is held by whoever writes the status, a report or a memory-pressure write, one at a time: a report
+	// carries the memory pressure as it was when it was built, and must not land after a newer one was written. A
+	// channel rather than a mutex, so that a memory-pressure write (which holds evictions up) can give up waiting
+	// on a report stuck on an API server that does not answer.
+	writing chan struct{}
+	// mu guards pressure; it is never held across a request.
+	mu sync.Mutex
+	// pressure is status.memoryPressure in every report (SetMemoryPressure); nil for none.
+	pressure *slov1alpha1.MemoryPressure
 }
 
 // WithPredictor has the reporter include p's prediction in every status; it returns r.
@@ -83,7 +96,7 @@ func (r *Reporter) WithPredictor(p Predictor) *Reporter {
 
 // New returns a reporter for nodeName. c writes the status (and reads the NodeMetric again after a conflict).
 func New(c client.Client, states statesinformer.States, cache metriccache.Cache, clk clock.WithTicker, m *metrics.Metrics, nodeName string, opts Options) *Reporter {
-	return &Reporter{client: c, states: states, cache: cache, clock: clk, metrics: m, nodeName: nodeName, opts: opts}
+	return &Reporter{client: c, states: states, cache: cache, clock: clk, metrics: m, nodeName: nodeName, opts: opts, writing: make(chan struct{}, 1)}
 }
 
 // Name is the reporter's name as a Runnable.
@@ -137,6 +150,10 @@ func (r *Reporter) Report(ctx context.Context) (string, error) {
 }
 
 func (r *Reporter) report(ctx context.Context) (string, error) {
+	if err := r.lockWriting(ctx); err != nil {
+		return metrics.ReportError, err
+	}
+	defer r.unlockWriting()
 	nm := r.states.GetNodeMetric()
 	if nm == nil {
 		return metrics.ReportNoObject, nil
@@ -203,8 +220,66 @@ func (r *Reporter) Build(now time.Time, p Policy) *slov1alpha1.NodeMetricStatus 
 	if r.predictor != nil {
 		status.ProdReclaimableMetric = r.predictor.ProdReclaimable(now)
 	}
+	status.MemoryPressure = r.memoryPressure()
 	return status
 }
+
+// SetMemoryPressure makes mp status.memoryPressure of every report from now on (nil: none), without writing it
+// now. The memory eviction plugin calls it on every run that finds the node's memory above the eviction threshold,
+// so that each report says when it last did. It never waits on a write.
+func (r *Reporter) SetMemoryPressure(mp *slov1alpha1.MemoryPressure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pressure = mp.DeepCopy()
+}
+
+// memoryPressure is a copy of what SetMemoryPressure set.
+func (r *Reporter) memoryPressure() *slov1alpha1.MemoryPressure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pressure.DeepCopy()
+}
+
+// WriteMemoryPressure is SetMemoryPressure, and writes mp into the NodeMetric's status.memoryPressure at once,
+// before it returns, leaving the rest of the status as it is: gleaner-manager stops offering batch pods memory on
+// the node as soon as it sees it, and the memory eviction plugin calls it before it sends the evictions that
+// status lists. Without a NodeMetric there is nothing to write (gleaner-manager creates it) and it returns nil;
+// mp is still in the next report. ctx bounds the write, and the wait for a report being written.
+func (r *Reporter) WriteMemoryPressure(ctx context.Context, mp *slov1alpha1.MemoryPressure) error {
+	r.SetMemoryPressure(mp)
+	if err := r.lockWriting(ctx); err != nil {
+		return err
+	}
+	defer r.unlockWriting()
+	// A merge patch of this one field: nothing else in the status is the memory eviction's business, and it cannot
+	// conflict with what the agent wrote before.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"memoryPressure": mp}})
+	if err != nil {
+		return fmt.Errorf("encoding the memory pressure of NodeMetric %q: %w", r.nodeName, err)
+	}
+	nm := &slov1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: r.nodeName}}
+	err = r.client.Status().Patch(ctx, nm, client.RawPatch(types.MergePatchType, patch))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("writing the memory pressure of NodeMetric %q: %w", r.nodeName, err)
+	}
+	return nil
+}
+
+// lockWriting waits until no other write of the status is under way, or ctx ends.
+func (r *Reporter) lockWriting(ctx context.Context) error {
+	select {
+	case r.writing <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for another write of NodeMetric %q: %w", r.nodeName, ctx.Err())
+	}
+}
+
+// unlockWriting ends the write lockWriting began.
+func (r *Reporter) unlockWriting() { <-r.writing }
 
 // pods lists the usage of the node's pods covered enough, at most MaxPods, in the compact form the manager decodes
 // cheaply (status.podUsages; status.podsMetric is what agents before it wrote).

@@ -3,6 +3,7 @@ package noderesource
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -234,7 +235,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	last, written := c.times.lastWrite(node)
 	why := framework.AnnotationsDiffer(node, updated, nr)
 	if why == "" {
-		why = c.needWrite(strategy, node, updated, in.Now, last, written)
+		why = c.needWrite(strategy, node, updated, nr, in.Now, last, written)
 	}
 	if why == "" && legacy {
 		why = "removing the " + slov1alpha1.LegacyAnnotationResourceExplanation + " annotation of an earlier gleaner-manager"
@@ -262,7 +263,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.metrics.writes.Inc()
 	}
 	stamp := in.Now.Truncate(time.Second)
-	c.times.wrote(node.Name, stamp, degradedBy)
+	c.times.wrote(node.Name, stamp, degradedBy, nr.Urgent)
 	// The explanation only for a write, and after it: most reconciles (a NodeMetric report that moves nothing
 	// much) end above. It is written by a queue of its own (explanation.go) and cannot hold this write up.
 	c.explanations.set(node, stamp, strategyName(snap, node), nr)
@@ -376,9 +377,16 @@ func (c *Controller) input(ctx context.Context, node *corev1.Node, strategy *slo
 	return in, nil
 }
 
-// needWrite says why the prepared node must be written, or "" when it must not. last is when the controller last
-// wrote the node, if written.
-func (c *Controller) needWrite(strategy *sloconfig.ColocationStrategy, node, updated *corev1.Node, now, last time.Time, written bool) string {
+// needWrite says why the prepared node must be written, or "" when it must not: a value that must reach the node at
+// once moved (nr's urgent resources, and those urgent at the last write), a plugin's NeedSync says so, or the
+// forced update is due. last is when the controller last wrote the node, if written.
+func (c *Controller) needWrite(strategy *sloconfig.ColocationStrategy, node, updated *corev1.Node, nr *framework.NodeResource, now, last time.Time, written bool) string {
+	if why := nr.UrgentChange(node, updated); why != "" {
+		return why
+	}
+	if why := nr.UrgencyOver(c.times.urgent(node), node, updated); why != "" {
+		return why
+	}
 	if need, why := c.registry.NeedSync(strategy, node, updated); need {
 		return why
 	}
@@ -455,6 +463,10 @@ type times struct {
 	degradedBy string
 	// reservationProblem is what was last said about the node's reservation annotations.
 	reservationProblem string
+	// urgent are the resources that were urgent at the last write (framework.ResourceItem.Urgent), with the
+	// reasons: when one no longer is, its change is written at once. Unknown after a restart: the change then
+	// waits for resourceDiffThreshold or the forced update, as any other.
+	urgent map[corev1.ResourceName]string
 }
 
 func newNodeTimes(published func(node string) (time.Time, bool)) *nodeTimes {
@@ -491,13 +503,20 @@ func (d *nodeTimes) reservationProblemChanged(node *corev1.Node, msg string) boo
 }
 
 // wrote records that the node was written (and its explanation handed over) at at, degraded by degradedBy ("" when
-// not degraded).
-func (d *nodeTimes) wrote(node string, at time.Time, degradedBy string) {
+// not degraded), with the urgent resources of the write.
+func (d *nodeTimes) wrote(node string, at time.Time, degradedBy string, urgent map[corev1.ResourceName]string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t, ok := d.nodes[node]; ok {
-		t.lastWrite, t.written, t.degradedBy = at, true, degradedBy
+		t.lastWrite, t.written, t.degradedBy, t.urgent = at, true, degradedBy, maps.Clone(urgent)
 	}
+}
+
+// urgent are the resources that were urgent at the node's last write, with the reasons (read-only).
+func (d *nodeTimes) urgent(node *corev1.Node) map[corev1.ResourceName]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.get(node).urgent
 }
 
 // explainedDegraded is the degradedReport the explanation last handed over for the node was written with.

@@ -927,3 +927,85 @@ func TestCPUNormalizationAndAmplification(t *testing.T) {
 		return nil
 	})
 }
+
+// waitAllocatable waits until the node publishes the resource r = want.
+func (h *harness) waitAllocatable(t *testing.T, name string, r corev1.ResourceName, want string) *corev1.Node {
+	t.Helper()
+	var n *corev1.Node
+	testenv.Eventually(t, fmt.Sprintf("node %s publishes %s %s", name, r, want), func() error {
+		n = h.node(t, name)
+		got, ok := n.Status.Allocatable[r]
+		switch {
+		case !ok:
+			return fmt.Errorf("no %s", r)
+		case got.Cmp(resource.MustParse(want)) != 0:
+			return fmt.Errorf("%s = %s, want %s", r, got.String(), want)
+		}
+		return nil
+	})
+	return n
+}
+
+// TestMemoryPressureHoldsBatchMemory: the agent reports memory pressure in the NodeMetric before it evicts a batch
+// pod for the node's memory, listing the pod. The node's batch-memory drops at once to what the batch pods it keeps
+// request, though by less than resourceDiffThreshold, so that the evicted pod's replacement finds no room; it stays
+// there for as long as the NodeMetric reports the pressure, and comes back at once when the agent's hold is over.
+func TestMemoryPressureHoldsBatchMemory(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	const name = "mempress"
+	prod := h.makeNodeWithoutMetric(t, name, nil)
+	uids := map[string]string{}
+	for _, p := range []struct{ name, memory string }{{"holder", "512Mi"}, {"other", "6Gi"}} {
+		pod := tu.Pod(name+"-"+p.name).Node(name).PriorityClass("gleaner-batch").Requests(string(slov1alpha1.BatchMemory), p.memory).Obj()
+		pod.UID = ""
+		must(t, h.c.Create(ctx, pod))
+		uids[p.name] = string(pod.UID)
+	}
+	// No prod memory is reclaimable: mid-memory is 0 with or without memory pressure, and only batch-memory moves
+	// (a mid-memory that moved would have the node written anyway).
+	report := func(m *slov1alpha1.NodeMetric) *slov1alpha1.NodeMetric {
+		m = tu.AsPodUsages(m)
+		m.Status.ProdReclaimableMetric.Resource[corev1.ResourceMemory] = resource.MustParse("0")
+		return m
+	}
+	h.writeMetricAs(t, name, prod, "800m", report)
+	// 16Gi x 65% - 1Gi system - 3Gi prod = 6553.6Mi, lifted to the 6656Mi the two batch pods request.
+	h.waitAllocatable(t, name, slov1alpha1.BatchMemory, "6656Mi")
+	h.waitAllocatable(t, name, slov1alpha1.MidMemory, "0")
+	waitIdle(t)
+
+	since := h.clock.Now()
+	underPressure := func(m *slov1alpha1.NodeMetric) *slov1alpha1.NodeMetric {
+		m = report(m)
+		m.Status.MemoryPressure = &slov1alpha1.MemoryPressure{Since: metav1.NewTime(since), LastPressureTime: metav1.NewTime(h.clock.Now()),
+			HoldSeconds: 300, EvictedPods: []string{uids["holder"]}}
+		return m
+	}
+	h.writeMetricAs(t, name, prod, "800m", underPressure)
+	// 6Gi, what "other" requests: 7.7% below 6656Mi, under the 10% threshold, written all the same. The holder's
+	// replacement (512Mi) does not fit: the pods that stay request all of it.
+	n := h.waitAllocatable(t, name, slov1alpha1.BatchMemory, "6Gi")
+	d := derivation(explanation(t, n), slov1alpha1.BatchMemory)
+	if detail := termDetail(d, "batchKept"); !strings.Contains(detail, "less the 1 the agent lists as evicted") {
+		t.Errorf("the explanation does not show what is kept: batchKept %q, formula %q", detail, d.Formula)
+	}
+	if got := n.Status.Allocatable[slov1alpha1.BatchCPU]; got.Value() != 3000 {
+		t.Errorf("batch-cpu = %s under memory pressure, want 3000 as before", got.String())
+	}
+
+	// Four minutes on the pressure goes on: the agent's next report still says so, and batch-memory stays.
+	h.clock.Step(4 * time.Minute)
+	h.writeMetricAs(t, name, prod, "800m", underPressure)
+	waitIdle(t)
+	testenv.Consistently(t, time.Second, func() error {
+		if got := h.node(t, name).Status.Allocatable[slov1alpha1.BatchMemory]; got.Cmp(resource.MustParse("6Gi")) != 0 {
+			return fmt.Errorf("batch-memory = %s while the NodeMetric reports memory pressure", got.String())
+		}
+		return nil
+	})
+
+	// The hold is over: the agent removes the field, and batch-memory comes back at once, though only by 8%.
+	h.writeMetricAs(t, name, prod, "800m", report)
+	h.waitAllocatable(t, name, slov1alpha1.BatchMemory, "6656Mi")
+}

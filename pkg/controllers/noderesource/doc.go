@@ -4,7 +4,9 @@
 //
 // Per node, a reconcile reads the Node, its pods (package podcache), its NodeMetric, its NodeResourceTopology when the
 // cluster has that CRD, and the node's merged colocation strategy; runs the plugins' stages; and writes the node
-// status (resources), only when a plugin's NeedSync asks for it, or the last write is older than
+// status (resources), only when a plugin's NeedSync asks for it, or a value that must reach the node at once moved
+// at all (framework.ResourceItem.Urgent: batch-memory and mid-memory while the NodeMetric reports memory pressure,
+// and their first change after it), or the last write is older than
 // updateTimeThresholdSeconds and the values moved, or the node still carries the explanation annotation of an
 // earlier manager (which the write removes), or the node is degraded and its explanation does not say so yet (a
 // node that never published, or one degraded by a newer report: only the explanation is written then, the patch

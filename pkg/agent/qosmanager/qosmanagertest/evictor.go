@@ -1,7 +1,8 @@
 // Package qosmanagertest has what the QoS plugins' tests share: a simulated node with the cgroup tree, executor, store,
-// cache, clock, events and log a plugin runs on (Node), the four cgroup layouts (ForEachLayout), and a recording
-// stand-in for the evictor, the plugins' collaborator (the real one, pkg/agent/evictor, is tested against the API
-// server on its own).
+// cache, clock, events and log a plugin runs on (Node), the four cgroup layouts (ForEachLayout), and recording
+// stand-ins for the plugins' collaborators: the evictor (the real one, pkg/agent/evictor, is tested against the API
+// server on its own) and the NodeMetric reporter the memory pressure goes to (Pressure; the real one is
+// pkg/agent/reporter).
 package qosmanagertest
 
 import (

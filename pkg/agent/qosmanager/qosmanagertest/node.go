@@ -46,7 +46,8 @@ var Start = time.Unix(1_700_000_000, 0)
 
 // Node is a simulated node for a QoS plugin's test: a hostsim host (its cgroup tree, /proc and /sys under a
 // temporary directory), the cgroup reader on it and the real executor writing to it, a states store, a metric
-// cache, a fake clock, a recorder of events and a logger whose lines Log records. Deps gives a plugin all of it.
+// cache, a fake clock, a recorder of events, a stand-in for the NodeMetric reporter and a logger whose lines Log
+// records. Deps gives a plugin all of it.
 type Node struct {
 	T      testing.TB
 	Host   *hostsim.Host
@@ -57,7 +58,9 @@ type Node struct {
 	Cache  *metriccache.MemoryCache
 	Exec   *executor.Executor
 	Events *record.FakeRecorder
-	Log    *Log
+	// Pressure stands in for the NodeMetric reporter the plugins publish the node's memory pressure to.
+	Pressure *Pressure
+	Log      *Log
 	// Ctx carries the logger.
 	Ctx context.Context
 }
@@ -82,7 +85,7 @@ func NewNode(t testing.TB, cfg hostsim.Config, pods ...*corev1.Pod) *Node {
 	l := &Log{}
 	n := &Node{
 		T: t, Host: host, FS: cgroup.NewFS(host.CgroupRoot(), cfg.Version), Proc: pr, Clock: clk,
-		Store: statesinformer.NewStore(), Cache: cache, Events: record.NewFakeRecorder(100), Log: l,
+		Store: statesinformer.NewStore(), Cache: cache, Events: record.NewFakeRecorder(100), Pressure: &Pressure{}, Log: l,
 		Ctx: klog.NewContext(context.Background(), l.Logger()),
 	}
 	n.NewExecutor()
@@ -108,7 +111,7 @@ func (n *Node) NewExecutor() *executor.Executor {
 func (n *Node) Deps(interval time.Duration) qosmanager.Deps {
 	return qosmanager.Deps{
 		States: n.Store, Cache: n.Cache, Executor: n.Exec, Cgroups: n.FS, Layout: n.Host.Layout(), Proc: n.Proc,
-		SysRoot: n.Host.SysRoot(), Events: n.Events, Clock: n.Clock, Interval: interval,
+		SysRoot: n.Host.SysRoot(), Events: n.Events, Pressure: n.Pressure, Clock: n.Clock, Interval: interval,
 	}
 }
 

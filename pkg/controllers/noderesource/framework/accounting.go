@@ -2,9 +2,11 @@ package framework
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
@@ -32,6 +34,51 @@ func ExtendedQuantity(amount int64, r corev1.ResourceName) resource.Quantity {
 // Active reports whether a pod holds resources on its node: it is Pending or Running (terminating pods included).
 // Succeeded, Failed and Unknown pods do not count.
 func Active(pod *podcache.Pod) bool { return pod.Active() }
+
+// Requested sums what the node's active pods request of the extended resource name (such as
+// kubernetes.io/batch-memory, an integer), leaving out the pods whose UIDs are in except (nil leaves out none).
+func (in *Input) Requested(name corev1.ResourceName, except sets.Set[string]) int64 {
+	var sum int64
+	for _, pod := range in.Pods {
+		if !Active(pod) || except.Has(string(pod.UID)) {
+			continue
+		}
+		reqs := in.PodRequests(pod)
+		sum += reqs.Name(name, resource.DecimalSI).Value()
+	}
+	return sum
+}
+
+// Kept is what a tier's pods hold of its memory resource while the node's NodeMetric reports memory pressure
+// (Input.KeptUnderMemoryPressure): the batch and mid plugins publish no more, so that no new pod of the tier, a
+// replacement of an evicted one included, finds room on the node.
+type Kept struct {
+	// Amount is what the node's active pods request of the resource, less the pods listed as evicted.
+	Amount int64
+	// Evicted is how many pods the memory pressure lists as evicted.
+	Evicted int
+	// Reason says since when the NodeMetric reports memory pressure: the ResourceItem's Urgent.
+	Reason string
+}
+
+// KeptUnderMemoryPressure is what the node's pods keep of the extended resource name (Kept), and whether the
+// NodeMetric reports memory pressure at all.
+func (in *Input) KeptUnderMemoryPressure(name corev1.ResourceName) (Kept, bool) {
+	mp := in.MemoryPressure()
+	if mp == nil {
+		return Kept{}, false
+	}
+	return Kept{
+		Amount:  in.Requested(name, sets.New(mp.EvictedPods...)),
+		Evicted: len(mp.EvictedPods),
+		Reason:  "NodeMetric " + in.Node.Name + " reports memory pressure since " + mp.Since.UTC().Format(time.RFC3339),
+	}, true
+}
+
+// Term is the derivation term of k, named term (batchKept, midKept), for the pods of tier.
+func (k Kept) Term(term, tier string, r corev1.ResourceName) slov1alpha1.DerivationTerm {
+	return Term(term, k.Amount, r, fmt.Sprintf("requested by active %s pods, less the %d the agent lists as evicted for memory", tier, k.Evicted))
+}
 
 // PodRequests is a pod's requests as the scheduler counts them (init containers, sidecars, overhead, pod-level
 // resources, resized allocations), worked out once when the pod reached the cache. The list is read-only.

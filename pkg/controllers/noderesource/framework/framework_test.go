@@ -112,6 +112,58 @@ func TestPrepareResources(t *testing.T) {
 	}
 }
 
+// TestUrgentChange: an urgent resource is written on any change, however small; a later item without Urgent for
+// the same resource makes it ordinary again, and the first change after that is written at once as well
+// (UrgencyOver), so that the value urgency held does not linger.
+func TestUrgentChange(t *testing.T) {
+	node := func(mem string) *corev1.Node {
+		b := testutil.Node("n").Capacity("cpu", "4")
+		if mem != "" {
+			b.Allocatable("x/mem", mem)
+		}
+		return b.Obj()
+	}
+	nr := NewNodeResource(ResourceItem{Name: "x/mem", Quantity: q("1000"), Urgent: "memory pressure"}, ResourceItem{Name: "x/cpu", Quantity: q("5")})
+	tests := []struct {
+		name     string
+		old, new string
+		want     string
+	}{
+		{"unchanged", "1000", "1000", ""},
+		{"one unit less", "1000", "999", "x/mem changed from 1k to 999, at once: memory pressure"},
+		{"appears", "", "1000", "x/mem changed from none to 1k, at once: memory pressure"},
+		{"disappears", "1000", "", "x/mem changed from 1k to none, at once: memory pressure"},
+	}
+	for _, tt := range tests {
+		if got := nr.UrgentChange(node(tt.old), node(tt.new)); got != tt.want {
+			t.Errorf("%s: UrgentChange = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	nr.Set(ResourceItem{Name: "x/mem", Quantity: q("999")})
+	if got := nr.UrgentChange(node("1000"), node("999")); got != "" {
+		t.Errorf("after an ordinary item: UrgentChange = %q, want none", got)
+	}
+
+	// The node was last written with x/mem urgent, and it no longer is: its change is written at once too.
+	before := map[corev1.ResourceName]string{"x/mem": "memory pressure"}
+	if got, want := nr.UrgencyOver(before, node("1000"), node("999")), "x/mem changed from 1k to 999, at once: over (memory pressure)"; got != want {
+		t.Errorf("UrgencyOver = %q, want %q", got, want)
+	}
+	for name, tt := range map[string]struct {
+		before map[corev1.ResourceName]string
+		nr     *NodeResource
+		old    string
+	}{
+		"not urgent before":             {before: nil, nr: nr, old: "1000"},
+		"unchanged":                     {before: before, nr: nr, old: "999"},
+		"urgent still (UrgentChange's)": {before: before, nr: NewNodeResource(ResourceItem{Name: "x/mem", Quantity: q("999"), Urgent: "memory pressure"}), old: "1000"},
+	} {
+		if got := tt.nr.UrgencyOver(tt.before, node(tt.old), node("999")); got != "" {
+			t.Errorf("%s: UrgencyOver = %q, want none", name, got)
+		}
+	}
+}
+
 func TestTopologyFrom(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",

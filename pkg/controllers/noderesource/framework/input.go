@@ -81,6 +81,15 @@ func (in *Input) UnattributedPods() []slov1alpha1.PodRecord {
 // PodClass is the pod's priority class and QoS class (slov1alpha1.ClassOf), decided when the pod reached the cache.
 func (in *Input) PodClass(pod *podcache.Pod) slov1alpha1.PodClass { return pod.Class }
 
+// MemoryPressure is the memory pressure the node's NodeMetric reports (status.memoryPressure): nil when there is
+// none, or no NodeMetric.
+func (in *Input) MemoryPressure() *slov1alpha1.MemoryPressure {
+	if in.Metric == nil {
+		return nil
+	}
+	return in.Metric.Status.MemoryPressure
+}
+
 // MetricProblem says why the node's NodeMetric cannot be used for a calculation, or "" when it can: it must exist,
 // carry node usage, be younger than the strategy's degradeTimeMinutes, and not be stamped further ahead of the
 // manager's clock than MaxClockSkew (slov1alpha1.NodeMetricProblem, the rule kubectl glean top shares).

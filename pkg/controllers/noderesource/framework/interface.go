@@ -164,6 +164,9 @@ type ResourceItem struct {
 	Message string
 	// Reset removes the resource from the node.
 	Reset bool
+	// Urgent, when set, says why the value must reach the node at once: the node is written when the value differs
+	// at all from the node's, however little (resourceDiffThreshold does not apply).
+	Urgent string
 	// Derivation explains the value term by term; the controller publishes it with the value.
 	Derivation *slov1alpha1.ResourceDerivation
 }

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,8 @@ type NodeResource struct {
 	Annotations map[string]*string
 	// AnnotationDerivations explain each annotation the AnnotatePlugins returned, or left as it was after an error.
 	AnnotationDerivations []slov1alpha1.AnnotationDerivation
+	// Urgent maps a resource whose value must reach the node at once to the reason (ResourceItem.Urgent).
+	Urgent map[corev1.ResourceName]string
 }
 
 // NewNodeResource returns a NodeResource holding items.
@@ -33,6 +36,7 @@ func NewNodeResource(items ...ResourceItem) *NodeResource {
 		ZoneResources: map[string]corev1.ResourceList{},
 		Messages:      map[corev1.ResourceName]string{},
 		Annotations:   map[string]*string{},
+		Urgent:        map[corev1.ResourceName]string{},
 	}
 	nr.Set(items...)
 	return nr
@@ -54,6 +58,11 @@ func (nr *NodeResource) Set(items ...ResourceItem) {
 			nr.ZoneResources[zone][it.Name] = q.DeepCopy()
 		}
 		nr.Messages[it.Name] = it.Message
+		if it.Urgent != "" {
+			nr.Urgent[it.Name] = it.Urgent
+		} else {
+			delete(nr.Urgent, it.Name)
+		}
 		if it.Derivation != nil {
 			nr.Derivations = slices.DeleteFunc(nr.Derivations, func(d slov1alpha1.ResourceDerivation) bool {
 				return d.Resource == it.Name
@@ -126,6 +135,60 @@ func AnnotationsDiffer(oldNode, newNode *corev1.Node, nr *NodeResource) string {
 		}
 	}
 	return ""
+}
+
+// UrgentChange says why the node must be written now because the value of one of nr's urgent resources
+// (ResourceItem.Urgent) differs between oldNode and newNode at all, or "" when none does.
+func (nr *NodeResource) UrgentChange(oldNode, newNode *corev1.Node) string {
+	for _, name := range sortedNames(nr.Urgent) {
+		if moved := changed(name, oldNode, newNode); moved != "" {
+			return moved + ", at once: " + nr.Urgent[name]
+		}
+	}
+	return ""
+}
+
+// UrgencyOver says why the node must be written now because a resource that was urgent at the node's last write
+// (before: the Urgent reasons of that write) no longer is and its value differs at all: what held the value there
+// (memory pressure) is over, and the value must not linger until the next forced update. "" when none does.
+func (nr *NodeResource) UrgencyOver(before map[corev1.ResourceName]string, oldNode, newNode *corev1.Node) string {
+	for _, name := range sortedNames(before) {
+		if _, still := nr.Urgent[name]; still {
+			continue
+		}
+		if moved := changed(name, oldNode, newNode); moved != "" {
+			return moved + ", at once: over (" + before[name] + ")"
+		}
+	}
+	return ""
+}
+
+// sortedNames are the keys of m in order.
+func sortedNames(m map[corev1.ResourceName]string) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// changed says how the allocatable name moved between oldNode and newNode, or "" when it did not.
+func changed(name corev1.ResourceName, oldNode, newNode *corev1.Node) string {
+	o, hadOld := oldNode.Status.Allocatable[name]
+	n, hasNew := newNode.Status.Allocatable[name]
+	if hadOld == hasNew && (!hadOld || o.Cmp(n) == 0) {
+		return ""
+	}
+	return fmt.Sprintf("%s changed from %s to %s", name, quantityOrNone(o, hadOld), quantityOrNone(n, hasNew))
+}
+
+// quantityOrNone prints q, or "none" for a resource the node does not have.
+func quantityOrNone(q resource.Quantity, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return q.String()
 }
 
 // Get returns the value of a resource and whether nr has it; a resource to be removed is (nil, true).

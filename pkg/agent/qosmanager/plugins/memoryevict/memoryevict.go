@@ -51,6 +51,7 @@ type Plugin struct {
 	clock     clock.PassiveClock
 	evictions *qosmanager.Evictions
 	badOrder  *qosmanager.Warnings // malformed eviction-priority annotations
+	pressure  pressure
 }
 
 var (
@@ -58,12 +59,13 @@ var (
 	_ qosmanager.ValidatingPlugin = &Plugin{}
 )
 
-// New returns the memory eviction plugin. It needs d.States, d.Cache, d.Proc, d.Evictor and d.Clock.
+// New returns the memory eviction plugin. It needs d.States, d.Cache, d.Proc, d.Evictor, d.Pressure and d.Clock.
 func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
-	if err := d.Need(Name, "States", "Cache", "Proc", "Evictor", "Clock"); err != nil {
+	if err := d.Need(Name, "States", "Cache", "Proc", "Evictor", "Pressure", "Clock"); err != nil {
 		return nil, err
 	}
-	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, layout: d.Layout, clock: d.Clock, evictions: qosmanager.NewEvictions(settle), badOrder: qosmanager.NewWarnings(d.Events, qosmanager.ReasonBadEvictionPriority)}, nil
+	return &Plugin{states: d.States, cache: d.Cache, proc: d.Proc, evictor: d.Evictor, layout: d.Layout, clock: d.Clock, evictions: qosmanager.NewEvictions(settle),
+		badOrder: qosmanager.NewWarnings(d.Events, qosmanager.ReasonBadEvictionPriority), pressure: pressure{reporter: d.Pressure}}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -72,8 +74,8 @@ func (p *Plugin) Name() string { return Name }
 const field = "resourceUsedThresholdWithBE."
 
 // Validate implements qosmanager.ValidatingPlugin. A NodeSLO that disables the strategy is accepted whatever its
-// thresholds, so that switching it off always works; an enabled one needs both percents in [1, 100] and the lower
-// one not above the threshold.
+// thresholds, so that switching it off always works; an enabled one needs both percents in [1, 100], the lower
+// one not above the threshold, and a hold of 0 to MaxMemoryEvictHoldSeconds.
 func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.ResourceUsedThresholdWithBE
 	if !ptr.Deref(s.Enable, false) {
@@ -83,6 +85,7 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 		qosmanager.CheckPercent(field+"memoryEvictThresholdPercent", s.MemoryEvictThresholdPercent, 1),
 		qosmanager.CheckPercent(field+"memoryEvictLowerPercent", s.MemoryEvictLowerPercent, 1),
 		qosmanager.CheckOrder(field+"memoryEvictLowerPercent", s.MemoryEvictLowerPercent, field+"memoryEvictThresholdPercent", s.MemoryEvictThresholdPercent),
+		qosmanager.CheckRange(field+"memoryEvictHoldSeconds", s.MemoryEvictHoldSeconds, 0, slov1alpha1.MaxMemoryEvictHoldSeconds),
 	)
 }
 
@@ -91,10 +94,17 @@ func (p *Plugin) Validate(spec *slov1alpha1.NodeSLOSpec) error {
 // in the same order, until the projected use (the use minus the memory of the pods evicted or on their way out) is
 // under the lower percent. The mid tier is not touched while a best-effort pod's memory is unknown (no fresh
 // sample): that pod may hold what evicting a mid pod would free.
+//
+// It also keeps the node's memory pressure in the NodeMetric (status.memoryPressure): from the first run above the
+// threshold until memoryEvictHoldSeconds after the last one, listing each pod before its eviction is sent, so
+// that gleaner-manager has stopped offering batch pods memory on the node by the time the evicted pod's
+// replacement asks for a place. Switching the strategy off ends it at once.
 func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	s := spec.ResourceUsedThresholdWithBE
+	p.pressure.begin()
 	if !ptr.Deref(s.Enable, false) {
-		return nil
+		p.pressure.end()
+		return p.pressure.publish(ctx)
 	}
 	now := p.clock.Now()
 	p.evictions.Prune(now)
@@ -105,9 +115,12 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	total, used := float64(mem.Total), float64(mem.Used())
 	thresholdPct, lowerPct := *s.MemoryEvictThresholdPercent, *s.MemoryEvictLowerPercent
 	threshold, lower := total*float64(thresholdPct)/100, total*float64(lowerPct)/100
+	hold := time.Duration(ptr.Deref(s.MemoryEvictHoldSeconds, slov1alpha1.DefaultMemoryEvictHoldSeconds)) * time.Second
 	if used <= threshold {
-		return nil
+		p.pressure.expire(ctx, now, hold)
+		return p.pressure.publish(ctx)
 	}
+	p.pressure.observe(ctx, now, hold)
 	log := klog.FromContext(ctx).WithValues("total", mib(total), "used", mib(used), "threshold", mib(threshold), "thresholdPercent", thresholdPct,
 		"lower", mib(lower), "lowerPercent", lowerPct)
 
@@ -145,25 +158,26 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	}
 	if projected < lower {
 		log.V(4).Info("memory above the eviction threshold; the pods on their way out bring it under the lower percent", "projected", mib(projected))
-		return nil
+		return p.pressure.publish(ctx)
 	}
 
 	p.badOrder.Prune(func(uid types.UID) bool { return p.states.GetPod(uid) != nil })
 	qosmanager.SortForEviction(ctx, candidates, p.badOrder)
-	var errs []error
+	// The pods this run means to evict are listed in one write before the first eviction; one the plan did not
+	// reach (an earlier one was refused) is listed on its own before its eviction.
+	p.pressure.evicting(plan(candidates, projected, lower)...)
+	errs := []error{p.pressure.publish(ctx)} // errors.Join leaves out the nil ones
 	for _, c := range candidates {
 		if projected < lower {
 			break
 		}
+		p.pressure.evicting(c.Meta.Pod.UID)
+		errs = append(errs, p.pressure.publish(ctx))
 		after := projected - c.Usage
 		msg := fmt.Sprintf("node memory use %s is above %d%% of %s (%s); evicting best-effort pods, then mid-tier pods, until the projected use is under %d%% (%s): "+
 			"projected %s, this pod uses %s, projected after it %s",
 			mib(used), thresholdPct, mib(total), mib(threshold), lowerPct, mib(lower), mib(projected), mib(c.Usage), mib(after))
-		res, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
-		if errors.Is(err, evictor.ErrUnreachable) {
-			// The API server does not answer and memory stays high: the last resort, so the services survive.
-			res, err = p.evictor.KillLocally(ctx, c.Meta.Pod, p.layout.PodDir(c.Meta.Pod), Reason, msg+"; the API server cannot be reached")
-		}
+		res, err := p.evict(ctx, c, msg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("evicting pod %s for memory: %w", c.Meta.Key(), err))
 			continue
@@ -182,7 +196,36 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		log.V(1).Info("memory stays above the lower percent: no pod left to evict now", "projected", mib(projected), "candidates", len(candidates),
 			"bestEffortWithoutSample", unknownBE)
 	}
+	errs = append(errs, p.pressure.publish(ctx))
 	return errors.Join(errs...)
+}
+
+// evict evicts the candidate, or kills it locally when the API server does not answer: the last resort while
+// memory stays high, so that the services survive. A pod that stays (refused, deferred, a dry run, an error) is
+// taken off the memory pressure's list: it still holds what it requested, and the NodeMetric must say so before the
+// next pod's eviction goes out.
+func (p *Plugin) evict(ctx context.Context, c qosmanager.Candidate, msg string) (evictor.Result, error) {
+	res, err := p.evictor.Evict(ctx, c.Meta.Pod, Reason, msg)
+	if errors.Is(err, evictor.ErrUnreachable) {
+		res, err = p.evictor.KillLocally(ctx, c.Meta.Pod, p.layout.PodDir(c.Meta.Pod), Reason, msg+"; the API server cannot be reached")
+	}
+	if res == evictor.DryRun || err != nil || !res.Releasing() {
+		p.pressure.notEvicted(c.Meta.Pod.UID)
+	}
+	return res, err
+}
+
+// plan is the UIDs of the candidates, in order, whose evictions bring projected under lower if each is taken.
+func plan(candidates []qosmanager.Candidate, projected, lower float64) []types.UID {
+	var uids []types.UID
+	for _, c := range candidates {
+		if projected < lower {
+			break
+		}
+		uids = append(uids, c.Meta.Pod.UID)
+		projected -= c.Usage
+	}
+	return uids
 }
 
 // usage is the pod's latest memory sample (bytes, without page cache) if it is fresh.

@@ -327,7 +327,7 @@ func TestRunMeminfoError(t *testing.T) {
 
 func TestNewMissingDeps(t *testing.T) {
 	_, err := New(qosmanager.Deps{Clock: clocktesting.NewFakeClock(time.Now())})
-	qosmanagertest.ExpectErr(t, err, "building the memoryevict plugin: missing States, Cache, Proc, Evictor")
+	qosmanagertest.ExpectErr(t, err, "building the memoryevict plugin: missing States, Cache, Proc, Evictor, Pressure")
 }
 
 func TestValidate(t *testing.T) {
@@ -356,6 +356,11 @@ func TestValidate(t *testing.T) {
 		{
 			name: "lower above the threshold", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, MemoryEvictThresholdPercent: ptr.To[int64](60), MemoryEvictLowerPercent: ptr.To[int64](65)}),
 			want: []string{"resourceUsedThresholdWithBE.memoryEvictLowerPercent (65) is above resourceUsedThresholdWithBE.memoryEvictThresholdPercent (60)"},
+		},
+		{name: "no hold", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, MemoryEvictHoldSeconds: ptr.To[int64](0)})},
+		{
+			name: "a hold beyond an hour", spec: strategy(slov1alpha1.ResourceThresholdStrategy{Enable: on, MemoryEvictHoldSeconds: ptr.To[int64](3601)}),
+			want: []string{"resourceUsedThresholdWithBE.memoryEvictHoldSeconds is 3601, outside [0, 3600]"},
 		},
 	}
 	p := &Plugin{}

@@ -129,7 +129,8 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 
 	evictor := &qosmanagertest.Evictor{Reason: Reason}
 	usageEvictor := &qosmanagertest.Evictor{}
-	deps := qosmanager.Deps{States: store, Cache: cache, Cgroups: fs, Layout: l, Proc: pr, Evictor: evictor, Clock: clock.RealClock{}, Interval: DefaultInterval}
+	deps := qosmanager.Deps{States: store, Cache: cache, Cgroups: fs, Layout: l, Proc: pr, Evictor: evictor, Pressure: &qosmanagertest.Pressure{}, Clock: clock.RealClock{},
+		Interval: DefaultInterval}
 	p, err := New(deps)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,16 @@
 // a kubelet that restarts would reject them as not fitting. Protecting services from batch pods under pressure is
 // the agent's job (suppression and eviction); the floor only stops new batch pods from being placed.
 //
+// Under memory pressure (the NodeMetric's status.memoryPressure: the agent evicts, or evicted less than the hold
+// time ago, pods for the node's memory) batch-memory is at most batchKept, and so, with the floor, exactly that,
+// whatever the calculation gives:
+//
+//	batchKept = what the active batch pods on the node request, leaving out the pods the agent lists as evicted
+//
+// so that the node offers no room to a new batch pod, the replacement of an evicted one included, which the agent
+// would only evict again. The value is written at once however little it moved (framework.ResourceItem.Urgent):
+// the room an evicted pod leaves must be gone from the node before its replacement is scheduled.
+//
 // When the node has a NodeResourceTopology, the same calculation runs per NUMA zone, with the zone's own capacity
 // and the node's system and high-priority usage attributed to zones in proportion to their capacity; the zone
 // values are written into the NodeResourceTopology in PreUpdate.
@@ -207,19 +217,6 @@ func sumHP(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calculat
 	return h
 }
 
-// batchHeld sums what the active batch pods request of the batch resource.
-func batchHeld(in *framework.Input, br corev1.ResourceName) int64 {
-	var held int64
-	for _, pod := range in.Pods {
-		if !framework.Active(pod) {
-			continue
-		}
-		reqs := in.PodRequests(pod)
-		held += reqs.Name(br, resource.DecimalSI).Value()
-	}
-	return held
-}
-
 func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.CalculatePolicy, reclaimPercent, capPercent int64) (framework.ResourceItem, error) {
 	br := batchResource(r)
 	switch policy {
@@ -260,18 +257,32 @@ func calculate(in *framework.Input, r corev1.ResourceName, policy sloconfig.Calc
 	terms = append(terms, framework.Term("calculated", calculated, r, "capacity - safetyMargin - systemUsed - hpUsed"))
 	limit := capacity * capPercent / 100
 	terms = append(terms, framework.Term("cap", limit, r, fmt.Sprintf("batch threshold %d%% of capacity", capPercent)))
-	held := batchHeld(in, br)
+	held := in.Requested(br, nil)
 	terms = append(terms, framework.Term("batchHeld", held, r, "requested by active batch pods"))
 
 	result := max(min(max(calculated, 0), limit), held)
+	formula := "min(max(capacity - safetyMargin - systemUsed - hpUsed, 0), cap), at least batchHeld; policy " + string(policy)
+	urgent := ""
+	if r == corev1.ResourceMemory {
+		if kept, ok := in.KeptUnderMemoryPressure(br); ok {
+			terms = append(terms, kept.Term("batchKept", "batch", r))
+			result, urgent = min(result, kept.Amount), kept.Reason
+			formula = "at most batchKept while the NodeMetric reports memory pressure; " + formula
+		}
+	}
 	value := framework.ExtendedQuantity(result, r)
+	message := fmt.Sprintf("%s = %s by policy %s", br, value.String(), policy)
+	if urgent != "" {
+		message = fmt.Sprintf("%s = %s, what batch pods already request: %s", br, value.String(), urgent)
+	}
 	item := framework.ResourceItem{
 		Name:     br,
 		Quantity: &value,
-		Message:  fmt.Sprintf("%s = %s by policy %s", br, value.String(), policy),
+		Message:  message,
+		Urgent:   urgent,
 		Derivation: &slov1alpha1.ResourceDerivation{
 			Resource: br, Plugin: Name, Value: &value,
-			Formula:    "min(max(capacity - safetyMargin - systemUsed - hpUsed, 0), cap), at least batchHeld; policy " + string(policy),
+			Formula:    formula,
 			Terms:      terms,
 			MetricTime: in.Metric.Status.UpdateTime.DeepCopy(),
 			Warnings:   in.Warnings(r),

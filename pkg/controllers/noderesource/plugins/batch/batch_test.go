@@ -566,3 +566,75 @@ func TestMetricAheadOfTheClock(t *testing.T) {
 		t.Errorf("a metric exactly MaxClockSkew ahead must still be used: %s", items[0].Message)
 	}
 }
+
+// TestMemoryPressure: while the NodeMetric reports memory pressure, batch-memory is what the active batch pods
+// request, less the pods the agent lists as evicted, whatever the calculation gives, and must reach the node at
+// once (Urgent); batch-cpu is calculated as ever.
+func TestMemoryPressure(t *testing.T) {
+	holder := testutil.Pod("holder").Node("n1").Priority(5500).Requests(string(slov1alpha1.BatchMemory), "2Gi").Obj()
+	queued := testutil.Pod("queued").Node("n1").Priority(5500).Phase(corev1.PodPending).Requests(string(slov1alpha1.BatchMemory), "512Mi").Obj()
+	ended := testutil.Pod("ended").Node("n1").Priority(5500).Phase(corev1.PodFailed).Requests(string(slov1alpha1.BatchMemory), "4Gi").Obj()
+	all := append(pods(), holder, queued, ended)
+	since := now.Add(-10 * time.Second)
+	busy := testutil.NodeMetric("n1").Updated(now).SystemUsage("cpu", "3", "memory", "8Gi").Pod(prod, "cpu", "9", "memory", "16Gi")
+	tests := []struct {
+		name       string
+		metric     *slov1alpha1.NodeMetric
+		wantMem    string
+		wantKept   string // the batchKept term; "" for none
+		wantUrgent bool
+	}{
+		// 6400Mi as in TestCalculate: the batch pods (2Gi + 2Gi + 512Mi) fit under it.
+		{name: "no pressure", metric: metric().Obj(), wantMem: "6400Mi"},
+		// batchPod 2Gi + holder 2Gi + queued 512Mi; the ended pod holds nothing.
+		{name: "pressure, nothing evicted yet", metric: metric().MemoryPressure(since).Obj(), wantMem: "4608Mi", wantKept: "4608Mi", wantUrgent: true},
+		{name: "pressure, the holder evicted", metric: metric().MemoryPressure(since, "uid-holder").Obj(), wantMem: "2560Mi", wantKept: "2560Mi", wantUrgent: true},
+		{name: "pods listed that are gone change nothing", metric: metric().MemoryPressure(since, "uid-holder", "uid-gone").Obj(), wantMem: "2560Mi", wantKept: "2560Mi", wantUrgent: true},
+		// The calculation gives 0, the floor lifts it to what the batch pods hold (4608Mi): under pressure the
+		// evicted holder's share is not kept for it.
+		{name: "pressure below the floor", metric: busy.MemoryPressure(since, "uid-holder").Obj(), wantMem: "2560Mi", wantKept: "2560Mi", wantUrgent: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &framework.Input{Node: node(), Pods: podcache.FromPods(all...), Metric: tt.metric, Strategy: strategy(nil), Now: now}
+			items, err := New().Calculate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu, mem := items[0], items[1]
+			if want := resource.MustParse(tt.wantMem); mem.Quantity.Cmp(want) != 0 {
+				t.Errorf("batch-memory = %s, want %s (%s)", mem.Quantity, tt.wantMem, terms(&mem))
+			}
+			if got := mem.Urgent != ""; got != tt.wantUrgent {
+				t.Errorf("batch-memory urgent %q, want urgent %v", mem.Urgent, tt.wantUrgent)
+			}
+			if cpu.Urgent != "" {
+				t.Errorf("batch-cpu urgent %q: memory pressure is not about CPU", cpu.Urgent)
+			}
+			if tt.wantKept == "" {
+				if got := term(&mem, "batchKept"); got.Cmp(resource.MustParse("-999999")) != 0 {
+					t.Errorf("batchKept term %s without memory pressure", got.String())
+				}
+				return
+			}
+			if got := term(&mem, "batchKept"); got.Cmp(resource.MustParse(tt.wantKept)) != 0 {
+				t.Errorf("batchKept = %s, want %s", got.String(), tt.wantKept)
+			}
+			if want := "NodeMetric n1 reports memory pressure since 2026-11-22T11:59:50Z"; mem.Urgent != want || !strings.Contains(mem.Message, want) {
+				t.Errorf("urgent %q, message %q; want both to say %q", mem.Urgent, mem.Message, want)
+			}
+			if !strings.HasPrefix(mem.Derivation.Formula, "at most batchKept while the NodeMetric reports memory pressure") {
+				t.Errorf("formula %q does not say memory pressure caps it", mem.Derivation.Formula)
+			}
+		})
+	}
+	// batch-cpu does not move with memory pressure.
+	in := func(m *slov1alpha1.NodeMetric) *framework.Input {
+		return &framework.Input{Node: node(), Pods: podcache.FromPods(all...), Metric: m, Strategy: strategy(nil), Now: now}
+	}
+	without, _ := New().Calculate(in(metric().Obj()))
+	with, _ := New().Calculate(in(metric().MemoryPressure(since, "uid-holder").Obj()))
+	if without[0].Quantity.Cmp(*with[0].Quantity) != 0 {
+		t.Errorf("batch-cpu %s under memory pressure, %s without", with[0].Quantity, without[0].Quantity)
+	}
+}

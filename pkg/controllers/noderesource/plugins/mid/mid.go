@@ -6,6 +6,9 @@
 //	                  capacity x midThresholdPercent%), at least 0
 //	unallocated = max(capacity - max(reserved, systemUsed) - prodRequests, 0)
 //
+// While the NodeMetric reports memory pressure, mid-memory is at most midKept, what the active mid pods on the node
+// request less the pods the agent lists as evicted, written at once (as batch-memory: see package batch).
+//
 // prodReclaimable comes from the NodeMetric (the agent's prediction); without it, or without a usable NodeMetric,
 // the plugin removes both resources and says why. Like every quantity of the NodeMetric, it and nodeUsage are held
 // to [0, capacity] (framework.Input.Usage), with a warning in the derivation when one was not.
@@ -125,14 +128,28 @@ func calculate(in *framework.Input, r corev1.ResourceName, reclaimable corev1.Re
 		framework.Term("unallocatedShare", unallocated*unallocatedPercent/100, r, fmt.Sprintf("midUnallocatedPercent %d%% of unallocated", unallocatedPercent)),
 		framework.Term("cap", limit, r, fmt.Sprintf("mid threshold %d%% of capacity", thresholdPercent)),
 	)
+	formula := "min(min(prodReclaimable, free) + unallocatedShare, cap), at least 0"
+	urgent := ""
+	if r == corev1.ResourceMemory {
+		if kept, ok := in.KeptUnderMemoryPressure(mr); ok {
+			terms = append(terms, kept.Term("midKept", "mid", r))
+			result, urgent = min(result, kept.Amount), kept.Reason
+			formula = "at most midKept while the NodeMetric reports memory pressure; " + formula
+		}
+	}
 	value := framework.ExtendedQuantity(result, r)
+	message := fmt.Sprintf("%s = %s", mr, value.String())
+	if urgent != "" {
+		message += ": " + urgent
+	}
 	return framework.ResourceItem{
 		Name:     mr,
 		Quantity: &value,
-		Message:  fmt.Sprintf("%s = %s", mr, value.String()),
+		Message:  message,
+		Urgent:   urgent,
 		Derivation: &slov1alpha1.ResourceDerivation{
 			Resource: mr, Plugin: Name, Value: &value,
-			Formula:    "min(min(prodReclaimable, free) + unallocatedShare, cap), at least 0",
+			Formula:    formula,
 			Terms:      terms,
 			MetricTime: in.Metric.Status.UpdateTime.DeepCopy(),
 			Warnings:   in.Warnings(r),

@@ -225,3 +225,49 @@ func TestOutOfRangeReclaimable(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryPressure: while the NodeMetric reports memory pressure, mid-memory is at most what the active mid pods
+// request, less the pods the agent lists as evicted, and must reach the node at once; mid-cpu does not move.
+func TestMemoryPressure(t *testing.T) {
+	since := now.Add(-10 * time.Second)
+	midPods := []*corev1.Pod{
+		testutil.Pod("mid-a").Node("n1").Priority(7500).Requests(string(slov1alpha1.MidMemory), "1Gi").Obj(),
+		testutil.Pod("mid-b").Node("n1").Priority(7500).Requests(string(slov1alpha1.MidMemory), "512Mi").Obj(),
+	}
+	tests := []struct {
+		name       string
+		metric     *slov1alpha1.NodeMetric
+		wantMem    string
+		wantUrgent bool
+	}{
+		{name: "no pressure", metric: metric().Obj(), wantMem: "6Gi"},
+		{name: "pressure: what the mid pods request", metric: metric().MemoryPressure(since).Obj(), wantMem: "1536Mi", wantUrgent: true},
+		{name: "pressure, mid-a evicted", metric: metric().MemoryPressure(since, "uid-mid-a").Obj(), wantMem: "512Mi", wantUrgent: true},
+		// Never raised by pressure: a calculation below what the mid pods request (1Gi reclaimable) stays.
+		{name: "pressure below what mid pods request", metric: metric().ProdReclaimable("cpu", "3", "memory", "1Gi").MemoryPressure(since).Obj(),
+			wantMem: "1Gi", wantUrgent: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(nil, tt.metric)
+			in.Pods = append(in.Pods, podcache.FromPods(midPods...)...)
+			items, err := New().Calculate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu, mem := items[0], items[1]
+			if cpu.Quantity.Cmp(resource.MustParse("3000")) != 0 || cpu.Urgent != "" {
+				t.Errorf("mid-cpu = %s (urgent %q), want 3000 as without pressure", cpu.Quantity, cpu.Urgent)
+			}
+			if mem.Quantity.Cmp(resource.MustParse(tt.wantMem)) != 0 {
+				t.Errorf("mid-memory = %s, want %s", mem.Quantity, tt.wantMem)
+			}
+			if got := mem.Urgent != ""; got != tt.wantUrgent {
+				t.Errorf("mid-memory urgent %q, want urgent %v", mem.Urgent, tt.wantUrgent)
+			}
+			if tt.wantUrgent && !strings.HasPrefix(mem.Derivation.Formula, "at most midKept") {
+				t.Errorf("formula %q does not say memory pressure caps it", mem.Derivation.Formula)
+			}
+		})
+	}
+}
