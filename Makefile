@@ -229,9 +229,9 @@ bench-qos: gleaner-local ## QoS reaction times on the real local node, five time
 	exit $$rc
 
 .PHONY: bench-colocation
-bench-colocation: gleaner-local ## The service's latency alone and beside batch pods, with and without Gleaner's protection, on the real local node: table, JSON, picture and the whole log in bin/colocation (docs/benchmarks.md; root, cgroup v1; ~20 min).
+bench-colocation: gleaner-local ## The service's latency alone and beside batch pods of three sizes under each of Gleaner's settings, six rounds in random order, on the real local node: the frontier (table, picture), the phases, JSON and the whole log in bin/colocation (docs/benchmarks.md; root, cgroup v1; ~90 min, GLEANER_BENCH_SETTINGS/SIZES to cut it).
 	rc=0; out=$${GLEANER_BENCH_OUT:-$(CURDIR)/$(BIN)/colocation}; mkdir -p $$out; GLEANER_E2E=1 GLEANER_E2E_STATE=$(E2E_STATE) GLEANER_BENCH_OUT=$$out \
-	  go test -count=1 -timeout 60m -v -run '^$$' -bench '^BenchmarkColocation$$' -benchtime=1x ./test/e2e/ | \
+	  go test -count=1 -timeout 300m -v -run '^$$' -bench '^BenchmarkColocation$$' -benchtime=1x ./test/e2e/ | \
 	  tee $$out/run.log | grep -E 'colocation_bench_test.go|^ *\||^(---|ok|FAIL)' || rc=$$?; \
 	$(LOCAL) --state-dir $(E2E_STATE) down >/dev/null 2>&1 || true; \
 	exit $$rc

@@ -6,17 +6,21 @@ import (
 	"time"
 )
 
-// Latency summarises samples: the percentiles are of the requests that succeeded, by nearest rank (the smallest
-// latency at or above which no more than 1-q of them lie), so a p99.9 of 1,000 requests is the slowest one.
+// Latency summarises samples: the percentiles are of the requests that succeeded or timed out (a timeout counts at
+// its latency, as its user waited that long), by nearest rank (the smallest latency at or above which no more than
+// 1-q of them lie), so a p99.9 of 1,000 requests is the slowest one.
 type Latency struct {
-	// Requests counts every request, Errors those that failed.
+	// Requests counts every request, Errors those that failed, Timeouts those of them that timed out.
 	Requests int `json:"requests"`
 	Errors   int `json:"errors"`
+	Timeouts int `json:"timeouts,omitempty"`
 	// P50, P99 and P999 (p99.9) and Max are in milliseconds; 0 when no request succeeded.
 	P50  float64 `json:"p50Ms"`
 	P99  float64 `json:"p99Ms"`
 	P999 float64 `json:"p999Ms"`
 	Max  float64 `json:"maxMs"`
+	// Segments says where the time went, where the samples say (nil otherwise).
+	Segments *Breakdown `json:"segments,omitempty"`
 }
 
 // Summarize returns the Latency of samples.
@@ -26,9 +30,13 @@ func Summarize(samples []Sample) Latency {
 	for _, s := range samples {
 		if s.Err != "" {
 			l.Errors++
-			continue
 		}
-		ok = append(ok, s.Latency)
+		if s.Timeout {
+			l.Timeouts++
+		}
+		if ranked(s) {
+			ok = append(ok, s.Latency)
+		}
 	}
 	if len(ok) == 0 {
 		return l
@@ -36,7 +44,75 @@ func Summarize(samples []Sample) Latency {
 	slices.Sort(ok)
 	l.P50, l.P99, l.P999 = ms(rank(ok, 0.5)), ms(rank(ok, 0.99)), ms(rank(ok, 0.999))
 	l.Max = ms(ok[len(ok)-1])
+	l.Segments = breakdown(samples, rank(ok, 0.99))
 	return l
+}
+
+// Segments splits a request's latency, in milliseconds, into where it went: from its due time to its sending (the
+// generator's own delay), from sending to the handler's start (the network, the service's accept, read and wait
+// for a CPU), the handler itself, and from the handler's end to the body's end (the answer's way back and the
+// client's wake-up). The four add up to the latency.
+type Segments struct {
+	DueToSent     float64 `json:"dueToSentMs"`
+	SentToHandler float64 `json:"sentToHandlerMs"`
+	Handler       float64 `json:"handlerMs"`
+	HandlerToDone float64 `json:"handlerToDoneMs"`
+}
+
+// Breakdown is the segments of a phase's requests.
+type Breakdown struct {
+	// Median is each segment's median over the requests that succeeded; Tail each segment's mean over those of them
+	// at or above the p99, the slowest percent.
+	Median Segments `json:"median"`
+	Tail   Segments `json:"tail"`
+}
+
+// breakdown is the segments of the samples that succeeded and carry the service's timestamps, with p99 the
+// latency at or above which the tail lies; nil when none carries them.
+func breakdown(samples []Sample, p99 time.Duration) *Breakdown {
+	var all [4][]float64
+	var tail Segments
+	tailN := 0
+	for _, s := range samples {
+		if s.Err != "" || s.Sent.IsZero() || s.HandlerStart.IsZero() || s.HandlerEnd.IsZero() {
+			continue
+		}
+		seg := segmentsOf(s)
+		for i, v := range []float64{seg.DueToSent, seg.SentToHandler, seg.Handler, seg.HandlerToDone} {
+			all[i] = append(all[i], v)
+		}
+		if s.Latency >= p99 {
+			tail.DueToSent += seg.DueToSent
+			tail.SentToHandler += seg.SentToHandler
+			tail.Handler += seg.Handler
+			tail.HandlerToDone += seg.HandlerToDone
+			tailN++
+		}
+	}
+	if len(all[0]) == 0 {
+		return nil
+	}
+	median := func(v []float64) float64 {
+		slices.Sort(v)
+		return v[(len(v)-1)/2]
+	}
+	b := &Breakdown{Median: Segments{DueToSent: median(all[0]), SentToHandler: median(all[1]), Handler: median(all[2]), HandlerToDone: median(all[3])}}
+	if tailN > 0 {
+		n := float64(tailN)
+		b.Tail = Segments{DueToSent: tail.DueToSent / n, SentToHandler: tail.SentToHandler / n, Handler: tail.Handler / n, HandlerToDone: tail.HandlerToDone / n}
+	}
+	return b
+}
+
+// segmentsOf is one request's segments.
+func segmentsOf(s Sample) Segments {
+	done := s.Due.Add(s.Latency)
+	return Segments{
+		DueToSent:     ms(s.Sent.Sub(s.Due)),
+		SentToHandler: ms(s.HandlerStart.Sub(s.Sent)),
+		Handler:       ms(s.HandlerEnd.Sub(s.HandlerStart)),
+		HandlerToDone: ms(done.Sub(s.HandlerEnd)),
+	}
 }
 
 // rank is the nearest-rank q-quantile of sorted, which is not empty.

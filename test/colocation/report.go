@@ -17,6 +17,10 @@ type Phase struct {
 	// Name says what ran (AlonePhase, or a batch phase's name); Round counts the phase's repetitions from 1.
 	Name  string `json:"name"`
 	Round int    `json:"round"`
+	// Setting and Size say what a batch phase ran: Gleaner's setting, and the batch pods' share of the batch-cpu the
+	// node published.
+	Setting string  `json:"setting,omitempty"`
+	Size    float64 `json:"size,omitempty"`
 	// Start and End bound the measurement.
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
@@ -24,8 +28,18 @@ type Phase struct {
 	Latency Latency `json:"latency"`
 	// CPU is the node's and the classes' CPU use.
 	CPU Use `json:"cpu"`
-	// BatchCoresDone is the CPU the batch class got, in cores: the work CPU burners did per second.
+	// BatchCoresDone is the CPU the batch class got, in cores.
 	BatchCoresDone float64 `json:"batchCoresDone"`
+	// BatchWork is the work the batch burners did, in cores of work as if alone: their units of work per second
+	// over their units per CPU-second with the batch work running alone. Beside a service whose caches they share it
+	// can fall below the CPU they got.
+	BatchWork float64 `json:"batchWorkCores"`
+	// GeneratorWaitMs is the load generator's own run-queue wait per request (its process's threads' schedstat),
+	// which must stay far below the latencies it measures; Dials counts the connections it opened during the phase.
+	GeneratorWaitMs float64 `json:"generatorWaitMs"`
+	Dials           int64   `json:"dials"`
+	// BatchPodsGone counts, by work, the batch pods that went away during the measurement (evicted).
+	BatchPodsGone map[string]int `json:"batchPodsGone,omitempty"`
 	// Actions are what Gleaner did in the phase, by counter (evictions, suppression changes, ...).
 	Actions map[string]float64 `json:"actions,omitempty"`
 }
@@ -74,6 +88,16 @@ type Summary struct {
 	Steal float64 `json:"steal"`
 	// Evictions sums the rounds' EvictionsAction counts: the agent's eviction requests, granted or refused.
 	Evictions float64 `json:"evictions"`
+	// BatchWork is the median batch work, in cores of work as if alone (Phase.BatchWork).
+	BatchWork float64 `json:"batchWorkCores"`
+	// GeneratorWaitMs is the largest of the rounds' load generator waits per request; Dials sums their dials.
+	GeneratorWaitMs float64 `json:"generatorWaitMs"`
+	Dials           int64   `json:"dials"`
+	// Tail is each segment's median over the rounds of the slowest percent's mean (Breakdown.Tail), nil without
+	// segments.
+	Tail *Segments `json:"tailSegments,omitempty"`
+	// PodsGone sums the batch pods that went away during the rounds' measurements.
+	PodsGone int `json:"batchPodsGone"`
 }
 
 // EvictionsAction is the Phase.Actions key of the agent's evictions.
@@ -119,12 +143,35 @@ func (r *Report) Summarise(serviceClass, batchClass string) {
 			BatchCores: field(ps, func(p Phase) float64 { return p.BatchCoresDone }),
 			Steal:      field(ps, func(p Phase) float64 { return p.CPU.Steal }),
 		}
+		s.BatchWork = field(ps, func(p Phase) float64 { return p.BatchWork })
 		for _, p := range ps {
 			s.Errors += p.Latency.Errors
 			s.Evictions += p.Actions[EvictionsAction]
+			s.GeneratorWaitMs = max(s.GeneratorWaitMs, p.GeneratorWaitMs)
+			s.Dials += p.Dials
+			for _, n := range p.BatchPodsGone {
+				s.PodsGone += n
+			}
 		}
+		s.Tail = tailOf(ps)
 		r.Ratios = append(r.Ratios, s)
 	}
+}
+
+// tailOf is each tail segment's median over the phases that have segments, nil when none has.
+func tailOf(ps []Phase) *Segments {
+	var v [4][]float64
+	for _, p := range ps {
+		if b := p.Latency.Segments; b != nil {
+			for i, x := range []float64{b.Tail.DueToSent, b.Tail.SentToHandler, b.Tail.Handler, b.Tail.HandlerToDone} {
+				v[i] = append(v[i], x)
+			}
+		}
+	}
+	if len(v[0]) == 0 {
+		return nil
+	}
+	return &Segments{DueToSent: median(v[0]), SentToHandler: median(v[1]), Handler: median(v[2]), HandlerToDone: median(v[3])}
 }
 
 // median is the median of v (the mean of the middle two for an even count), 0 for none.
@@ -150,11 +197,23 @@ func ratio(v, base float64) float64 {
 // WriteTable writes the summary as a Markdown table.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | steal | evictions |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| phase | rounds | p50 | p99 | p99.9 | p99 (ms) | errors | node CPU | batch CPU | service CPU | batch cores | batch work | steal | evictions | pods evicted |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Ratios {
-		fmt.Fprintf(&b, "| %s | %d | %.2fx | %.2fx | %.2fx | %.2f | %d | %.0f %% | %.0f %% | %.1f %% | %.2f | %.1f %% | %.0f |\n",
-			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores, 100*s.Steal, s.Evictions)
+		fmt.Fprintf(&b, "| %s | %d | %.2fx | %.2fx | %.2fx | %.2f | %d | %.0f %% | %.0f %% | %.1f %% | %.2f | %.2f | %.1f %% | %.0f | %d |\n",
+			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores, s.BatchWork,
+			100*s.Steal, s.Evictions, s.PodsGone)
+	}
+	b.WriteString("\nWhere the slowest percent's time went (ms, the median over rounds of their mean), and the load generator's own\n")
+	b.WriteString("run-queue wait per request (the largest of the rounds) with the connections it opened during the phases:\n\n")
+	b.WriteString("| phase | due → sent | sent → handler | handler | handler → done | generator wait (ms) | dials |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, s := range r.Ratios {
+		t := Segments{}
+		if s.Tail != nil {
+			t = *s.Tail
+		}
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f | %.3f | %d |\n", s.Name, t.DueToSent, t.SentToHandler, t.Handler, t.HandlerToDone, s.GeneratorWaitMs, s.Dials)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
+	"io/fs"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +31,9 @@ import (
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// The colocation benchmark's workload. The service answers each request with 2 ms of CPU work; at 100 requests a
+// The colocation benchmark's workload. The service answers each request with fixed work (lsservice --kind=fixed:
+// operations calibrated at its start to take benchWork on the idle node, each reading a cache line of a benchSet
+// working set), so that a neighbour that slows the CPU's caches or shares its core lengthens it; at 100 requests a
 // second it uses about a fifth of a core, well under its request of one. The batch mix (batchMix) tries to use every
 // CPU of the node, as batch work does when nothing stops it.
 const (
@@ -36,35 +42,30 @@ const (
 
 	benchRate       = 100
 	benchWork       = "2ms"
+	benchSet        = "8Mi"
 	benchServiceApp = "bench-service"
 	benchBatchApp   = "bench-batch"
+	// benchConns is the load generator's connection pool: opened before the first phase, never dialed during one.
+	benchConns = 32
+	// benchTimeout bounds a request; one that runs past it counts at its latency, as an error.
+	benchTimeout = time.Second
+	// benchRealtime is the load generator's SCHED_FIFO priority (colocation.RealtimeThreads says why).
+	benchRealtime = 10
 	// benchWindow is the width of the windows the timeline's p99 is taken over.
 	benchWindow = 5 * time.Second
 	// benchSettle is how long a phase's workload runs before it is measured: the batch pods' start, the first
 	// samples of a new agent.
 	benchSettle = 10 * time.Second
-)
-
-// The phases of the benchmark. unprotected: the batch pods run with Gleaner publishing batch resources but its node
-// protection off by configuration (the runtime hook off, CPU idle for best-effort off); protected: Gleaner as
-// installed.
-const (
-	phaseUnprotected = "unprotected"
-	phaseProtected   = "protected"
-	// phaseSpike follows phaseProtected with the same batch pods and the service's load at twice the rate.
-	phaseSpike = "spike"
-	// phaseMemory runs once, protected with memory eviction on (memoryPhase): a second service pod grows while the
-	// phase is measured, past the node's threshold, so that the batch pods' memory must go.
-	phaseMemory = "memory growth"
+	// benchBurnerPort is where the batch burners answer GET /work.
+	benchBurnerPort = 8081
 )
 
 // BenchmarkColocation measures the promise on the real local node: the service's latency from an open-loop load
-// generator outside its cgroup, alone and beside batch pods with and without Gleaner's protection, alternated over
-// rounds, with the node's CPU use by class. It writes colocation.json, colocation.svg and colocation.md to
-// $GLEANER_BENCH_OUT (default: a temporary directory, printed). make bench-colocation runs it once;
-// GLEANER_BENCH_PHASE (a duration, default 45s) and GLEANER_BENCH_ROUNDS (default 3) size it, GLEANER_BENCH_MIX
-// picks part of the batch mix (benchMixOf), GLEANER_BENCH_THRESHOLD protects with other thresholds
-// (benchProtection).
+// generator that the node's batch work cannot delay, alone and beside batch pods of several sizes under several
+// settings of Gleaner, in alternating rounds of random order, with the batch work done and the node's CPU use. It
+// writes colocation.json, colocation.svg (the timeline), frontier.svg, frontier.md and colocation.md to
+// $GLEANER_BENCH_OUT (default: a temporary directory, printed). make bench-colocation runs it once; benchConfigOf
+// reads its environment variables.
 func BenchmarkColocation(b *testing.B) {
 	e := suite.Env(b)
 	for b.Loop() {
@@ -73,7 +74,7 @@ func BenchmarkColocation(b *testing.B) {
 }
 
 func benchColocation(b *testing.B, e *Env) {
-	phaseLen, rounds := benchSize(b)
+	cfg := benchConfigOf(b)
 	out := os.Getenv("GLEANER_BENCH_OUT")
 	if out == "" {
 		out = b.TempDir()
@@ -81,13 +82,27 @@ func benchColocation(b *testing.B, e *Env) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		b.Fatal(err)
 	}
+	b.Logf("colocation benchmark: %s", cfg)
 	waitForHookMode(e, runtimehook.ModeNRI)
 
 	ns := e.Namespace()
-	svc := startBenchService(e, ns)
+	svc := startBenchService(e, ns, cfg.service)
 	url := "http://" + svc.Status.PodIP + ":8080/"
-	gen := colocation.Generator{URL: url, Rate: benchRate, Client: &http.Client{Timeout: 2 * time.Second}}
-	if _, err := gen.Run(e.Ctx, 5*time.Second); err != nil { // warm the service and the connection pool
+	pool := colocation.NewPool(benchConns, benchTimeout)
+	if err := pool.Warm(e.Ctx, url); err != nil {
+		b.Fatal(err)
+	}
+	restore, err := colocation.RealtimeThreads(benchRealtime)
+	if err != nil {
+		b.Fatalf("the load generator at SCHED_FIFO: %v", err)
+	}
+	defer func() {
+		if err := restore(); err != nil {
+			b.Error(err)
+		}
+	}()
+	gen := colocation.Generator{URL: url, Rate: benchRate, Poisson: true, Client: pool.Client}
+	if _, err := gen.Run(e.Ctx, 5*time.Second); err != nil { // warm the service
 		b.Fatal(err)
 	}
 
@@ -97,45 +112,54 @@ func benchColocation(b *testing.B, e *Env) {
 	e.Kubectl("label", "namespace", batchNS, profileLabel+"=batch")
 	waitForProfile(e, batchNS, profile.Spec.PriorityClassName)
 	cpus := benchCPUs(b)
-	// Two thirds of what the node publishes, over the burners of the mix: room for the published value to move.
 	mix := benchMixOf(b, batchMix(cpus))
-	sizeMix(mix, published*2/3)
-	b.Logf("node publishes %dm of batch-cpu; the batch pods ask (as cpu, through the ColocationProfile): %s", published, describeMix(mix))
+	b.Logf("node publishes %dm of batch-cpu; the mix: %s", published, describeMix(mix))
 
-	r := &benchRun{e: e, b: b, gen: gen, report: colocation.Report{CPUs: cpus, Rate: benchRate},
+	r := &benchRun{e: e, b: b, gen: gen, pool: pool, batchNS: batchNS, service: svc, seed: cfg.seed, report: colocation.Report{CPUs: cpus, Rate: benchRate},
 		reader: colocation.Reader{ProcStat: "/proc/stat", Classes: []colocation.Class{
 			{Name: "service", Usage: filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/burstable", "pod"+string(svc.UID), "cpuacct.usage"),
 				Stat: filepath.Join("/sys/fs/cgroup/cpu/kubepods/burstable", "pod"+string(svc.UID), "cpu.stat")},
 			{Name: "batch", Usage: "/sys/fs/cgroup/cpuacct/kubepods/besteffort/cpuacct.usage", Stat: besteffortCPU + "/cpu.stat"},
 		}}}
-	protection := benchProtection(e)
-	writeSLOKeys(e, protection.on, true)
-	protected := true
-	batch := func() func() { return runBatch(e, batchNS, mix) }
-	for round := 1; round <= rounds; round++ {
-		r.phase(benchPhase{name: colocation.AlonePhase, round: round}, phaseLen)
-		order := []bool{protected, !protected} // alternate, so that each switch of the protection serves two phases
-		for _, on := range order {
-			if on != protected {
-				setProtection(e, on, protection)
-				protected = on
-			}
-			if !on {
-				r.phase(benchPhase{name: phaseUnprotected, round: round, batch: batch}, phaseLen)
-				continue
-			}
-			stop := batch()
-			r.phase(benchPhase{name: phaseProtected, round: round}, phaseLen)
-			r.phase(benchPhase{name: phaseSpike, round: round, load: 2}, phaseLen)
-			stop()
+	settings, defaults := benchSettingsOf(b, e, cfg.settings)
+	sized := func(frac float64) func() func() {
+		return func() func() {
+			m := slices.Clone(mix)
+			sizeMix(m, int64(frac*float64(batchCPUPublished(e))))
+			return runBatch(e, batchNS, m)
 		}
 	}
-	if !protected {
-		setProtection(e, true, protection)
+	// The batch work's own rate: units per CPU-second of each burner, with the service idle (no requests).
+	defer func() { // a failure in a split phase must not leave the node split
+		if r.current != nil && r.current.split {
+			r.splitCPUs(false)
+		}
+	}()
+	r.apply(settings[0])
+	r.calibrate(sized(2.0/3), min(cfg.phase, 30*time.Second))
+	rng := rand.New(rand.NewPCG(cfg.seed, 1))
+	for round := 1; round <= cfg.rounds; round++ {
+		r.phase(benchPhase{name: colocation.AlonePhase, round: round}, cfg.phase)
+		// A random order of the settings, and of the sizes within each: one switch of the agent per setting.
+		for _, i := range rng.Perm(len(settings)) {
+			r.apply(settings[i])
+			for _, j := range rng.Perm(len(cfg.sizes)) {
+				size := cfg.sizes[j]
+				r.phase(benchPhase{name: settings[i].name + " " + size.label, setting: settings[i].name, size: size.frac, round: round,
+					batch: sized(size.frac)}, cfg.phase)
+			}
+		}
 	}
-	r.memoryPhase(ns, batchNS, mix, phaseLen)
+	r.apply(defaults) // the node as installed again, for the memory phase and after the benchmark
+	if cfg.memory {
+		r.memoryPhase(ns, batchNS, mix, cfg.phase)
+	}
 	r.finish(out)
 }
+
+// phaseMemory runs once, after the rounds, with Gleaner's defaults and memory eviction on (memoryPhase): a second
+// service pod grows while the phase is measured, past the node's threshold, so that the batch pods' memory must go.
+const phaseMemory = "memory growth"
 
 // The memory-growth phase: a batch pod holding benchBatchMemory beside the mix, and a second service pod that
 // grows to benchServiceGrowth, a step a second, once the phase is measured; the node's memory eviction threshold
@@ -178,6 +202,8 @@ func (r *benchRun) memoryPhase(ns, batchNS string, mix []batchWork, d time.Durat
 		}
 	}
 	r.phase(benchPhase{name: phaseMemory, round: 1, during: grow}, d)
+	p := r.report.Phases[len(r.report.Phases)-1]
+	r.b.Logf("memory phase: batch pods evicted by work %v, the agent's eviction requests %.0f", p.BatchPodsGone, p.Actions[colocation.EvictionsAction])
 }
 
 // thresholds is slo-controller-config's resource-threshold-config now.
@@ -189,24 +215,107 @@ func (r *benchRun) thresholds() string {
 	return cm.Data[resourceThresholdKey]
 }
 
-// benchSize reads GLEANER_BENCH_PHASE and GLEANER_BENCH_ROUNDS.
-func benchSize(b *testing.B) (time.Duration, int) {
-	phase, rounds := 45*time.Second, 3
+// batchCPUPublished is the batch-cpu the node publishes now, in millicores.
+func batchCPUPublished(e *Env) int64 {
+	node, err := e.Clientset.CoreV1().Nodes().Get(e.Ctx, localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	q := node.Status.Allocatable[slov1alpha1.BatchCPU]
+	return q.Value()
+}
+
+// benchConfig is a run's size and what it compares.
+type benchConfig struct {
+	phase    time.Duration
+	rounds   int
+	settings []string
+	sizes    []benchSize
+	service  string
+	seed     uint64
+	memory   bool
+}
+
+// benchSize is a batch size: the share of the published batch-cpu the batch pods ask for, and its label.
+type benchSize struct {
+	label string
+	frac  float64
+}
+
+func (c benchConfig) String() string {
+	var sizes []string
+	for _, s := range c.sizes {
+		sizes = append(sizes, s.label)
+	}
+	return fmt.Sprintf("%s phases, %d rounds, settings %s, batch sizes %s of the published batch-cpu, service %s, seed %d, memory phase %t",
+		c.phase, c.rounds, strings.Join(c.settings, ","), strings.Join(sizes, ","), c.service, c.seed, c.memory)
+}
+
+// benchConfigOf reads the run's environment: GLEANER_BENCH_PHASE (a duration, default 60s), GLEANER_BENCH_ROUNDS
+// (default 6), GLEANER_BENCH_SETTINGS (benchSettingsOf; default unprotected,defaults,suppress), GLEANER_BENCH_SIZES
+// (fractions of the published batch-cpu as a/b or decimals, default 1/3,2/3,1), GLEANER_BENCH_SERVICE (fixed or spin,
+// the service's work), GLEANER_BENCH_SEED (the order and the arrivals; default from the clock, logged) and
+// GLEANER_BENCH_MEMORY (0 leaves out the memory-growth phase). GLEANER_BENCH_MIX picks part of the batch mix
+// (benchMixOf).
+func benchConfigOf(b *testing.B) benchConfig {
+	c := benchConfig{phase: 60 * time.Second, rounds: 6, settings: []string{settingUnprotected, settingDefaults, settingSuppress},
+		service: "fixed", seed: uint64(time.Now().UnixNano()), memory: os.Getenv("GLEANER_BENCH_MEMORY") != "0"}
 	if s := os.Getenv("GLEANER_BENCH_PHASE"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 2*benchWindow {
 			b.Fatalf("GLEANER_BENCH_PHASE=%q: want a duration of at least %s", s, 2*benchWindow)
 		}
-		phase = d
+		c.phase = d
 	}
 	if s := os.Getenv("GLEANER_BENCH_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			b.Fatalf("GLEANER_BENCH_ROUNDS=%q: want a positive number", s)
 		}
-		rounds = n
+		c.rounds = n
 	}
-	return phase, rounds
+	if s := os.Getenv("GLEANER_BENCH_SETTINGS"); s != "" {
+		c.settings = strings.Split(s, ",")
+	}
+	sizes := "1/3,2/3,1"
+	if s := os.Getenv("GLEANER_BENCH_SIZES"); s != "" {
+		sizes = s
+	}
+	for _, label := range strings.Split(sizes, ",") {
+		frac, err := parseFraction(label)
+		if err != nil || frac <= 0 || frac > 1 {
+			b.Fatalf("GLEANER_BENCH_SIZES=%q: %q is not a share of the published batch-cpu above 0 and at most 1 (batch pods ask for batch-cpu, which the scheduler never gives past what is published)", sizes, label)
+		}
+		c.sizes = append(c.sizes, benchSize{label: label, frac: frac})
+	}
+	if s := os.Getenv("GLEANER_BENCH_SERVICE"); s != "" {
+		if s != "fixed" && s != "spin" {
+			b.Fatalf("GLEANER_BENCH_SERVICE=%q: want fixed or spin", s)
+		}
+		c.service = s
+	}
+	if s := os.Getenv("GLEANER_BENCH_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			b.Fatalf("GLEANER_BENCH_SEED=%q: want a number", s)
+		}
+		c.seed = n
+	}
+	return c
+}
+
+// parseFraction reads "2/3" or "0.5".
+func parseFraction(s string) (float64, error) {
+	num, den, ok := strings.Cut(strings.TrimSpace(s), "/")
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || !ok {
+		return n, err
+	}
+	d, err := strconv.ParseFloat(den, 64)
+	if err != nil || d == 0 {
+		return 0, fmt.Errorf("%q: not a fraction", s)
+	}
+	return n / d, nil
 }
 
 // benchCPUs is the node's CPU count as /proc/stat lists it.
@@ -224,13 +333,16 @@ func benchCPUs(b *testing.B) int {
 	return n
 }
 
-// startBenchService runs the service: a prod pod asking for a core, whose load comes from the benchmark only.
-func startBenchService(e *Env, ns string) *corev1.Pod {
+// startBenchService runs the service: a prod pod asking for a core, whose load comes from the benchmark only, doing
+// work of kind (fixed or spin) per request.
+func startBenchService(e *Env, ns, kind string) *corev1.Pod {
 	pod := testutil.Pod(benchServiceApp).Label("app", benchServiceApp).Label("gleaner.sh/qos-class", "LS").
 		PriorityClass("gleaner-prod").Container("service").
-		Image(LSServiceImage, "--listen=:8080", "--qps=0", "--report=0", "--work="+benchWork).
+		Image(LSServiceImage, "--listen=:8080", "--qps=0", "--report=0", "--kind="+kind, "--work="+benchWork, "--set="+benchSet).
 		Requests("cpu", "1", "memory", "128Mi").Limits("cpu", "2", "memory", "256Mi").Obj()
-	return e.RunPodIn(ns, pod)
+	pod = e.RunPodIn(ns, pod)
+	e.t.Logf("the service: %s", strings.TrimSpace(e.Kubectl("-n", ns, "logs", pod.Name)))
+	return pod
 }
 
 // waitForProfile waits until a pod created in ns gets the profile's priority class: the manager's cache learns of
@@ -259,12 +371,13 @@ type batchWork struct {
 }
 
 // batchMix is the batch work of one phase for a node of cpus CPUs: a CPU burner and a cache and memory-bandwidth
-// thrasher that each try to use every CPU (their requests are set by sizeMix), and a disk writer.
+// thrasher that each try to use every CPU (their requests are set by sizeMix) and count their work (GET /work on
+// benchBurnerPort), and a disk writer.
 func batchMix(cpus int) []batchWork {
-	load := fmt.Sprintf("--load=%d", cpus)
+	load, listen := fmt.Sprintf("--load=%d", cpus), fmt.Sprintf("--listen=:%d", benchBurnerPort)
 	return []batchWork{
-		{name: "bench-burner", image: BurnerImage, args: []string{load, "--report=0"}, memory: "64Mi"},
-		{name: "bench-thrasher", image: BurnerImage, args: []string{load, "--report=0", "--thrash=64Mi"},
+		{name: "bench-burner", image: BurnerImage, args: []string{load, "--report=0", listen}, memory: "64Mi"},
+		{name: "bench-thrasher", image: BurnerImage, args: []string{load, "--report=0", "--thrash=64Mi", listen},
 			memory: fmt.Sprintf("%dMi", 64*cpus+64)},
 		{name: "bench-diskwriter", image: DiskWriterImage, args: []string{"--dir=/data", "--rate=32Mi", "--size=256Mi"},
 			milli: benchDiskMilli, memory: "64Mi", scratch: true},
@@ -397,15 +510,35 @@ const (
 	resourceThresholdKey = "resource-threshold-config"
 )
 
-// protectionConfig is what slo-controller-config holds in each kind of phase, by key ("" for no such key).
-type protectionConfig struct {
-	on, off map[string]string
+// The settings a benchmark run compares (GLEANER_BENCH_SETTINGS).
+const (
+	// settingUnprotected: Gleaner publishes batch resources, its node protection off by configuration: the agent's
+	// runtime hook off (no CFS quota from batch-cpu), class BE's cpuQOS off (cpu.idle 0), the installed thresholds.
+	settingUnprotected = "unprotected"
+	// settingDefaults: Gleaner as installed.
+	settingDefaults = "defaults"
+	// settingSuppress: as installed, with CPU suppression on (resource-threshold-config's clusterStrategy enabled
+	// with its defaults, or GLEANER_BENCH_THRESHOLD).
+	settingSuppress = "suppress"
+	// settingStatic is the physical reference: unprotected, and the CPUs split by hand, the besteffort QoS cgroup
+	// (every batch pod) on the last CPU, the service's pod and the load generator on the others (splitCPUs).
+	settingStatic = "static"
+)
+
+// benchSetting is one way Gleaner runs on the node: the agent's runtime hook as installed or off, and
+// slo-controller-config's keys ("" for no such key), with the besteffort QoS cgroup's cpu.idle they lead to.
+type benchSetting struct {
+	name string
+	hook bool
+	keys map[string]string
+	idle string
+	// split puts the batch pods and the service on CPUs of their own (splitCPUs).
+	split bool
 }
 
-// benchProtection reads the installed values of the two keys. Protected phases run with them, or with
-// GLEANER_BENCH_THRESHOLD as resource-threshold-config (to measure CPU suppression, off by default); unprotected
-// phases run with class BE's cpuQOS off and the installed thresholds. When the benchmark ends both keys are put back.
-func benchProtection(e *Env) protectionConfig {
+// benchSettingsOf is the named settings, in order, and Gleaner's defaults. The installed keys are put back when the
+// benchmark ends.
+func benchSettingsOf(b *testing.B, e *Env, names []string) (named []benchSetting, defaults benchSetting) {
 	e.t.Helper()
 	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(e.Ctx, SLOConfigName, metav1.GetOptions{})
 	if err != nil {
@@ -413,12 +546,30 @@ func benchProtection(e *Env) protectionConfig {
 	}
 	installed := map[string]string{resourceQOSKey: cm.Data[resourceQOSKey], resourceThresholdKey: cm.Data[resourceThresholdKey]}
 	e.t.Cleanup(func() { writeSLOKeys(e, installed, false) }) // the test's context has ended: nothing to wait with
-	cfg := protectionConfig{on: maps.Clone(installed), off: maps.Clone(installed)}
+	threshold := `{"clusterStrategy":{"enable":true}}`
 	if t := os.Getenv("GLEANER_BENCH_THRESHOLD"); t != "" {
-		cfg.on[resourceThresholdKey] = t
+		threshold = t
 	}
-	cfg.off[resourceQOSKey] = `{"clusterStrategy":{"beClass":{"cpuQOS":{"enable":false,"groupIdentity":0}}}}`
-	return cfg
+	unprotected := map[string]string{resourceThresholdKey: installed[resourceThresholdKey],
+		resourceQOSKey: `{"clusterStrategy":{"beClass":{"cpuQOS":{"enable":false,"groupIdentity":0}}}}`}
+	all := map[string]benchSetting{
+		settingUnprotected: {hook: false, idle: "0", keys: unprotected},
+		settingStatic:      {hook: false, idle: "0", keys: unprotected, split: true},
+		settingDefaults:    {hook: true, idle: "1", keys: installed},
+		settingSuppress:    {hook: true, idle: "1", keys: map[string]string{resourceQOSKey: installed[resourceQOSKey], resourceThresholdKey: threshold}},
+	}
+	for name, s := range all {
+		s.name = name
+		all[name] = s
+	}
+	for _, n := range names {
+		s, ok := all[strings.TrimSpace(n)]
+		if !ok {
+			b.Fatalf("GLEANER_BENCH_SETTINGS: %q is not one of %s, %s, %s, %s", n, settingUnprotected, settingDefaults, settingSuppress, settingStatic)
+		}
+		named = append(named, s)
+	}
+	return named, all[settingDefaults]
 }
 
 // writeSLOKeys sets keys of slo-controller-config ("" deletes one) and, with wait, waits until the manager has
@@ -471,30 +622,41 @@ func writeSLOKeys(e *Env, keys map[string]string, wait bool) {
 	})
 }
 
-// setProtection turns Gleaner's node protection off or back on, by configuration: the agent's --runtime-hook (off,
-// or as installed) and slo-controller-config's keys (cfg). It waits until the agent runs with the hook's new mode and
-// the besteffort QoS cgroup's cpu.idle says the kernel has class BE's cpuQOS.
-func setProtection(e *Env, on bool, cfg protectionConfig) {
+// apply runs Gleaner's node side as s says, coming from the setting r.current (nil: unknown): the agent's
+// --runtime-hook (off, or as installed; a change rolls the agent), slo-controller-config's keys and the split of the
+// CPUs. It waits until the agent runs with the hook's mode and the besteffort QoS cgroup's cpu.idle is what s leads
+// to.
+func (r *benchRun) apply(s benchSetting) {
+	e, current := r.e, r.current
 	e.t.Helper()
+	r.current = &s
+	if current != nil && current.split && !s.split {
+		r.splitCPUs(false)
+	}
 	const off = "--runtime-hook=off"
-	ds, err := e.Clientset.AppsV1().DaemonSets(GleanerNamespace).Get(e.Ctx, "gleaner-agent", metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
+	if current == nil || current.hook != s.hook {
+		ds, err := e.Clientset.AppsV1().DaemonSets(GleanerNamespace).Get(e.Ctx, "gleaner-agent", metav1.GetOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		c := &ds.Spec.Template.Spec.Containers[0]
+		args := slices.DeleteFunc(slices.Clone(c.Args), func(a string) bool { return a == off })
+		if !s.hook {
+			args = append(args, off) // the last --runtime-hook wins
+		}
+		if !slices.Equal(args, c.Args) {
+			c.Args = args
+			if _, err := e.Clientset.AppsV1().DaemonSets(GleanerNamespace).Update(e.Ctx, ds, metav1.UpdateOptions{}); err != nil {
+				e.t.Fatalf("changing the agent's --runtime-hook: %v", err)
+			}
+			e.Kubectl("-n", GleanerNamespace, "rollout", "status", "daemonset/gleaner-agent", "--timeout=3m")
+		}
 	}
-	c := &ds.Spec.Template.Spec.Containers[0]
-	c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return a == off })
-	if !on {
-		c.Args = append(c.Args, off) // the last --runtime-hook wins
+	writeSLOKeys(e, s.keys, true)
+	mode := runtimehook.ModeNRI
+	if !s.hook {
+		mode = runtimehook.ModeOff
 	}
-	if _, err := e.Clientset.AppsV1().DaemonSets(GleanerNamespace).Update(e.Ctx, ds, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatalf("changing the agent's --runtime-hook: %v", err)
-	}
-	e.Kubectl("-n", GleanerNamespace, "rollout", "status", "daemonset/gleaner-agent", "--timeout=3m")
-	mode, idle, keys := runtimehook.ModeNRI, "1", cfg.on
-	if !on {
-		mode, idle, keys = runtimehook.ModeOff, "0", cfg.off
-	}
-	writeSLOKeys(e, keys, true)
 	waitForHookMode(e, mode)
 	e.Eventually(2*time.Minute, func(context.Context) (bool, string) {
 		b, err := os.ReadFile(besteffortCPU + "/cpu.idle")
@@ -502,66 +664,243 @@ func setProtection(e *Env, on bool, cfg protectionConfig) {
 			return false, err.Error()
 		}
 		got := strings.TrimSpace(string(b))
-		return got == idle, fmt.Sprintf("besteffort cpu.idle %s, want %s", got, idle)
+		return got == s.idle, fmt.Sprintf("besteffort cpu.idle %s, want %s (setting %s)", got, s.idle, s.name)
 	})
+	if s.split && (current == nil || !current.split) {
+		r.splitCPUs(true)
+	}
 }
 
-// benchRun collects a run's phases and timeline.
+// The cpuset cgroups of the batch pods (the besteffort QoS cgroup) and of the Burstable pods (the service's).
+const (
+	besteffortCPUSet = "/sys/fs/cgroup/cpuset/kubepods/besteffort"
+	burstableCPUSet  = "/sys/fs/cgroup/cpuset/kubepods/burstable"
+)
+
+// splitCPUs puts the besteffort QoS cgroup (and the cgroups under it) on the node's last CPU and the service's pod
+// cgroup and the load generator's threads on the others, or (on false) every one of them back on all CPUs. Gleaner's
+// agent leaves the cpusets alone while CPU suppression is off, which splitCPUs checks after a few seconds.
+func (r *benchRun) splitCPUs(on bool) {
+	r.b.Helper()
+	n := r.report.CPUs
+	all, others, last := fmt.Sprintf("0-%d", n-1), fmt.Sprintf("0-%d", n-2), strconv.Itoa(n-1)
+	if n == 2 {
+		others = "0"
+	}
+	service := filepath.Join(burstableCPUSet, "pod"+string(r.service.UID))
+	be, svc, gen := last, others, others
+	if !on {
+		be, svc, gen = all, all, all
+	}
+	for dir, cpus := range map[string]string{besteffortCPUSet: be, service: svc} {
+		if err := writeCPUSet(dir, cpus, on); err != nil {
+			r.b.Fatal(err)
+		}
+	}
+	if err := pinThreads(gen, n); err != nil {
+		r.b.Fatal(err)
+	}
+	if !on {
+		return
+	}
+	time.Sleep(3 * time.Second)
+	for dir, cpus := range map[string]string{besteffortCPUSet: be, service: svc} {
+		b, err := os.ReadFile(filepath.Join(dir, "cpuset.cpus"))
+		if err != nil || strings.TrimSpace(string(b)) != cpus {
+			r.b.Fatalf("%s/cpuset.cpus is %q (%v) 3 s after the split, want %s: something else writes it", dir, strings.TrimSpace(string(b)), err, cpus)
+		}
+	}
+}
+
+// writeCPUSet writes cpus to the cpuset.cpus of dir and every cgroup under it: on cgroup v1 a cgroup's CPUs must be
+// within its parent's, so a shrink writes the deepest first and a growth the parent first.
+func writeCPUSet(dir, cpus string, shrink bool) error {
+	var dirs []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("listing the cgroups under %s: %w", dir, err)
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
+	if shrink {
+		slices.Reverse(dirs)
+	}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cpuset.cpus"), []byte(cpus), 0o644); err != nil {
+			return fmt.Errorf("writing %s to %s/cpuset.cpus: %w", cpus, d, err)
+		}
+	}
+	return nil
+}
+
+// pinThreads sets the CPU affinity of every thread of this process (the load generator's) to cpus, a range "a-b" or
+// one CPU, of a node of n CPUs; threads made later inherit it.
+func pinThreads(cpus string, n int) error {
+	var set unix.CPUSet
+	lo, hi, found := strings.Cut(cpus, "-")
+	a, _ := strconv.Atoi(lo)
+	b := a
+	if found {
+		b, _ = strconv.Atoi(hi)
+	}
+	for c := a; c <= b && c < n; c++ {
+		set.Set(c)
+	}
+	tids, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tids {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("pinning thread %d to CPUs %s: %w", tid, cpus, err)
+		}
+	}
+	return nil
+}
+
+// benchRun collects a run's phases, their samples and the timeline.
 type benchRun struct {
 	e       *Env
 	b       *testing.B
 	gen     colocation.Generator
+	pool    *colocation.Pool
+	batchNS string
+	service *corev1.Pod
+	seed    uint64
+	// current is the setting the node runs (apply).
+	current *benchSetting
 	reader  colocation.Reader
 	report  colocation.Report
-	samples []colocation.Sample
+	// samples are each phase's requests, by index in report.Phases.
+	samples [][]colocation.Sample
+	// unitsPerCPU is each burner's work units per CPU-second with the batch work alone (calibrate), by work name.
+	unitsPerCPU map[string]float64
 }
 
 // benchPhase is one phase's workload.
 type benchPhase struct {
 	name  string
 	round int
-	// load is the service's rate as a multiple of benchRate (0: 1).
-	load float64
+	// setting and size say what a batch phase ran: the setting's name and the share of the published batch-cpu.
+	setting string
+	size    float64
 	// batch starts the batch work before the phase settles and returns its stop (nil: no batch work of its own).
 	batch func() func()
 	// during starts beside the load generator when the measurement starts and returns its stop (nil: nothing).
 	during func() func()
 }
 
+// calibrate runs the batch work for d with the service idle and records each burner's units of work per CPU-second
+// it used: the rate that normalises a phase's batch work to cores of batch work as if alone.
+func (r *benchRun) calibrate(batch func() func(), d time.Duration) {
+	r.b.Helper()
+	stop := batch()
+	defer stop()
+	time.Sleep(benchSettle)
+	before := r.burnerWork()
+	time.Sleep(d)
+	after := r.burnerWork()
+	r.unitsPerCPU = map[string]float64{}
+	for name, w := range after {
+		w0, ok := before[name]
+		if !ok || w0.uid != w.uid || w.CPUSeconds <= w0.CPUSeconds {
+			r.b.Fatalf("calibrating the batch work: %s's counters did not move (%+v, %+v)", name, w0, w)
+		}
+		r.unitsPerCPU[name] = float64(w.Units-w0.Units) / (w.CPUSeconds - w0.CPUSeconds)
+		r.b.Logf("batch alone: %s did %.0f units per CPU-second, on %.2f cores", name, r.unitsPerCPU[name],
+			(w.CPUSeconds-w0.CPUSeconds)/w.at.Sub(w0.at).Seconds())
+	}
+}
+
+// burnerWork is what each running burner of the batch mix has done so far (GET /work), by work name.
+func (r *benchRun) burnerWork() map[string]burnerCount {
+	pods, err := r.e.Clientset.CoreV1().Pods(r.batchNS).List(r.e.Ctx, metav1.ListOptions{LabelSelector: "app=" + benchBatchApp})
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	out := map[string]burnerCount{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || p.Status.PodIP == "" ||
+			!slices.Contains(p.Spec.Containers[0].Args, fmt.Sprintf("--listen=:%d", benchBurnerPort)) {
+			continue
+		}
+		resp, err := client.Get(fmt.Sprintf("http://%s:%d/work", p.Status.PodIP, benchBurnerPort))
+		if err != nil {
+			r.b.Logf("reading %s's work: %v", p.Name, err)
+			continue
+		}
+		c := burnerCount{uid: string(p.UID), at: time.Now()}
+		err = json.NewDecoder(resp.Body).Decode(&c)
+		_ = resp.Body.Close()
+		if err != nil {
+			r.b.Logf("reading %s's work: %v", p.Name, err)
+			continue
+		}
+		out[p.Labels["work"]] = c
+	}
+	return out
+}
+
+// burnerCount is a burner's answer to GET /work, from pod uid at a moment.
+type burnerCount struct {
+	uid        string
+	at         time.Time
+	Units      uint64  `json:"units"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
+// batchWork is the batch work done between two burnerWork reads, in cores of batch work as if alone: each burner's
+// units per second over its units per CPU-second alone. A burner replaced between the reads counts nothing.
+func (r *benchRun) batchWorkDone(before, after map[string]burnerCount) float64 {
+	cores := 0.0
+	for name, w := range after {
+		w0, ok := before[name]
+		rate := r.unitsPerCPU[name]
+		if !ok || w0.uid != w.uid || rate <= 0 || !w.at.After(w0.at) {
+			continue
+		}
+		cores += float64(w.Units-w0.Units) / w.at.Sub(w0.at).Seconds() / rate
+	}
+	return cores
+}
+
 // phase runs one phase: start its batch work, let it settle, measure for d (starting what runs during it), stop
 // both.
 func (r *benchRun) phase(ph benchPhase, d time.Duration) {
 	r.b.Helper()
-	name, round := ph.name, ph.round
 	if ph.batch != nil {
 		stop := ph.batch()
 		defer stop()
 	}
 	time.Sleep(benchSettle)
 	gen := r.gen
-	if ph.load > 0 {
-		gen.Rate *= ph.load
+	gen.Seed = r.seed + uint64(len(r.report.Phases)) // arrivals of their own for every phase, repeatable from the seed
+	actions, work, dials := agentActions(r.e), r.burnerWork(), r.pool.Dials()
+	wait, err := colocation.RunDelay("/proc/self/task")
+	if err != nil {
+		r.b.Fatal(err)
 	}
-	before := agentActions(r.e)
 	ctx, cancel := context.WithCancel(r.e.Ctx)
 	var wg sync.WaitGroup
 	var points []colocation.Point
+	var gone map[string]int
 	first, err := r.reader.Read()
 	if err != nil {
 		r.b.Fatal(err)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		points = r.timeline(ctx, first)
-	}()
+	wg.Go(func() { points, gone = r.timeline(ctx, first) })
 	var stopDuring func()
 	if ph.during != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stopDuring = ph.during()
-		}()
+		wg.Go(func() { stopDuring = ph.during() })
 	}
 	samples, err := gen.Run(r.e.Ctx, d)
 	cancel()
@@ -576,26 +915,53 @@ func (r *benchRun) phase(ph benchPhase, d time.Duration) {
 	if err != nil {
 		r.b.Fatal(err)
 	}
+	waitAfter, err := colocation.RunDelay("/proc/self/task")
+	if err != nil {
+		r.b.Fatal(err)
+	}
 	use := colocation.Between(first, last)
-	p := colocation.Phase{Name: name, Round: round, Start: first.At, End: last.At, Latency: colocation.Summarize(samples),
-		CPU: use, BatchCoresDone: use.Classes["batch"] * float64(r.report.CPUs), Actions: diffActions(before, agentActions(r.e))}
-	r.b.Logf("%s (round %d): p50 %.2fms p99 %.2fms p99.9 %.2fms, %d errors; node %.0f%%, batch %.0f%%, service %.1f%%",
-		name, round, p.Latency.P50, p.Latency.P99, p.Latency.P999, p.Latency.Errors, 100*use.Node, 100*use.Classes["batch"], 100*use.Classes["service"])
+	p := colocation.Phase{Name: ph.name, Setting: ph.setting, Size: ph.size, Round: ph.round, Start: first.At, End: last.At,
+		Latency: colocation.Summarize(samples), CPU: use, BatchCoresDone: use.Classes["batch"] * float64(r.report.CPUs),
+		BatchWork: r.batchWorkDone(work, r.burnerWork()), Actions: diffActions(actions, agentActions(r.e)),
+		Dials: r.pool.Dials() - dials, BatchPodsGone: gone}
+	if len(samples) > 0 {
+		p.GeneratorWaitMs = float64(waitAfter-wait) / float64(time.Millisecond) / float64(len(samples))
+	}
+	r.b.Logf("%s (round %d): p50 %.2fms p99 %.2fms p99.9 %.2fms, %d errors; node %.0f%%, batch %.0f%%, service %.1f%%; batch work %.2f cores; generator wait %.3fms a request, %d dials",
+		ph.name, ph.round, p.Latency.P50, p.Latency.P99, p.Latency.P999, p.Latency.Errors, 100*use.Node, 100*use.Classes["batch"],
+		100*use.Classes["service"], p.BatchWork, p.GeneratorWaitMs, p.Dials)
 	r.report.Phases = append(r.report.Phases, p)
 	r.report.Points = append(r.report.Points, points...)
-	r.samples = append(r.samples, samples...)
+	r.samples = append(r.samples, samples)
 }
 
-// timeline reads the CPU counters and the batch class's limit every second until ctx ends.
-func (r *benchRun) timeline(ctx context.Context, prev colocation.Snapshot) []colocation.Point {
+// timeline reads the CPU counters and the batch class's limit every second until ctx ends, and follows the batch
+// pods: it returns, by work, how many of its pods went away while it ran (evicted, as nothing else deletes them).
+func (r *benchRun) timeline(ctx context.Context, prev colocation.Snapshot) ([]colocation.Point, map[string]int) {
 	var points []colocation.Point
+	seen := map[string]string{} // pod UID -> work
+	var present map[string]bool
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return points
+			gone := map[string]int{}
+			for uid, work := range seen {
+				if !present[uid] {
+					gone[work]++
+				}
+			}
+			return points, gone
 		case <-t.C:
+		}
+		if pods, err := r.e.Clientset.CoreV1().Pods(r.batchNS).List(ctx, metav1.ListOptions{LabelSelector: "app=" + benchBatchApp}); err == nil {
+			present = map[string]bool{}
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+					seen[string(p.UID)], present[string(p.UID)] = p.Labels["work"], true
+				}
+			}
 		}
 		s, err := r.reader.Read()
 		if err != nil {
@@ -653,10 +1019,11 @@ func diffActions(before, after map[string]float64) map[string]float64 {
 // finish puts the p99 of the window before each point on the timeline, summarises and writes the report.
 func (r *benchRun) finish(dir string) {
 	rep := &r.report
+	all := slices.Concat(r.samples...)
 	for i := range rep.Points {
 		at := rep.Points[i].At
 		var in []colocation.Sample
-		for _, s := range r.samples {
+		for _, s := range all {
 			if s.Due.After(at.Add(-benchWindow)) && !s.Due.After(at) {
 				in = append(in, s)
 			}
@@ -664,10 +1031,18 @@ func (r *benchRun) finish(dir string) {
 		rep.Points[i].P99 = colocation.Summarize(in).P99
 	}
 	rep.Summarise("service", "batch")
+	frontier := r.frontier()
 	files := map[string]func(*os.File) error{
 		"colocation.json": func(f *os.File) error { return rep.WriteJSON(f) },
 		"colocation.svg":  func(f *os.File) error { return rep.WriteSVG(f, "service", "batch") },
 		"colocation.md":   func(f *os.File) error { return rep.WriteTable(f) },
+		"frontier.json": func(f *os.File) error {
+			enc := json.NewEncoder(f)
+			enc.SetIndent("", "  ")
+			return enc.Encode(frontier)
+		},
+		"frontier.md":  func(f *os.File) error { return frontier.WriteTable(f) },
+		"frontier.svg": func(f *os.File) error { return frontier.WriteSVG(f) },
 	}
 	for name, write := range files {
 		f, err := os.Create(filepath.Join(dir, name))
@@ -681,7 +1056,54 @@ func (r *benchRun) finish(dir string) {
 			r.b.Fatal(err)
 		}
 	}
-	var table strings.Builder
+	var table, front strings.Builder
 	_ = rep.WriteTable(&table)
-	r.b.Logf("colocation benchmark, %d CPUs, %d requests/s; written to %s:\n%s", rep.CPUs, benchRate, dir, table.String())
+	_ = frontier.WriteTable(&front)
+	r.b.Logf("colocation benchmark, %d CPUs, %d requests/s; written to %s:\n%s\n%s", rep.CPUs, benchRate, dir, table.String(), front.String())
+}
+
+// frontier is the run's curves: for each setting (in the order first run), a point per batch size, each from the
+// rounds' pairs of that setting's phase and the same round's alone phase.
+func (r *benchRun) frontier() colocation.Frontier {
+	boot := colocation.DefaultBootstrap()
+	boot.Seed = r.seed
+	f := colocation.Frontier{SLO: colocation.DefaultSLO(), Bootstrap: boot}
+	alone := map[int]int{} // round -> index of its alone phase
+	var settings []string
+	sizes := map[string][]float64{}
+	for i, p := range r.report.Phases {
+		switch {
+		case p.Name == colocation.AlonePhase:
+			alone[p.Round] = i
+		case p.Setting != "":
+			if !slices.Contains(settings, p.Setting) {
+				settings = append(settings, p.Setting)
+			}
+			if !slices.Contains(sizes[p.Setting], p.Size) {
+				sizes[p.Setting] = append(sizes[p.Setting], p.Size)
+			}
+		}
+	}
+	for _, setting := range settings {
+		c := colocation.Curve{Setting: setting}
+		slices.Sort(sizes[setting])
+		for _, size := range sizes[setting] {
+			var rounds []colocation.Round
+			for i, p := range r.report.Phases {
+				a, ok := alone[p.Round]
+				if p.Setting != setting || p.Size != size || !ok {
+					continue
+				}
+				// BatchWork is already in cores of work as if alone (per burner, batchWorkDone): a scale of one.
+				rounds = append(rounds, colocation.Round{Alone: r.samples[a], Setting: r.samples[i], BatchUnitsPerSecond: p.BatchWork, NodeBusy: p.CPU.Node})
+			}
+			pt, err := colocation.NewCurvePoint(size, rounds, colocation.WorkScale{UnitsPerCoreSecond: 1}, boot)
+			if err != nil {
+				r.b.Logf("%s at %.2f of the published batch-cpu: %v", setting, size, err)
+			}
+			c.Points = append(c.Points, pt)
+		}
+		f.Curves = append(f.Curves, c)
+	}
+	return f
 }

@@ -4,16 +4,24 @@
 // prefetcher cannot follow: with a buffer larger than the CPU's caches it thrashes them and uses memory bandwidth,
 // the interference batch work causes beside a service that CPU time alone does not show. Every report interval it
 // logs the CPU it really got (from getrusage), which falls below the target when the cgroup throttles it.
+//
+// It counts its work in units (a fixed chain of multiply-adds, or with --thrash 256 cache-line touches), so that a
+// benchmark can tell work done from CPU time got: beside a noisy neighbour a unit takes more CPU time. With --listen,
+// GET /work answers the units done and the CPU time used so far as JSON (Work).
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +34,7 @@ func main() {
 	period := fs.Duration("period", 100*time.Millisecond, "duty-cycle period: each worker spins for its share of it")
 	report := fs.Duration("report", 10*time.Second, "how often to log the CPU really used; 0 turns it off")
 	thrash := fs.String("thrash", "0", "bytes of buffer each worker walks while busy (64Mi: larger than the caches); 0 spins only")
+	listen := fs.String("listen", "", "address to serve GET /work on (the units done and CPU time used); empty: none")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	cores, err := parseLoad(*load)
 	if err != nil {
@@ -41,12 +50,19 @@ func main() {
 	defer stop()
 	workers, duty := plan(cores)
 	fmt.Printf("burner: target %.3f cores: %d workers at %.0f%% of %s\n", cores, workers, duty*100, *period)
+	var units atomic.Uint64
 	for range workers {
-		step := func() {}
+		step := spinStep
 		if size.Value() > 0 {
 			step = newThrasher(size.Value()).step
 		}
-		go burn(ctx, duty, *period, step)
+		go burn(ctx, duty, *period, step, &units)
+	}
+	if *listen != "" {
+		if err := serveWork(ctx, *listen, &units); err != nil {
+			fmt.Fprintf(os.Stderr, "burner: %v\n", err)
+			os.Exit(1)
+		}
 	}
 	if *report > 0 {
 		go reportUsage(ctx, *report)
@@ -77,18 +93,65 @@ func plan(cores float64) (workers int, duty float64) {
 	return workers, cores / float64(workers)
 }
 
-// burn calls step for duty*period and sleeps for the rest of every period until ctx ends.
-func burn(ctx context.Context, duty float64, period time.Duration, step func()) {
+// burn calls step for duty*period and sleeps for the rest of every period until ctx ends, adding the steps it made
+// to units.
+func burn(ctx context.Context, duty float64, period time.Duration, step func(), units *atomic.Uint64) {
 	busy := time.Duration(float64(period) * duty)
 	for ctx.Err() == nil {
 		start := time.Now()
+		var n uint64
 		for time.Since(start) < busy {
 			step()
+			n++
 		}
+		units.Add(n)
 		if rest := period - time.Since(start); rest > 0 {
 			time.Sleep(rest)
 		}
 	}
+}
+
+// spinStep is a spinning worker's unit of work: a chain of dependent multiply-adds, a few microseconds of CPU.
+func spinStep() {
+	x := spinState.Load()
+	for range 2048 {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	spinState.Store(x)
+}
+
+// spinState carries spinStep's chain from one step to the next, which keeps the compiler from dropping it.
+var spinState atomic.Uint64
+
+// Work is what GET /work answers: the units of work done and the CPU time used since the burner started.
+type Work struct {
+	Units      uint64  `json:"units"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
+// serveWork serves GET /work on addr until ctx ends.
+func serveWork(ctx context.Context, addr string, units *atomic.Uint64) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: workHandler(units), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	fmt.Printf("burner: serving GET /work on %s\n", ln.Addr())
+	go func() { _ = srv.Serve(ln) }()
+	return nil
+}
+
+func workHandler(units *atomic.Uint64) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /work", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Work{Units: units.Load(), CPUSeconds: cpuTime().Seconds()})
+	})
+	return mux
 }
 
 // cacheLine is the unit the thrasher touches; stride is how many lines apart two touches are: a prime, so that the

@@ -1,6 +1,14 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
 
 func TestPlan(t *testing.T) {
 	tests := []struct {
@@ -70,5 +78,30 @@ func TestThrasherTouchesEveryLine(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// A worker counts its steps as units of work, and GET /work answers them with the CPU time used.
+func TestBurnCountsWork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	var units atomic.Uint64
+	burn(ctx, 0.5, 20*time.Millisecond, spinStep, &units)
+	if units.Load() == 0 {
+		t.Fatal("no units of work counted after 150ms of burning at half duty")
+	}
+	srv := httptest.NewServer(workHandler(&units))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var w Work
+	if err := json.NewDecoder(resp.Body).Decode(&w); err != nil {
+		t.Fatalf("decoding /work: %v", err)
+	}
+	if w.Units != units.Load() || w.CPUSeconds <= 0 {
+		t.Errorf("/work = %+v, want %d units and the CPU time used", w, units.Load())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -13,7 +15,7 @@ import (
 func TestHandler(t *testing.T) {
 	rec := newRecorder(10)
 	rec.Add(4 * time.Millisecond)
-	srv := httptest.NewServer(newHandler(time.Millisecond, nil, rec))
+	srv := httptest.NewServer(newHandler(func(uint64) { spin(time.Millisecond) }, nil, rec))
 	defer srv.Close()
 
 	resp, err := http.Get(srv.URL + "/")
@@ -24,6 +26,12 @@ func TestHandler(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || string(body) != "ok\n" {
 		t.Errorf("GET / = %s %q, want 200 \"ok\\n\"", resp.Status, body)
+	}
+	start, errStart := strconv.ParseInt(resp.Header.Get(HeaderHandlerStart), 10, 64)
+	end, errEnd := strconv.ParseInt(resp.Header.Get(HeaderHandlerEnd), 10, 64)
+	if errStart != nil || errEnd != nil || time.Duration(end-start) < time.Millisecond {
+		t.Errorf("GET / handler start %q and end %q: want Unix nanoseconds at least the 1ms of work apart",
+			resp.Header.Get(HeaderHandlerStart), resp.Header.Get(HeaderHandlerEnd))
 	}
 
 	resp, err = http.Get(srv.URL + "/stats")
@@ -58,7 +66,7 @@ func TestHandlerReadsTheWorkingSet(t *testing.T) {
 	if fi, err := data.f.Stat(); err != nil || fi.Size() != 2<<20 {
 		t.Fatalf("the working set file: %v, %v; want 2 MiB", fi, err)
 	}
-	srv := httptest.NewServer(newHandler(0, data, newRecorder(10)))
+	srv := httptest.NewServer(newHandler(func(uint64) {}, data, newRecorder(10)))
 	defer srv.Close()
 	get := func() int {
 		resp, err := http.Get(srv.URL + "/")
@@ -85,5 +93,75 @@ func TestRunRejectsBadOptions(t *testing.T) {
 		if err := run(o); err == nil {
 			t.Errorf("run(%+v) = nil, want an error", o)
 		}
+	}
+}
+
+func TestNewWork(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		o       options
+		want    string // in the description
+		wantErr string
+	}{
+		{name: "spin", o: options{kind: "spin", work: time.Millisecond}, want: "a spin of 1ms"},
+		{name: "fixed, given", o: options{kind: "fixed", ops: 7, set: "64Ki"}, want: "fixed work of 7 ops over 64Ki (given)"},
+		{name: "fixed, calibrated", o: options{kind: "fixed", work: time.Millisecond, set: "64Ki"}, want: "(calibrated to 1ms)"},
+		{name: "unknown kind", o: options{kind: "sleep"}, wantErr: `--kind "sleep": want spin or fixed`},
+		{name: "bad set", o: options{kind: "fixed", set: "lots"}, wantErr: `--set "lots"`},
+		{name: "set below a line", o: options{kind: "fixed", set: "8"}, wantErr: "at least 64 bytes"},
+		{name: "negative ops", o: options{kind: "fixed", set: "8Mi", ops: -1}, wantErr: "--ops -1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			work, describe, err := newWork(tt.o)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("newWork() error = %v, want one with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(describe, tt.want) {
+				t.Errorf("newWork() describes %q, want it to say %q", describe, tt.want)
+			}
+			work(1)
+		})
+	}
+}
+
+// The fixed work reads its working set: the same seed gives the same checksum, another set or seed another one, and
+// more operations read more of it.
+func TestFixedWorkReadsItsSet(t *testing.T) {
+	w := newFixedWork(1<<20, 1000)
+	if len(w.set) != 1<<20 {
+		t.Fatalf("working set of %d bytes, want 1 MiB", len(w.set))
+	}
+	a, b := w.do(42), w.do(42)
+	if a != b {
+		t.Errorf("do(42) = %d then %d: want the same work for the same seed", a, b)
+	}
+	if w.do(43) == a {
+		t.Errorf("do(43) = do(42): want another walk for another seed")
+	}
+	for i := range w.set {
+		w.set[i] = 0
+	}
+	if w.do(42) == a {
+		t.Errorf("do(42) did not change with the working set's contents: the reads were dropped")
+	}
+	if got := newFixedWork(10, 1); len(got.set) != cacheLine {
+		t.Errorf("a 10-byte set holds %d bytes, want one cache line", len(got.set))
+	}
+}
+
+func TestCalibrate(t *testing.T) {
+	w := newFixedWork(1<<20, 0)
+	short, long := w.calibrate(100*time.Microsecond), w.calibrate(10*time.Millisecond)
+	if short < 1 || long <= short {
+		t.Errorf("calibrate gave %d ops for 100µs and %d for 10ms: want at least 1, and more for the longer target", short, long)
+	}
+	if w.ops != long {
+		t.Errorf("ops = %d after calibrating to 10ms, want %d", w.ops, long)
 	}
 }
