@@ -129,13 +129,13 @@ func benchColocation(b *testing.B, e *Env) {
 			return runBatch(e, batchNS, m)
 		}
 	}
-	// The batch work's own rate: units per CPU-second of each burner, with the service idle (no requests).
 	defer func() { // a failure in a split phase must not leave the node split
 		if r.current != nil && r.current.split {
 			r.splitCPUs(false)
 		}
 	}()
 	r.apply(settings[0])
+	// The batch work's own rate: units per CPU-second of each burner, with the service idle (no requests).
 	r.calibrate(sized(2.0/3), min(cfg.phase, 30*time.Second))
 	rng := rand.New(rand.NewPCG(cfg.seed, 1))
 	for round := 1; round <= cfg.rounds; round++ {
