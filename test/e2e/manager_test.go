@@ -51,12 +51,13 @@ func TestManagerFromManifestsIsReady(t *testing.T) {
 	}
 }
 
+// get reads url, giving the server 15 s to answer (ctx may end it sooner).
 func get(ctx context.Context, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -521,12 +521,18 @@ func eventReasons(ctx context.Context, e *Env, ns, name string) string {
 	return strings.Join(reasons, ",")
 }
 
-// agentMetrics reads the agent's /metrics on the node.
+// agentMetrics reads the agent's /metrics on the node, trying again for a minute: on the emulated cgroup v2 node an
+// agent busy with a memory-pressure episode has answered a single scrape after its client's timeout.
 func agentMetrics(e *Env) string {
 	e.t.Helper()
-	body, err := get(e.Ctx, agentMetricsURL)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	var body string
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		b, err := get(ctx, agentMetricsURL)
+		if err != nil {
+			return false, err.Error()
+		}
+		body = b
+		return true, ""
+	})
 	return body
 }

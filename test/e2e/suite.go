@@ -17,9 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -323,9 +326,49 @@ func (e *Env) RunPodIn(ns string, pod *corev1.Pod) *corev1.Pod {
 		if err != nil {
 			return false, err.Error()
 		}
-		return got.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s is %s: %+v", got.Name, got.Status.Phase, got.Status.ContainerStatuses)
+		return got.Status.Phase == corev1.PodRunning, e.podProgress(ctx, got)
 	})
 	return got
+}
+
+// podProgress says where a pod that does not run yet stands: its phase, conditions and containers, and, while it is
+// not scheduled, what the node offers of the extended resources it requests, with their derivations.
+func (e *Env) podProgress(ctx context.Context, pod *corev1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod %s is %s", pod.Name, pod.Status.Phase)
+	scheduled := pod.Spec.NodeName != ""
+	for _, c := range pod.Status.Conditions {
+		fmt.Fprintf(&b, "; %s=%s", c.Type, c.Status)
+		if c.Reason != "" || c.Message != "" {
+			fmt.Fprintf(&b, " (%s: %s)", c.Reason, c.Message)
+		}
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil {
+			fmt.Fprintf(&b, "; container %s waiting (%s: %s)", c.Name, w.Reason, w.Message)
+		}
+	}
+	if scheduled {
+		return b.String()
+	}
+	b.WriteString("; not scheduled")
+	node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return b.String() + "; reading the node: " + err.Error()
+	}
+	requested := map[corev1.ResourceName]bool{}
+	for _, c := range pod.Spec.Containers {
+		for r := range c.Resources.Requests {
+			if strings.Contains(string(r), "/") {
+				requested[r] = true
+			}
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(requested)) {
+		q := node.Status.Allocatable[r]
+		fmt.Fprintf(&b, "; the node offers %s %s: %s", r, q.String(), e.derivation(ctx, node, r))
+	}
+	return b.String()
 }
 
 // DeletePod deletes the pods and waits until they are all gone.
