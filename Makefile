@@ -46,7 +46,35 @@ HELM ?=
 release: ## Release artifacts into bin/release: kubectl-glean archives for PLATFORMS, the chart package, the Krew manifest, checksums.txt.
 	@helm=$(or $(HELM),$$(hack/tool.sh helm)); \
 	  go run ./hack/release --version "$(VERSION)" --ldflags "$(VERSION_LDFLAGS)" --platforms "$(PLATFORMS)" \
-	    --out "$(RELEASE_DIR)" --release-url "$(RELEASE_URL)" --source-date-epoch "$(SOURCE_DATE_EPOCH)" --helm "$$helm"
+	    --out "$(RELEASE_DIR)" --release-url "$(RELEASE_URL)" --source-date-epoch "$(SOURCE_DATE_EPOCH)" --helm "$$helm" \
+	    --image-registry "$(REGISTRY)"
+
+# `make images` (hack/images; docs/install.md, "Images from your own registry"): gleaner-manager's and
+# gleaner-agent's images for IMAGE_PLATFORMS, tagged VERSION, as an OCI image layout in IMAGES_DIR/oci. `make push`
+# pushes them to REGISTRY (REGISTRY/gleaner-manager:VERSION, ...) and the release's chart, whose default
+# image.registry is then REGISTRY, to oci://REGISTRY/charts/gleaner. Credentials are docker's and helm's own
+# (`docker login`, `helm registry login`); HELM_PUSH_FLAGS=--plain-http for a registry without TLS (the images go
+# over plain HTTP to a registry on a loopback or private address by themselves).
+REGISTRY ?=
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGES_DIR ?= $(BIN)/images
+HELM_PUSH_FLAGS ?=
+
+.PHONY: images
+images: ## OCI images of gleaner-manager and gleaner-agent for IMAGE_PLATFORMS, tagged VERSION, into bin/images/oci.
+	go run ./hack/images --version "$(VERSION)" --ldflags "$(VERSION_LDFLAGS)" --platforms "$(IMAGE_PLATFORMS)" --out "$(IMAGES_DIR)"
+
+.PHONY: push
+push: ## Push the images and the chart to REGISTRY (host[:port][/path]); the chart defaults to the images there.
+	@[[ -n "$(REGISTRY)" ]] || { echo "make push: set REGISTRY, e.g. REGISTRY=registry.example.com/gleaner" >&2; exit 2; }
+	go run ./hack/images --version "$(VERSION)" --ldflags "$(VERSION_LDFLAGS)" --platforms "$(IMAGE_PLATFORMS)" --out "$(IMAGES_DIR)" \
+	  --push "$(REGISTRY)"
+	$(MAKE) --no-print-directory release
+	@helm=$(or $(HELM),$$(hack/tool.sh helm)); \
+	  for chart in $(RELEASE_DIR)/gleaner-*.tgz; do \
+	    echo "$$helm push $$chart oci://$(REGISTRY)/charts $(HELM_PUSH_FLAGS)"; \
+	    "$$helm" push "$$chart" "oci://$(REGISTRY)/charts" $(HELM_PUSH_FLAGS) || exit 1; \
+	  done
 
 .PHONY: generate
 generate: ## Regenerate deepcopy functions, CRD and RBAC manifests from the code, and the chart's copies of them.

@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string) error {
 	r := release{
 		Options:      o,
 		Build:        goBuild(o.Package, o.LDFlags),
-		PackageChart: helmPackage(o.Helm, o.Chart),
+		PackageChart: helmPackage(o.Helm),
 	}
 	names, err := r.write(ctx)
 	if err != nil {
@@ -73,6 +73,8 @@ type Options struct {
 	License string
 	// Chart is the Helm chart's directory.
 	Chart string
+	// ImageRegistry, when set, is the packaged chart's default image.registry: where `make push` put the images.
+	ImageRegistry string
 	// Package is the plugin's Go package, LDFlags the linker flags it is built with, Helm the helm binary.
 	Package, LDFlags, Helm string
 }
@@ -89,6 +91,7 @@ func parseFlags(args []string) (Options, error) {
 	fs.Int64Var(&epoch, "source-date-epoch", 0, "the time of the archives' files, in seconds since 1970 (the commit's time makes them reproducible)")
 	fs.StringVar(&o.License, "license", "LICENSE", "the license file each archive carries")
 	fs.StringVar(&o.Chart, "chart", "charts/gleaner", "the Helm chart's directory")
+	fs.StringVar(&o.ImageRegistry, "image-registry", "", "the packaged chart's default image.registry (default the chart's own)")
 	fs.StringVar(&o.Package, "package", "./cmd/kubectl-glean", "the plugin's Go package")
 	fs.StringVar(&o.LDFlags, "ldflags", "", "the linker flags the plugin is built with (the Makefile's VERSION_LDFLAGS)")
 	fs.StringVar(&o.Helm, "helm", "helm", "the helm binary")
@@ -135,8 +138,9 @@ type release struct {
 	Options
 	// Build builds the plugin for p into the file bin.
 	Build func(ctx context.Context, p platform, bin string) error
-	// PackageChart writes the package of the chart, with chartVersion and appVersion, into the empty directory dir.
-	PackageChart func(ctx context.Context, dir, chartVersion, appVersion string) error
+	// PackageChart writes the package of the chart in the directory chart, with chartVersion and appVersion, into
+	// the empty directory dir.
+	PackageChart func(ctx context.Context, chart, dir, chartVersion, appVersion string) error
 }
 
 // write writes the artifacts into OutDir and returns their names: the archives in the order of Platforms, the chart
@@ -235,12 +239,20 @@ func (r release) archive(ctx context.Context, p platform, dir string, license []
 	return a, nil
 }
 
-// chartPackage packages the chart in the directory dir and copies the package into OutDir; it returns its name.
+// chartPackage packages the chart in the directory dir and copies the package into OutDir; it returns its name. With
+// ImageRegistry the package is of a copy of the chart whose image.registry is that.
 func (r release) chartPackage(ctx context.Context, dir, chartVer string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	if err := r.PackageChart(ctx, dir, chartVer, r.Version); err != nil {
+	chart := r.Chart
+	if r.ImageRegistry != "" {
+		chart = filepath.Join(filepath.Dir(dir), "chart-source")
+		if err := copyWithRegistry(r.Chart, chart, r.ImageRegistry); err != nil {
+			return "", err
+		}
+	}
+	if err := r.PackageChart(ctx, chart, dir, chartVer, r.Version); err != nil {
 		return "", fmt.Errorf("packaging the chart %s as %s: %w", r.Chart, chartVer, err)
 	}
 	pkgs, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
@@ -307,8 +319,8 @@ func goBuild(pkg, ldflags string) func(ctx context.Context, p platform, bin stri
 
 // helmPackage packages the chart with the helm binary, with its configuration and caches in a directory of its own
 // (helm keeps them in $HOME unless told otherwise).
-func helmPackage(helm, chart string) func(ctx context.Context, dir, chartVersion, appVersion string) error {
-	return func(ctx context.Context, dir, chartVersion, appVersion string) error {
+func helmPackage(helm string) func(ctx context.Context, chart, dir, chartVersion, appVersion string) error {
+	return func(ctx context.Context, chart, dir, chartVersion, appVersion string) error {
 		home, err := os.MkdirTemp("", "gleaner-release-helm-")
 		if err != nil {
 			return err

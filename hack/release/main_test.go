@@ -42,7 +42,7 @@ func testRelease(t *testing.T, out string, platforms ...platform) release {
 		Build: func(_ context.Context, p platform, bin string) error {
 			return os.WriteFile(bin, []byte("kubectl-glean for "+p.String()), 0o755)
 		},
-		PackageChart: func(_ context.Context, dir, chartVersion, appVersion string) error {
+		PackageChart: func(_ context.Context, _, dir, chartVersion, appVersion string) error {
 			return os.WriteFile(filepath.Join(dir, "gleaner-"+chartVersion+".tgz"), []byte("chart "+chartVersion+" app "+appVersion), 0o644)
 		},
 	}
@@ -157,7 +157,7 @@ func TestReleaseFailures(t *testing.T) {
 	})
 	t.Run("helm writes no package", func(t *testing.T) {
 		r := testRelease(t, t.TempDir(), platform{"linux", "amd64"})
-		r.PackageChart = func(context.Context, string, string, string) error { return nil }
+		r.PackageChart = func(context.Context, string, string, string, string) error { return nil }
 		if _, err := r.write(context.Background()); err == nil || !strings.Contains(err.Error(), "wrote 0 packages") {
 			t.Errorf("error %v, want one saying helm wrote no package", err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Registry and Tag make the references of the images built here: gleaner.local/NAME:dev. The registry does not
@@ -45,13 +46,22 @@ type Image struct {
 // BuildBinaries compiles the commands in pkgs (patterns relative to repoRoot) as static executables for this
 // machine's architecture into dir and returns their paths, sorted.
 func BuildBinaries(ctx context.Context, repoRoot, dir string, pkgs []string) ([]string, error) {
+	return compile(ctx, repoRoot, dir, pkgs, runtime.GOARCH, "")
+}
+
+// compile builds the commands in pkgs as static Linux executables for goarch, linked with ldflags, into dir and
+// returns their paths, sorted.
+func compile(ctx context.Context, repoRoot, dir string, pkgs []string, goarch, ldflags string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	args := append([]string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}, pkgs...)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	args := []string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building %s: %w\n%s", strings.Join(pkgs, " "), err, out)
 	}
@@ -85,7 +95,7 @@ func ForBinaries(binaries []string, extraRefs map[string][]string) []Image {
 func WriteTarball(path string, imgs []Image) error {
 	refs := map[name.Reference]v1.Image{}
 	for _, im := range imgs {
-		img, err := build(im.Binary)
+		img, err := build(im.Binary, runtime.GOARCH)
 		if err != nil {
 			return err
 		}
@@ -109,9 +119,10 @@ func WriteTarball(path string, imgs []Image) error {
 	return nil
 }
 
-// build makes the image of one binary: a single layer holding /NAME (mode 0755) and /tmp, with /NAME as the
-// entrypoint. Timestamps are zero, so the same binary always gives the same image digest.
-func build(binary string) (v1.Image, error) {
+// build makes the image of one binary for the architecture arch: a single layer holding /NAME (mode 0755) and
+// /tmp, with /NAME as the entrypoint, in OCI media types. Timestamps are zero, so the same binary always gives the
+// same image digest.
+func build(binary, arch string) (v1.Image, error) {
 	st, err := os.Stat(binary)
 	if err != nil {
 		return nil, fmt.Errorf("reading the binary for an image: %w", err)
@@ -121,11 +132,12 @@ func build(binary string) (v1.Image, error) {
 	}
 	n := filepath.Base(binary)
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return layerTar(binary, n, st.Size()) },
-		tarball.WithCompressionLevel(gzip.BestSpeed))
+		tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, fmt.Errorf("making the layer of %s: %w", binary, err)
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return nil, fmt.Errorf("making the image of %s: %w", binary, err)
 	}
@@ -135,7 +147,7 @@ func build(binary string) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS = "linux"
-	cf.Architecture = runtime.GOARCH
+	cf.Architecture = arch
 	cf.Config.Entrypoint = []string{"/" + n}
 	cf.Config.Env = []string{"PATH=/"}
 	img, err = mutate.ConfigFile(img, cf)

@@ -4,10 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,40 +25,173 @@ import (
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
 )
 
-// TestInstallFromChart: the local cluster installs Gleaner from charts/gleaner with helm, as `gleaner-local
-// --from-chart deploy` does: helm records the release as deployed, the namespace helm creates carries the chart's
-// Pod Security labels, gleaner-manager and gleaner-agent become ready, and they do their work: the agent reports
-// the node's NodeMetric and the manager turns it into batch resources on the node; a second `helm upgrade
-// --install` leaves the webhook's caBundle, which the manager injected, to the manager. Afterwards the cluster
-// starts again from config/local for the tests that follow.
-func TestInstallFromChart(t *testing.T) {
+// TestInstallFromRegistry: Gleaner installs on the local cluster from a registry as docs/install.md says. `make push`
+// puts the images and the chart into a real registry (go-containerregistry's, in this process, over HTTP on
+// loopback); the cluster starts again and runs the install commands of docs/install.md verbatim, with the local
+// cluster's values added to helm (registryInstall). Then: the pods run the pushed images, pulled by containerd from
+// the registry; helm records the release as deployed; the namespace helm creates carries the chart's Pod Security
+// labels; the agent reports the node's NodeMetric and the manager turns it into batch resources on the node; a second
+// `helm upgrade --install` leaves the webhook's caBundle, which the manager injected, to the manager. Afterwards the
+// cluster starts again from config/local for the tests that follow.
+func TestInstallFromRegistry(t *testing.T) {
 	e := suite.Env(t)
 	helm, err := localcluster.Helm(e.Ctx, e.Suite.RepoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg := startRegistry(t)
+	pushed := makePush(t, e, helm, reg)
+
 	if err := e.Suite.StopCluster(context.Background()); err != nil {
-		t.Fatalf("down before installing from the chart: %v", err)
+		t.Fatalf("down before installing from the registry: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
 		if err := e.Suite.StopCluster(ctx); err != nil {
-			t.Errorf("down after the chart's install: %v", err)
+			t.Errorf("down after the install from the registry: %v", err)
 		}
 		if err := e.Suite.StartCluster(ctx); err != nil {
 			t.Errorf("starting the cluster again from config/local: %v", err)
 		}
 	})
 	start := time.Now()
-	if err := e.Suite.StartClusterFromChart(context.Background(), helm); err != nil {
-		t.Fatalf("installing from the chart: %v", err)
+	install := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "install-from-registry")
+	if err := e.Suite.StartClusterDeploying(context.Background(), func(ctx context.Context, c *localcluster.Cluster) error {
+		return registryInstall(ctx, t, c, e.Suite.RepoRoot, helm, install, reg)
+	}); err != nil {
+		t.Fatalf("installing from the registry: %v", err)
 	}
-	t.Logf("cluster up, Gleaner installed from the chart and ready in %s", time.Since(start).Round(time.Second))
+	t.Logf("cluster up, Gleaner installed from %s and ready in %s", reg, time.Since(start).Round(time.Second))
 	e = suite.Env(t) // clients for the new cluster
 	dumpOnFailure(t, e)
+	expectPulledFrom(t, e, pushed)
 	expectChartRelease(t, e, helm)
 	expectBatchResources(t, e)
 	expectUpgradeKeepsCABundle(t, e, helm)
+}
+
+// e2eVersion is the version `make push` stamps on what it pushes in TestInstallFromRegistry; its chart's version
+// is the same without the v.
+const e2eVersion = "v0.0.0-e2e"
+
+// startRegistry serves an in-memory OCI registry on a loopback port until the test ends and returns its address
+// with the path Gleaner's images go under: 127.0.0.1:PORT/gleaner.
+func startRegistry(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return l.Addr().String() + "/gleaner"
+}
+
+// makePush runs `make push` into the registry reg for this machine's architecture only and returns what it pushed:
+// image name to the digest of its index.
+func makePush(t *testing.T, e *Env, helm, reg string) map[string]string {
+	t.Helper()
+	tmp := t.TempDir()
+	platform := "linux/" + runtime.GOARCH
+	cmd := exec.CommandContext(e.Ctx, "make", "--no-print-directory", "push", "REGISTRY="+reg, "VERSION="+e2eVersion,
+		"IMAGE_PLATFORMS="+platform, "PLATFORMS="+platform, "HELM="+helm, "HELM_PUSH_FLAGS=--plain-http",
+		"IMAGES_DIR="+filepath.Join(tmp, "images"), "RELEASE_DIR="+filepath.Join(tmp, "release"))
+	cmd.Dir = e.Suite.RepoRoot
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(tmp, "helm", "config"),
+		"HELM_CACHE_HOME="+filepath.Join(tmp, "helm", "cache"), "HELM_DATA_HOME="+filepath.Join(tmp, "helm", "data"))
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make push: %v\n%s", err, out)
+	}
+	t.Logf("make push REGISTRY=%s in %s", reg, time.Since(start).Round(time.Second))
+	pushed := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		// pushed 127.0.0.1:PORT/gleaner/gleaner-agent:v0.0.0-e2e@sha256:...
+		ref, ok := strings.CutPrefix(line, "pushed ")
+		if !ok {
+			continue
+		}
+		tagged, digest, _ := strings.Cut(ref, "@")
+		repo, _, _ := strings.Cut(strings.TrimPrefix(tagged, reg+"/"), ":")
+		pushed[repo] = digest
+	}
+	if len(pushed) != 2 || pushed["gleaner-manager"] == "" || pushed["gleaner-agent"] == "" {
+		t.Fatalf("make push pushed %v, want gleaner-manager and gleaner-agent:\n%s", pushed, out)
+	}
+	return pushed
+}
+
+// docBlock returns the shell block that follows the line "<!-- e2e: name -->" in the Markdown file path.
+func docBlock(t *testing.T, path, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "<!-- e2e: "+name+" -->\n")
+	if !ok {
+		t.Fatalf("%s has no block marked <!-- e2e: %s -->", path, name)
+	}
+	body, ok := strings.CutPrefix(after, "```sh\n")
+	if !ok {
+		t.Fatalf("%s: the line after <!-- e2e: %s --> does not open a ```sh block", path, name)
+	}
+	block, _, ok := strings.Cut(body, "```\n")
+	if !ok {
+		t.Fatalf("%s: the block marked %s is not closed", path, name)
+	}
+	return block
+}
+
+// registryInstall runs script, commands from docs/install.md, with bash against the cluster c: REGISTRY is reg,
+// CHART_VERSION the pushed chart's, kubectl and helm use the cluster's kubeconfig, and helm install and upgrade get
+// what the local cluster needs besides, as the last flags: plain HTTP to the registry, and config/local's values
+// (host network, the API server on 127.0.0.1) with the images pulled, not imported.
+func registryInstall(ctx context.Context, t *testing.T, c *localcluster.Cluster, repoRoot, helm, script, reg string) error {
+	wrappers := t.TempDir()
+	values := filepath.Join(repoRoot, "config", "local", "helm-values.yaml")
+	wrapper := fmt.Sprintf(`#!/usr/bin/env bash
+case "$1" in
+install|upgrade) exec %q "$@" --plain-http --values %q --set manager.image.pullPolicy=IfNotPresent --set agent.image.pullPolicy=IfNotPresent ;;
+esac
+exec %q "$@"
+`, helm, values, helm)
+	if err := os.WriteFile(filepath.Join(wrappers, "helm"), []byte(wrapper), 0o755); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Env = append(c.HelmCommand(ctx, helm).Env, "KUBECONFIG="+c.Kubeconfig(), "REGISTRY="+reg,
+		"CHART_VERSION="+strings.TrimPrefix(e2eVersion, "v"),
+		"PATH="+wrappers+string(os.PathListSeparator)+c.Layout().BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	t.Logf("docs/install.md's install commands:\n%s\n%s", script, out)
+	if err != nil {
+		return fmt.Errorf("docs/install.md's install commands: %w", err)
+	}
+	return nil
+}
+
+// expectPulledFrom: the manager's and the agent's pods run the images make push pushed, by tag and by digest.
+func expectPulledFrom(t *testing.T, e *Env, pushed map[string]string) {
+	t.Helper()
+	for name, digest := range pushed {
+		pods, err := e.Clientset.CoreV1().Pods(GleanerNamespace).List(e.Ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) == 0 {
+			t.Errorf("no %s pod", name)
+		}
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if !strings.HasSuffix(cs.Image, "/"+name+":"+e2eVersion) || !strings.HasSuffix(cs.ImageID, "@"+digest) {
+					t.Errorf("pod %s container %s runs %s (%s), want the pushed %s:%s@%s", p.Name, cs.Name, cs.Image, cs.ImageID, name, e2eVersion, digest)
+				}
+			}
+		}
+	}
 }
 
 // expectChartRelease: helm recorded the release as deployed, the namespace carries the chart's Pod Security labels

@@ -166,16 +166,13 @@ func (s *Suite) StartCluster(ctx context.Context) error {
 	})
 }
 
-// StartClusterFromChart brings the cluster up and installs Gleaner from charts/gleaner with helm and
-// config/local/helm-values.yaml, as `gleaner-local --from-chart` does.
-func (s *Suite) StartClusterFromChart(ctx context.Context, helm string) error {
-	return s.startCluster(ctx, func(ctx context.Context) error {
-		return s.cluster.InstallChart(ctx, helm, filepath.Join(s.RepoRoot, "charts", "gleaner"),
-			filepath.Join(s.RepoRoot, "config", "local", "helm-values.yaml"), ChartRelease, GleanerNamespace)
-	})
+// StartClusterDeploying brings the cluster up and deploys Gleaner with deploy, then waits until its workloads are
+// ready.
+func (s *Suite) StartClusterDeploying(ctx context.Context, deploy func(context.Context, *localcluster.Cluster) error) error {
+	return s.startCluster(ctx, func(ctx context.Context) error { return deploy(ctx, s.cluster) })
 }
 
-// ChartRelease is the helm release StartClusterFromChart installs.
+// ChartRelease is the helm release docs/install.md installs.
 const ChartRelease = "gleaner"
 
 func (s *Suite) startCluster(ctx context.Context, deploy func(context.Context) error) error {
