@@ -20,7 +20,8 @@ import (
 
 func main() {
 	opts := agent.NewOptions()
-	opts.NodeName = os.Getenv("NODE_NAME") // the downward API; --node-name overrides it
+	opts.NodeName = os.Getenv("NODE_NAME")                // the downward API; --node-name overrides it
+	opts.Uninstall.Namespace = os.Getenv("POD_NAMESPACE") // the downward API; --namespace overrides it
 	fs := pflag.NewFlagSet("gleaner-agent", pflag.ExitOnError)
 	opts.AddFlags(fs)
 	zapOpts := zap.Options{}

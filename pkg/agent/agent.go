@@ -72,6 +72,8 @@ type Agent struct {
 	opts      *Options
 	runnables []Runnable
 	ready     atomic.Bool
+	// uninstall tells an uninstall from a restart when the agent stops; nil when it cannot (no namespace).
+	uninstall uninstallCheck
 }
 
 // Host is the cgroup setup the agent detected.
@@ -270,6 +272,9 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		return nil, err
 	}
 	a.runnables = a.modules(metricsServer, cache, states, exec, hook, runner, eventWriter, qos)
+	if a.uninstall, err = newUninstallCheck(cfg, opts.Uninstall); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -331,13 +336,21 @@ func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, sta
 	return rs
 }
 
-// Run runs the modules in order until ctx ends (see the package documentation).
+// Run runs the modules in order until ctx ends (see the package documentation); then, when Gleaner is being
+// uninstalled (the agent's DaemonSet is gone), it gives the node back what the QoS plugins wrote.
 func (a *Agent) Run(ctx context.Context) error {
+	log := klog.FromContext(ctx)
+	if u := a.opts.Uninstall; u.Restore && a.uninstall == nil {
+		log.Info("WARNING: the agent cannot tell an uninstall from a restart without --daemonset and --namespace ($POD_NAMESPACE): an uninstall will leave the node as the QoS plugins wrote it")
+	}
 	err := runAll(ctx, a.runnables, a.opts.ShutdownTimeout, func() {
 		a.ready.Store(true)
-		klog.FromContext(ctx).Info("gleaner-agent ready")
+		log.Info("gleaner-agent ready")
 	})
 	a.ready.Store(false)
+	if ctx.Err() != nil {
+		err = errors.Join(err, a.restoreOnUninstall(ctx, a.uninstall))
+	}
 	if err != nil {
 		return fmt.Errorf("gleaner-agent on node %q: %w", a.opts.NodeName, err)
 	}

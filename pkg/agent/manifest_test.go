@@ -55,6 +55,18 @@ func TestDaemonSetManifest(t *testing.T) {
 	if len(c.Env) == 0 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("NODE_NAME must come from spec.nodeName: %+v", c.Env)
 	}
+	fromField := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			fromField[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if fromField["POD_NAMESPACE"] != "metadata.namespace" {
+		t.Errorf("POD_NAMESPACE must come from metadata.namespace, or an uninstall cannot be told from a restart: %+v", c.Env)
+	}
+	if o.Uninstall.DaemonSet != ds.Name {
+		t.Errorf("--daemonset %q is not the DaemonSet's name %q: an uninstall would never be seen", o.Uninstall.DaemonSet, ds.Name)
+	}
 	o.NodeName = "from-the-downward-api"
 	if err := o.Validate(); err != nil {
 		t.Errorf("the manifest's options are invalid: %v", err)

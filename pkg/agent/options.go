@@ -108,6 +108,22 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds how long the modules may take to stop.
 	ShutdownTimeout time.Duration
+	// Uninstall says how the agent tells an uninstall from a restart when it stops.
+	Uninstall UninstallOptions
+}
+
+// UninstallOptions say how the agent tells an uninstall when it stops: its DaemonSet gone or being deleted means that
+// Gleaner is being uninstalled from the node (not updated, restarted or evicted), and the agent gives the node back
+// what its QoS plugins wrote and empties its state directory (uninstall.go).
+type UninstallOptions struct {
+	// Restore turns that on.
+	Restore bool
+	// DaemonSet is the agent's DaemonSet, in Namespace (cmd/gleaner-agent defaults it to $POD_NAMESPACE). Without
+	// either the agent cannot tell an uninstall, says so at start, and restores nothing.
+	DaemonSet, Namespace string
+	// Timeout bounds the check and the restoration, within the pod's terminationGracePeriodSeconds less
+	// ShutdownTimeout.
+	Timeout time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -138,6 +154,7 @@ func NewOptions() *Options {
 		HealthAddr:          ":9317",
 		ConnectTimeout:      10 * time.Second,
 		ShutdownTimeout:     10 * time.Second,
+		Uninstall:           UninstallOptions{Restore: true, DaemonSet: "gleaner-agent", Timeout: 15 * time.Second},
 	}
 }
 
@@ -202,6 +219,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long the modules may take to stop after a signal")
+	fs.BoolVar(&o.Uninstall.Restore, "restore-on-uninstall", o.Uninstall.Restore, "when the agent stops and its DaemonSet (--daemonset) is gone or being deleted, give the node back what the QoS plugins wrote and empty --state-dir")
+	fs.StringVar(&o.Uninstall.DaemonSet, "daemonset", o.Uninstall.DaemonSet, "the agent's DaemonSet, in --namespace, whose deletion is an uninstall")
+	fs.StringVar(&o.Uninstall.Namespace, "namespace", o.Uninstall.Namespace, "the agent's namespace (default $POD_NAMESPACE, set from the downward API)")
+	fs.DurationVar(&o.Uninstall.Timeout, "uninstall-timeout", o.Uninstall.Timeout, "how long the uninstall check and the restoration may take, within the pod's termination grace period less --shutdown-timeout")
 }
 
 // Validate reports every invalid option at once.
@@ -243,6 +264,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))
+	}
+	if o.Uninstall.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--uninstall-timeout must be positive, got %s", o.Uninstall.Timeout))
 	}
 	if o.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", o.ShutdownTimeout))

@@ -33,7 +33,7 @@ func expectedShares(requestMilli int64) int64 { return max(2, requestMilli*1024/
 func expectedWeight(shares int64) int64 { return 1 + (shares-2)*9999/262142 }
 
 // cgroupV2 is whether the node's cgroups are the unified hierarchy at /sys/fs/cgroup.
-func cgroupV2(t *testing.T) bool {
+func cgroupV2(t testing.TB) bool {
 	t.Helper()
 	v, err := cgroup.DetectVersion("/sys/fs/cgroup")
 	if err != nil {
@@ -44,7 +44,7 @@ func cgroupV2(t *testing.T) bool {
 
 // cgroupDir is the directory of the cgroup rel (kubepods/...) in the v1 hierarchy of controller ctl, or in the unified
 // hierarchy on cgroup v2.
-func cgroupDir(t *testing.T, ctl, rel string) string {
+func cgroupDir(t testing.TB, ctl, rel string) string {
 	t.Helper()
 	if cgroupV2(t) {
 		return filepath.Join("/sys/fs/cgroup", rel)

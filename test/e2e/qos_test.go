@@ -237,17 +237,6 @@ func setSLOConfig(e *Env, key, value string, applied func(*slov1alpha1.NodeSLOSp
 		e.t.Fatal(err)
 	}
 	old, had := cm.Data[key]
-	if value == "" {
-		delete(cm.Data, key)
-	} else {
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[key] = value
-	}
-	if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(e.Ctx, cm, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
 	e.t.Cleanup(func() {
 		ctx := context.Background()
 		cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(ctx, "slo-controller-config", metav1.GetOptions{})
@@ -263,6 +252,27 @@ func setSLOConfig(e *Env, key, value string, applied func(*slov1alpha1.NodeSLOSp
 			e.t.Error(err)
 		}
 	})
+	changeSLOConfig(e, key, value, applied)
+}
+
+// changeSLOConfig is setSLOConfig without putting the key back: for a test that removes Gleaner, ConfigMap and all.
+func changeSLOConfig(e *Env, key, value string, applied func(*slov1alpha1.NodeSLOSpec) (bool, string)) {
+	e.t.Helper()
+	cm, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Get(e.Ctx, "slo-controller-config", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if value == "" {
+		delete(cm.Data, key)
+	} else {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[key] = value
+	}
+	if _, err := e.Clientset.CoreV1().ConfigMaps(GleanerNamespace).Update(e.Ctx, cm, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
 		slo := &slov1alpha1.NodeSLO{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, slo); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -306,6 +307,10 @@ const agentOffLabel = "gleaner.sh/e2e-agent-off"
 // returned func, also run when the test ends, puts it back and waits until it is ready.
 func stopAgent(e *Env) (restore func()) {
 	e.t.Helper()
+	// The agent taken off the node with its DaemonSet in place is a restart, not an uninstall: it leaves the node
+	// as it is (CPU idle, on by default, stays on the besteffort cgroup).
+	idle := filepath.Join(cgroupDir(e.t, "cpu", "kubepods/besteffort"), "cpu.idle")
+	idleBefore, _ := os.ReadFile(idle)
 	e.Kubectl("-n", GleanerNamespace, "patch", "daemonset", "gleaner-agent", "--type=merge",
 		"-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:"true"}}}}}`, agentOffLabel))
 	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
@@ -315,6 +320,10 @@ func stopAgent(e *Env) (restore func()) {
 		}
 		return len(pods.Items) == 0, fmt.Sprintf("%d agent pods left", len(pods.Items))
 	})
+	if idleAfter, _ := os.ReadFile(idle); string(idleAfter) != string(idleBefore) {
+		e.t.Errorf("the agent stopped with its DaemonSet in place changed %s from %q to %q: a restart must not restore the node",
+			idle, strings.TrimSpace(string(idleBefore)), strings.TrimSpace(string(idleAfter)))
+	}
 	restored := false
 	restore = func() {
 		if restored {
