@@ -102,7 +102,7 @@ func expand(t *testing.T, c documentedCommand) [][]string {
 
 // TestDocumentedCommandsRun runs every `kubectl glean` command line of the README, the docs and the alert texts
 // against a real API server, as an operator would copy it, and fails on any error: a usage error, or a literal word
-// taken for a name that is "not found" (issue 34: the runbook and the GleanerNodeDegraded alert said
+// taken for a name that is "not found" (once: the runbook and the GleanerNodeDegraded alert said
 // `kubectl glean explain node NODE`, which fails with `node "node" not found`). A line that only names a command
 // (`kubectl glean explain` in a sentence) must name one that exists.
 func TestDocumentedCommandsRun(t *testing.T) {

@@ -61,7 +61,7 @@ func batchPod(name, node, cpuMilli, memory string) *testutil.PodBuilder {
 
 // topFixture: three nodes labelled top=yes. top-a has a current NodeMetric, a prod pod and a batch pod; top-b's
 // NodeMetric is 20 minutes old (stale by the default degradeTimeMinutes, 15); top-c has none. top-a's agent reports
-// its pods in status.podUsages (UID and usage, as agents do since issue 33), top-b's in status.podsMetric, as an agent
+// its pods in status.podUsages (UID and usage, as agents do since the compact report), top-b's in status.podsMetric, as an agent
 // one release older does (and without UID, as a record may): the output must not tell them apart.
 // It returns the time the NodeMetrics' ages count from.
 func topFixture(t *testing.T, e *testenv.Env) (now time.Time) {
@@ -398,7 +398,7 @@ func TestTopWithoutTheNodeMetricAPI(t *testing.T) {
 }
 
 // TestTopReadsReportsAsTheManagerDoes: bogus reports are shown as gleaner-manager calculates with them, held to
-// [0, the node's capacity], and each node says what was corrected (issue 34: a negative usage printed "-5000m -31%",
+// [0, the node's capacity], and each node says what was corrected (once, a negative usage printed "-5000m -31%",
 // 1E CPU "0m 0%", and a report stamped ahead "stale (<invalid>)", none with a warning).
 func TestTopReadsReportsAsTheManagerDoes(t *testing.T) {
 	e := env.Start(t)

@@ -91,7 +91,7 @@ func TestLeaderElectionOptionsValidate(t *testing.T) {
 // TestLeaderRidesOutAnAPIServerOutage stops the real kube-apiserver for 30 s under a leading gleaner-manager process
 // (etcd keeps running, as in a control-plane restart). With the default lease timings the manager keeps running,
 // renews its lease once the API server is back and goes on reconciling; with controller-runtime's defaults
-// (15 s/10 s/2 s, gleaner-manager's until issue 17) it gives up leading about 10 s into the outage and exits, which
+// (15 s/10 s/2 s, gleaner-manager's at first) it gives up leading about 10 s into the outage and exits, which
 // the first subtest shows this test would catch.
 func TestLeaderRidesOutAnAPIServerOutage(t *testing.T) {
 	if testing.Short() {

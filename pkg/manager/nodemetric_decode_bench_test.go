@@ -27,7 +27,7 @@ import (
 // kind, then the object, as client-go's JSON serializer does) of a node with 30 pods as hack/bench/noderesource
 // writes them, with the managed fields the API server adds. B/event is the event's size.
 //
-//   - podsMetric: the report as agents wrote it before issue 33: every pod's name, namespace, UID, priority, QoS and
+//   - podsMetric: the report as agents wrote it before the compact report: every pod's name, namespace, UID, priority, QoS and
 //     usage as a resource list.
 //   - podUsages: the report as agents write it since: every pod's UID, priority when not prod, CPU millicores and
 //     memory bytes as integers (status.podUsages).

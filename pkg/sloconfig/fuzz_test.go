@@ -146,7 +146,7 @@ func checkNode(t *testing.T, s *Snapshot, labels map[string]string) {
 	if p.AggregateDurationSeconds == nil || p.ReportIntervalSeconds == nil {
 		t.Fatalf("labels %v: NodeMetric collect policy incomplete: %+v", labels, p)
 	}
-	// The NodeMetric CRD's bounds (issue 17): what the manager accepts, the API server and the agent take as is.
+	// The NodeMetric CRD's bounds: what the manager accepts, the API server and the agent take as is.
 	if *p.AggregateDurationSeconds > slov1alpha1.MaxMetricAggregateDurationSeconds || *p.ReportIntervalSeconds > slov1alpha1.MaxMetricReportIntervalSeconds {
 		t.Fatalf("labels %v: NodeMetric collect policy beyond the CRD's bounds: %+v", labels, p)
 	}

@@ -290,8 +290,8 @@ func TestNodeSource(t *testing.T) {
 
 // TestRestoreKeepsLastGoodAcrossARestart: a new store stands for a restarted manager. Restored with the last good
 // values saved before the restart, its first Apply keeps a key whose value in the ConfigMap is now rejected at its
-// last good value, as the store before the restart did, instead of at the defaults (issue 17: colocation off, batch
-// removed from every node). Keys valid in the ConfigMap, or absent from it, are not affected by what was restored.
+// last good value, as the store before the restart did, instead of at the defaults (which once meant colocation
+// off, batch removed from every node). Keys valid in the ConfigMap, or absent from it, are not affected by what was restored.
 func TestRestoreKeepsLastGoodAcrossARestart(t *testing.T) {
 	good := `{"enable": true, "cpuReclaimThresholdPercent": 70}`
 	bad := `{"enable": true, "cpuReclaimThresholdPercent": 170}`

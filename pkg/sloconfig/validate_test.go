@@ -111,7 +111,7 @@ func TestValidation(t *testing.T) {
 				"updateTimeThresholdSeconds: Invalid value: 0: must be from 1 to 86400", "metricAggregateDurationSeconds: Invalid value: 0: must be from 1 to 3600"}},
 		{"colocation window", ColocationConfigKey, `{"metricAggregatePolicy": {"durations": ["5m", "-1m"]}}`,
 			[]string{`metricAggregatePolicy.durations[1]: Invalid value: "-1m0s": must be longer than 0s and at most 1h`}},
-		// Issue 17: durations and counts had no upper bound; these values passed and overflowed time.Duration.
+		// Durations and counts once had no upper bound; these values passed and overflowed time.Duration.
 		{"colocation upper bounds", ColocationConfigKey,
 			`{"metricReportIntervalSeconds": 3601, "degradeTimeMinutes": 1441, "updateTimeThresholdSeconds": 86401, "metricAggregateDurationSeconds": 3601}`,
 			[]string{"metricReportIntervalSeconds: Invalid value: 3601: must be from 1 to 3600", "degradeTimeMinutes: Invalid value: 1441: must be from 1 to 1440",

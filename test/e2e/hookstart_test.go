@@ -20,7 +20,7 @@ import (
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
-// TestBatchPodsStartWhileSuppressionMoves (issue 34 F): with CPU suppression on (cfsQuota, a low threshold) and the
+// TestBatchPodsStartWhileSuppressionMoves: with CPU suppression on (cfsQuota, a low threshold) and the
 // runtime hook's NRI plugin connected, batch pods started while the besteffort quota tightens and loosens all start
 // on the first try. Before, runc wrote the container's quota fitted to the besteffort quota at CreateContainer, and
 // when suppression lowered it before the kubelet started the container the kernel refused it (RunContainerError,

@@ -91,7 +91,7 @@ func (b *NodeMetricBuilder) MemoryPressure(since time.Time, evicted ...string) *
 }
 
 // AsPodUsages returns a copy of m with its pod records moved from status.podsMetric (the form agents wrote before
-// issue 33, and what the builder writes) to status.podUsages, as a current agent writes them: UID, priority class,
+// the compact report, and what the builder writes) to status.podUsages, as a current agent writes them: UID, priority class,
 // CPU and memory. Tests run a report both ways to check that a manager reads an old agent's report as it reads a
 // new one's.
 func AsPodUsages(m *slov1alpha1.NodeMetric) *slov1alpha1.NodeMetric {

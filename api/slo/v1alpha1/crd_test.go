@@ -243,7 +243,7 @@ func TestCRDSchemaRejects(t *testing.T) {
 			wantField: "spec.metricCollectPolicy.reportIntervalSeconds",
 		},
 		{
-			// Issue 17: at least 1 was the only bound; 10^10 s overflows time.Duration on the agent.
+			// At least 1 was once the only bound; 10^10 s overflows time.Duration on the agent.
 			name: "eviction window above an hour",
 			obj: &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "bad-window"}, Spec: slov1alpha1.NodeSLOSpec{
 				ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{CPUEvictTimeWindowSeconds: ptr.To[int64](1e10)},

@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LegacyAnnotationResourceExplanation is the Node annotation in which gleaner-manager up to issue 21 recorded the
+// LegacyAnnotationResourceExplanation is the Node annotation in which gleaner-manager before the NodeResourceExplanation recorded the
 // derivation of the batch and mid resources, 2 to 5 KiB on every Node that every node watcher of the cluster
 // received with each Node update. The derivation now lives in the node's NodeResourceExplanation; gleaner-manager
 // removes this annotation from every Node it writes and no longer reads it.

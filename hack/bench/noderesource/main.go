@@ -70,7 +70,7 @@ func main() {
 	fs.IntVar(&c.managerBurst, "manager-burst", 60, "gleaner-manager --kube-api-burst")
 	fs.DurationVar(&c.reportInterval, "report-interval", time.Minute, "steady state: every NodeMetric is rewritten once, spread evenly over this (agents report every 60s)")
 	fs.StringVar(&c.report, "report", "podUsages", "form of the pods' usage in the NodeMetrics the benchmark writes: podUsages "+
-		"(agents since issue 33) or podsMetric (agents before it); per run with --runs report=...")
+		"(agents since the compact report) or podsMetric (agents before it); per run with --runs report=...")
 	fs.StringVar(&c.explanationQPS, "explanation-qps", "", "gleaner-manager --noderesource-explanation-qps (its default, 10, when empty): "+
 		"the steady state starts once every explanation is written, which at 10 per second takes minutes after each first pass")
 	fs.StringVar(&c.gogc, "gogc", "50", "GOGC of gleaner-manager (config/manager sets 50; Go's default is 100)")
@@ -388,7 +388,7 @@ func benchPod(i, slot int, node string) *corev1.Pod {
 }
 
 // metricStatus is the NodeMetric status an agent would report for a node's pods, the pods' usage in the form
-// report names (podUsages, or podsMetric as agents before issue 33 wrote it); bump shifts the system usage by bump
+// report names (podUsages, or podsMetric as agents before the compact report wrote it); bump shifts the system usage by bump
 // millicores, a change far below resourceDiffThreshold.
 func metricStatus(pods []podRef, now time.Time, bump int64, report string) slov1alpha1.NodeMetricStatus {
 	q := resource.MustParse

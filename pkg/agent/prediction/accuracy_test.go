@@ -236,7 +236,7 @@ func (sc replayScore) row(name string) string {
 
 const replayHeader = "| load | hours under the next hour's max (all hours) | worst under (all hours) | hours under the next hour's p95 | recovery after the step | unforeseeable hours | median waste vs the next day's max |\n| --- | --- | --- | --- | --- | --- | --- |"
 
-// The targets every shape must meet with the default margin (issue 31).
+// The targets every shape must meet with the default margin (the mid tier's safety targets, docs/benchmarks.md).
 const (
 	targetUnderPercent      = 2  // hours under the next hour's maximum, of the foreseeable hours
 	targetWorstUnderPercent = 15 // the largest under-prediction of a foreseeable hour

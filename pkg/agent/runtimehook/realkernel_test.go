@@ -89,7 +89,7 @@ func TestRealKernelFitsUnderTheBestEffortQuota(t *testing.T) {
 	expect(2)
 }
 
-// On the real cgroup v1 kernel, the failed start of issue 34: CPU suppression lowers the besteffort quota (and the
+// On the real cgroup v1 kernel, a failed start seen in review: CPU suppression lowers the besteffort quota (and the
 // pod cgroup's, children first) after the hook answered CreateContainer and before runc creates the container's
 // cgroup. runc's writes of the adjustment must be accepted — before, runc wrote the quota fitted to the old limit and
 // the kernel refused it — and the container's own quota arrives at StartContainer, fitted to the lowered one, with

@@ -152,7 +152,7 @@ func (h *harness) makeNodeWithoutMetric(t *testing.T, name string, labels map[st
 }
 
 // writeMetric writes the NodeMetric status the agent would, stamped with the fake clock, the pods in
-// status.podUsages as agents write them since issue 33.
+// status.podUsages as agents write them since the compact report.
 func (h *harness) writeMetric(t *testing.T, node string, prod *corev1.Pod, systemCPU string) {
 	h.writeMetricAs(t, node, prod, systemCPU, tu.AsPodUsages)
 }
@@ -652,7 +652,7 @@ func explain(t *testing.T, h *harness, node string) string {
 
 // TestDegradedNodeThatNeverPublishedIsExplained: a node degraded from its start, whose first NodeMetric is stamped
 // ahead of the clock or that has none, has nothing to remove and so was never written; it must still have an
-// explanation that says why gleaner_noderesource_degraded is 1 for it (issue 34: `kubectl glean explain` said only
+// explanation that says why gleaner_noderesource_degraded is 1 for it (`kubectl glean explain` once said only
 // that the node had not published).
 func TestDegradedNodeThatNeverPublishedIsExplained(t *testing.T) {
 	h := start(t)

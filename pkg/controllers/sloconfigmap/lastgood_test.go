@@ -80,7 +80,7 @@ func waitLastGood(t *testing.T, c client.Client, key types.NamespacedName, data 
 
 // TestRestartKeepsLastGoodValue: a manager runs with a good config and saves it; it stops; a key is made bad (with
 // no webhook in the way, or an old value a new version refuses); a new manager, with a new, empty store, keeps that
-// key at its last good value from its very first snapshot, and says so in events and a metric. Before issue 17 the
+// key at its last good value from its very first snapshot, and says so in events and a metric. Before the last-good copy the
 // new manager put the key at its defaults: for colocation-config, colocation off and batch removed from every node.
 // Both managers run as the manager's service account with the shipped RBAC, so its rights to the companion are
 // tested too: create, then update by name.

@@ -226,7 +226,7 @@ func TestWebhookRejectsMalformedApply(t *testing.T) {
 }
 
 // TestWebhookNamesFieldAndRange: a duration or count out of range, or an integer field given something that is not
-// an integer, is denied with a message that names the field and its range (issue 17: the denial used to read
+// an integer, is denied with a message that names the field and its range (the denial used to read
 // `Invalid value: "float64": must be of type int64`, and values that overflow time.Duration were let through).
 func TestWebhookNamesFieldAndRange(t *testing.T) {
 	e := env.Start(t)
@@ -324,7 +324,7 @@ func storeWithoutWebhook(t *testing.T, e *testenv.Env, data map[string]string) {
 	}
 }
 
-// TestWebhookJudgesOnlyChangedKeys: with two bad keys stored, an operator can mend them one at a time (issue 34):
+// TestWebhookJudgesOnlyChangedKeys: with two bad keys stored, an operator can mend them one at a time:
 // the webhook judges the keys a request writes, and a stored bad key that the request leaves alone is a warning.
 func TestWebhookJudgesOnlyChangedKeys(t *testing.T) {
 	e := env.Start(t)
