@@ -186,7 +186,8 @@ type stall struct {
 
 // worstStall is the highest stall share of the resource over [start, now] at or above the trigger's percent: the
 // node's on cgroup v1, else that of the pods the plugins never evict (services and system pods), leaving out a pod
-// that stalls against its own memory limit. ok is false when nothing is at or above the percent.
+// that stalls against its own memory limit, and for CPU the part of a pod's stall its own CFS quota explains
+// (ownQuotaStall). ok is false when nothing is at or above the percent.
 func (p *Plugin) worstStall(ctx context.Context, tr trigger, pods []*statesinformer.PodMeta, start, now time.Time) (stall, bool) {
 	name := string(tr.resource) + "/some"
 	at := float64(tr.percent) / 100
@@ -207,6 +208,9 @@ func (p *Plugin) worstStall(ctx context.Context, tr trigger, pods []*statesinfor
 			continue
 		}
 		v := r.Value(metriccache.Avg)
+		if tr.resource == system.PSICPU {
+			v = p.pastOwnQuota(ctx, m, v, start, now)
+		}
 		if v < at || v <= worst.share {
 			continue
 		}
@@ -237,6 +241,27 @@ func (p *Plugin) atOwnLimit(ctx context.Context, m *statesinformer.PodMeta) bool
 	klog.FromContext(ctx).V(2).Info("a pod stalls on memory at its own limit; its stall is not counted", "pod", klog.KObj(m.Pod),
 		"memory", mib(float64(charged)), "limit", mib(float64(limit)))
 	return true
+}
+
+// pastOwnQuota is the pod's CPU stall share over [start, now] less the share of CFS periods in which the pod hit
+// its own quota (the podthrottled collector's ratio, averaged over the same window): a throttled pod's runnable
+// tasks wait, and count in its CPU pressure, until its next period however idle the node is, and evicting batch work
+// would not give it more than its quota. A throttled period's stall is at most the period, so what is left is, if
+// anything, less than the stall other pods cause: the plugin errs towards not evicting. A pod without a quota, or
+// without throttling samples, keeps its whole stall.
+func (p *Plugin) pastOwnQuota(ctx context.Context, m *statesinformer.PodMeta, stall float64, start, now time.Time) float64 {
+	r, ok := p.cache.Query(metriccache.PodKey(metriccache.PodCPUThrottledRatio, string(m.Pod.UID)), start, now)
+	if !ok {
+		return stall
+	}
+	throttled := r.Value(metriccache.Avg)
+	if throttled <= 0 {
+		return stall
+	}
+	left := max(stall-throttled, 0)
+	klog.FromContext(ctx).V(2).Info("a pod stalls on CPU against its own quota; that part of its stall is not counted", "pod", klog.KObj(m.Pod),
+		"stall", pct(stall), "throttledPeriods", pct(throttled), "counted", pct(left))
+	return left
 }
 
 // evictOne evicts the first pod in eviction order, of those that use the resource, that the evictor accepts.

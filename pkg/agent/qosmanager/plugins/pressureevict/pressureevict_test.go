@@ -253,6 +253,37 @@ func TestOwnLimit(t *testing.T) {
 	}
 }
 
+// A service throttled by its own CFS quota stalls on CPU however idle the node is: the periods in which it hit its
+// quota are taken out of its stall, and only what is left is judged (a log shipper at its limit must not cost
+// batch pods). The same stall without throttling, or with little, is judged whole.
+func TestOwnQuota(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		throttled float64 // the share of periods the service hit its quota in, per second; negative: no samples
+		wantEvict []string
+	}{
+		{name: "throttled in most periods", throttled: 0.5, wantEvict: nil}, // 60% stall - 50% = 10%, under 20%
+		{name: "throttled in a few periods", throttled: 0.1, wantEvict: []string{"batch"}},
+		{name: "never throttled", throttled: 0, wantEvict: []string{"batch"}},
+		{name: "no throttling samples", throttled: -1, wantEvict: []string{"batch"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, cgroup.V2)
+			web := svc("web", 0, 0.6)
+			e.add(web, be("batch", 5500, 500, 1))
+			if tt.throttled >= 0 {
+				now := e.Clock.Now()
+				for i := range 10 {
+					e.Cache.Append(now.Add(-time.Duration(i)*time.Second),
+						metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUThrottledRatio, string(web.b.Obj().UID)), Value: tt.throttled})
+				}
+			}
+			e.Run(e.p, on(0, 20))
+			e.evictor.Expect(t, tt.wantEvict, tt.wantEvict)
+		})
+	}
+}
+
 // One pod at a time: nothing more is judged while the evicted pod is on its way out, nor until a whole window of
 // stall was measured after it was gone; then, if the service still stalls, the next pod goes.
 func TestOneAtATime(t *testing.T) {
