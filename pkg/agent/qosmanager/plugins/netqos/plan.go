@@ -153,11 +153,12 @@ func enabled(spec *slov1alpha1.NodeSLOSpec) bool {
 }
 
 // tree lays out the classes: the root at the total; each enabled class at its request (1 % of the total when it
-// asks for none: HTB needs a rate) and limit; the system class, the default, at what the others' requests leave and
-// the total when it is not configured itself. LS and BE classes that are off do not exist: their pods' packets stay
-// in the default class.
+// asks for none: HTB needs a rate, but never above the class's limit) and limit; the system class, the default, at
+// what the others' requests leave and the total when it is not configured itself. LS and BE classes that are off do
+// not exist: their pods' packets stay in the default class. A limit is never raised: HTB lets a class send at its
+// rate whatever its ceiling says, so a rate above the limit would be the limit.
 func tree(cfg [numClasses]classConfig, total uint64) []htbClass {
-	floor := max(total/100, 8000)
+	floor := max(total/100, minRate)
 	out := []htbClass{{minor: minorRoot, rate: total, ceil: total}}
 	sys := cfg[classSystem]
 	if !sys.enabled {
@@ -169,8 +170,8 @@ func tree(cfg [numClasses]classConfig, total uint64) []htbClass {
 		if !cfg[c].enabled {
 			continue
 		}
-		rate := max(cfg[c].request, floor)
-		ceil := max(cfg[c].ceil, rate)
+		ceil := cfg[c].ceil
+		rate := min(max(cfg[c].request, floor), ceil)
 		out = append(out,
 			htbClass{minor: c.inner(), parent: minorRoot, rate: rate, ceil: ceil},
 			htbClass{minor: c.leaf(), parent: c.inner(), rate: rate, ceil: ceil})
@@ -178,11 +179,16 @@ func tree(cfg [numClasses]classConfig, total uint64) []htbClass {
 	return out
 }
 
+// minRate is the least rate a class gets, in bits per second: one byte a second, the unit HTB's rates are in.
+const minRate = 8
+
 // podLimits are the pods' own egress limits, by UID, in bits per second.
 type podLimits map[types.UID]uint64
 
 // buildPlan is the whole plan: the tree, a leaf per pod with a limit of its own (minors from alloc), and a rule per
 // address of each pod whose class is on. Pods on the host's network have no address of their own and get no rule.
+// A class's leaves share its rate (carveLeaves), so that its pods with limits of their own cannot, together, send
+// past the class's limit.
 func buildPlan(cfg [numClasses]classConfig, total uint64, pods []*statesinformer.PodMeta, own podLimits, alloc *minors) plan {
 	p := plan{total: total, classes: tree(cfg, total)}
 	for _, m := range pods {
@@ -196,9 +202,7 @@ func buildPlan(cfg [numClasses]classConfig, total uint64, pods []*statesinformer
 		leaf := c.leaf()
 		if limit, ok := own[m.Pod.UID]; ok {
 			if minor, ok := alloc.get(m.Pod.UID); ok {
-				ceil := min(limit, cfg[c].ceil)
-				rate := min(max(total/100, 8000), ceil)
-				p.classes = append(p.classes, htbClass{minor: minor, parent: c.inner(), rate: rate, ceil: ceil})
+				p.classes = append(p.classes, htbClass{minor: minor, parent: c.inner(), ceil: min(limit, cfg[c].ceil)})
 				leaf = minor
 			}
 		}
@@ -208,9 +212,42 @@ func buildPlan(cfg [numClasses]classConfig, total uint64, pods []*statesinformer
 			}
 		}
 	}
+	carveLeaves(p.classes)
 	slices.SortFunc(p.rules, func(a, b podRule) int { return a.ip.Compare(b.ip) })
 	slices.SortStableFunc(p.classes[1:], func(a, b htbClass) int { return depth(a) - depth(b) })
 	return p
+}
+
+// carveLeaves gives the leaves under each inner class rates that add up to the inner class's: each pod leaf an equal
+// share (at most its own limit), the class's shared leaf the rest. HTB lets every class send at its rate without
+// asking its parent, so leaves guaranteed more than their class together would send past the class's limit.
+func carveLeaves(classes []htbClass) {
+	inner := map[uint16]uint64{}
+	leaves := map[uint16][]int{}
+	for i, c := range classes {
+		switch depth(c) {
+		case 1:
+			inner[c.minor] = c.rate
+		case 2:
+			leaves[c.parent] = append(leaves[c.parent], i)
+		}
+	}
+	for parent, idx := range leaves {
+		rate := inner[parent]
+		share := max(rate/uint64(len(idx)), minRate)
+		shared, given := -1, uint64(0)
+		for _, i := range idx {
+			if classes[i].minor < minorPodFirst {
+				shared = i
+				continue
+			}
+			classes[i].rate = min(share, classes[i].ceil)
+			given += classes[i].rate
+		}
+		if shared >= 0 {
+			classes[shared].rate = max(rate-min(given, rate), minRate)
+		}
+	}
 }
 
 // depth orders classes parents first: the root, then inner classes, then leaves.

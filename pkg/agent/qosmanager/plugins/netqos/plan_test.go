@@ -1,6 +1,7 @@
 package netqos
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -172,6 +173,15 @@ func TestTree(t *testing.T) {
 				{minor: 0x3, parent: 0x1, rate: 10_000_000, ceil: total}, {minor: 0x30, parent: 0x3, rate: 10_000_000, ceil: total},
 			},
 		},
+		{
+			name: "a limit under 1 % of the total is kept: the floor is never above the limit",
+			cfg:  [numClasses]classConfig{classBE: {enabled: true, request: 0, ceil: 2_000_000}},
+			want: []htbClass{
+				{minor: 0x1, rate: total, ceil: total},
+				{minor: 0x2, parent: 0x1, rate: total, ceil: total}, {minor: 0x20, parent: 0x2, rate: total, ceil: total},
+				{minor: 0x4, parent: 0x1, rate: 2_000_000, ceil: 2_000_000}, {minor: 0x40, parent: 0x4, rate: 2_000_000, ceil: 2_000_000},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,7 +229,8 @@ func TestBuildPlanClassifiesPodsByAddress(t *testing.T) {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
 	last := got.classes[len(got.classes)-1]
-	if want := (htbClass{minor: 0x100, parent: 0x4, rate: 10_000_000, ceil: 50_000_000}); last != want {
+	// BE's rate (1 % of the total: no request) is shared by its leaves: half for the capped pod, half for the rest.
+	if want := (htbClass{minor: 0x100, parent: 0x4, rate: 5_000_000, ceil: 50_000_000}); last != want {
 		t.Errorf("the capped pod's leaf is %+v, want %+v (after every inner class)", last, want)
 	}
 	for i, c := range got.classes[1:] {
@@ -234,6 +245,43 @@ func TestBuildPlanClassifiesPodsByAddress(t *testing.T) {
 	alloc.keep(podLimits{"other": 1})
 	if m, _ := alloc.get("capped"); m != 0x100 {
 		t.Errorf("after the capped pod's leaf was freed, it got %x again, want 0x100", m)
+	}
+}
+
+// Pods with limits of their own share their class's rate with its other pods: twenty best-effort pods capped at 50M
+// each under a class limit of 50M on 1G are guaranteed 50M together, not 20 x 1 % of the total on top of the class.
+func TestPodLeavesStayInsideTheirClass(t *testing.T) {
+	const total = 1_000_000_000
+	cfg := [numClasses]classConfig{classBE: {enabled: true, ceil: 50_000_000}}
+	store := statesinformer.NewStore()
+	own := podLimits{}
+	for i := range 20 {
+		uid := fmt.Sprintf("capped-%02d", i)
+		p := tu.Pod(uid).UID(uid).Label(slov1alpha1.LabelQoSClass, "BE").Obj()
+		p.Status.PodIPs = []corev1.PodIP{{IP: fmt.Sprintf("10.0.1.%d", i+1)}}
+		store.SetPod(p)
+		own[p.UID] = 50_000_000
+	}
+	got := buildPlan(cfg, total, store.GetAllPods(), own, newMinors())
+	var innerRate, leaves uint64
+	n := 0
+	for _, c := range got.classes {
+		switch {
+		case c.minor == classBE.inner():
+			innerRate = c.rate
+			if c.rate > c.ceil {
+				t.Errorf("BE's inner class is guaranteed %d, above its limit %d", c.rate, c.ceil)
+			}
+		case c.parent == classBE.inner():
+			leaves += c.rate
+			n++
+			if c.rate == 0 || c.rate > c.ceil {
+				t.Errorf("leaf %x: rate %d, ceil %d", c.minor, c.rate, c.ceil)
+			}
+		}
+	}
+	if n != 21 || leaves != innerRate || innerRate != 10_000_000 {
+		t.Errorf("%d leaves guaranteed %d together under BE's %d; want 21 leaves sharing 10000000 (1 %% of the total, under the 50M limit)", n, leaves, innerRate)
 	}
 }
 
