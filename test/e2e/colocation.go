@@ -36,10 +36,42 @@ func (e *Env) MakeRoomForBatch(milli int64) int64 {
 		}
 		q := node.Status.Allocatable[slov1alpha1.BatchCPU]
 		published = q.Value()
-		return published >= milli, fmt.Sprintf("batch-cpu %s, want at least %d with no safety margin: %s",
-			q.String(), milli, e.derivation(ctx, node, slov1alpha1.BatchCPU))
+		// The scheduler counts every pod bound to the node until it is gone: an earlier test's batch pod that still
+		// terminates (slow on the emulated v2 node) holds its batch-cpu, and a new pod would stay Pending.
+		held, holders, err := e.batchCPUHeld(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return published-held >= milli, fmt.Sprintf("batch-cpu %s, %d of it requested by pods on the node %v; want %d free with no safety margin: %s",
+			q.String(), held, holders, milli, e.derivation(ctx, node, slov1alpha1.BatchCPU))
 	})
 	return published
+}
+
+// batchCPUHeld is what the pods bound to the node, terminating ones included, request of batch-cpu, and which
+// pods those are.
+func (e *Env) batchCPUHeld(ctx context.Context) (int64, []string, error) {
+	pods, err := e.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + localcluster.NodeName})
+	if err != nil {
+		return 0, nil, err
+	}
+	var held int64
+	var holders []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var req int64
+		for _, c := range p.Spec.Containers {
+			q := c.Resources.Requests[slov1alpha1.BatchCPU]
+			req += q.Value()
+		}
+		if req > 0 {
+			held += req
+			holders = append(holders, p.Namespace+"/"+p.Name)
+		}
+	}
+	return held, holders, nil
 }
 
 // setColocation overrides fields of the colocation config until the test ends, when the config is put back.

@@ -349,6 +349,9 @@ func (e *Env) podProgress(ctx context.Context, pod *corev1.Pod) string {
 		return b.String()
 	}
 	b.WriteString("; not scheduled")
+	// Reads of their own: the wait's context may be about to end, and this is what its last message says.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	node, err := e.Clientset.CoreV1().Nodes().Get(ctx, localcluster.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return b.String() + "; reading the node: " + err.Error()
