@@ -49,7 +49,7 @@ release: ## Release artifacts into bin/release: kubectl-glean archives for PLATF
 	    --out "$(RELEASE_DIR)" --release-url "$(RELEASE_URL)" --source-date-epoch "$(SOURCE_DATE_EPOCH)" --helm "$$helm" \
 	    --image-registry "$(REGISTRY)"
 
-# `make images` (hack/images; docs/install.md, "Images from your own registry"): gleaner-manager's and
+# `make images` (hack/images; docs/install.md, "Images and the chart into your registry"): gleaner-manager's and
 # gleaner-agent's images for IMAGE_PLATFORMS, tagged VERSION, as an OCI image layout in IMAGES_DIR/oci. `make push`
 # pushes them to REGISTRY (REGISTRY/gleaner-manager:VERSION, ...) and the release's chart, whose default
 # image.registry is then REGISTRY, to oci://REGISTRY/charts/gleaner. Credentials are docker's and helm's own

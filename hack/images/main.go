@@ -1,7 +1,7 @@
 // Command images builds the images a Gleaner release ships, gleaner-manager and gleaner-agent, each one image index
 // with an image per Linux architecture, and writes them as an OCI image layout; with --push it pushes them to a
-// registry as REGISTRY/NAME:VERSION. `make images` and `make push` run it (docs/install.md, "Images from your own
-// registry").
+// registry as REGISTRY/NAME:VERSION. `make images` and `make push` run it (docs/install.md, "Images and the chart
+// into your registry").
 //
 // The images are reproducible: the same commit, Go toolchain and --ldflags give the same digests (static binaries
 // built with -trimpath, one layer with fixed times and modes; internal/images).

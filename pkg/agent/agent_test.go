@@ -57,6 +57,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "unknown collector", mutate: func(o *Options) { o.Collectors = []string{"*", "-fpga"} }, wantErr: []string{`--collectors: unknown name "fpga"`}},
 		{name: "bad interval", mutate: func(o *Options) { o.CollectorIntervals = map[string]time.Duration{"psi": 0} }, wantErr: []string{"psi must be positive"}},
 		{name: "bad pod source", mutate: func(o *Options) { o.PodSource = "etcd" }, wantErr: []string{"--pod-source"}},
+		{name: "no time for the uninstall", mutate: func(o *Options) { o.Uninstall.Timeout = 0 }, wantErr: []string{"--uninstall-timeout must be positive"}},
 		{name: "no sysctl root or state dir", mutate: func(o *Options) { o.SysctlRoot, o.StateDir = "", "" }, wantErr: []string{"--sysctl-root", "--state-dir"}},
 		{name: "kubelet without url", mutate: func(o *Options) { o.PodSource, o.Kubelet.URL = PodSourceKubelet, "" }, wantErr: []string{"--kubelet-url"}},
 		{name: "plain HTTP metrics only on loopback", mutate: func(o *Options) { o.Serving.SecureMetrics = false }, wantErr: []string{"--metrics-secure=false"}},
