@@ -158,7 +158,7 @@ func enabled(spec *slov1alpha1.NodeSLOSpec) bool {
 // not exist: their pods' packets stay in the default class. A limit is never raised: HTB lets a class send at its
 // rate whatever its ceiling says, so a rate above the limit would be the limit.
 func tree(cfg [numClasses]classConfig, total uint64) []htbClass {
-	floor := max(total/100, minRate)
+	floor := max(total/100, 8000)
 	out := []htbClass{{minor: minorRoot, rate: total, ceil: total}}
 	sys := cfg[classSystem]
 	if !sys.enabled {

@@ -187,7 +187,7 @@ type stall struct {
 // worstStall is the highest stall share of the resource over [start, now] at or above the trigger's percent: the
 // node's on cgroup v1, else that of the pods the plugins never evict (services and system pods), leaving out a pod
 // that stalls against its own memory limit, and for CPU the part of a pod's stall its own CFS quota explains
-// (ownQuotaStall). ok is false when nothing is at or above the percent.
+// (pastOwnQuota). ok is false when nothing is at or above the percent.
 func (p *Plugin) worstStall(ctx context.Context, tr trigger, pods []*statesinformer.PodMeta, start, now time.Time) (stall, bool) {
 	name := string(tr.resource) + "/some"
 	at := float64(tr.percent) / 100
