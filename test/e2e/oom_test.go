@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
 
@@ -36,6 +37,10 @@ func TestOOMKillsBatchBeforeTheService(t *testing.T) {
 		p.Spec.TerminationGracePeriodSeconds = new(int64)
 		return p
 	}
+	// The service's score is the runtime hook's, set when its container is created: a service created before the
+	// agent's NRI plugin has connected keeps the kubelet's 1000 (on the v2 node this test runs soon after the
+	// agent starts).
+	waitForHookMode(e, runtimehook.ModeNRI)
 	limitBestEffort(t, 512<<20)
 
 	svc := e.RunPodIn(ns, never(testutil.Pod("oom-service").Label(slov1alpha1.LabelPriorityClass, "prod").Label(slov1alpha1.LabelQoSClass, "LS").
