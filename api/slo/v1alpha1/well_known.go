@@ -35,21 +35,26 @@ const (
 // A malformed value is ignored for that pod, with a Warning event, and the node's strategy applies.
 const AnnotationCPUBurst = "gleaner.sh/cpu-burst"
 
-// AnnotationCPUBurstAlias is Koordinator's AnnotationCPUBurst, read when the pod has no gleaner.sh one.
+// AnnotationCPUBurstAlias is Koordinator's AnnotationCPUBurst, read when the pod has no gleaner.sh one. Like
+// every Koordinator JSON annotation here, it is read as Koordinator reads it: a field Gleaner does not have is left
+// out, with a Warning event naming it, where in a gleaner.sh annotation it refuses the value.
 const AnnotationCPUBurstAlias = "koordinator.sh/cpuBurst"
 
-// AnnotationCPUQOS is the pod annotation that sets the pod's own CPU QoS: a JSON CPUQOSCfg such as
-// {"enable": true, "groupIdentity": -1}, which runs the pod as SCHED_IDLE (cpu.idle 1) although its class does not.
-// It may only narrow its class's: a pod of a class that runs idle cannot leave it. A malformed value, or one its
-// class does not allow, is ignored with a Warning event, and the class's applies.
+// AnnotationCPUQOS is the pod annotation that sets the pod's own CPU QoS: a JSON CPUQOSCfg with Koordinator's
+// schedIdle, such as {"enable": true, "groupIdentity": -1} or {"enable": true, "schedIdle": 1}, which runs the pod
+// as SCHED_IDLE (cpu.idle 1) although its class does not; without "enable": true it asks for nothing. It may only
+// narrow its class's: a pod of a class that runs idle cannot leave it. A malformed value, or one its class does not
+// allow, is ignored with a Warning event, and the class's applies.
 const AnnotationCPUQOS = "gleaner.sh/cpu-qos"
 
 // AnnotationCPUQOSAlias is Koordinator's AnnotationCPUQOS, read when the pod has no gleaner.sh one.
 const AnnotationCPUQOSAlias = "koordinator.sh/cpuQOS"
 
 // AnnotationMemoryQOS is the pod annotation that narrows its class's memory QoS for the pod: a JSON object with a
-// policy ("default", "auto" or "none") and MemoryQOS fields, such as {"policy": "none"} or {"throttlingPercent": 80}.
-// A pod may only lower its protection and raise its throttling; anything else is ignored with a Warning event.
+// policy ("default" or "auto": the class's values; "none": no protection) and MemoryQOS fields, such as
+// {"policy": "none"} or {"throttlingPercent": 80}. A pod whose class has memory QoS off gets none, whatever its
+// policy. A pod may only lower its protection and raise its throttling; anything else is ignored with a Warning
+// event.
 const AnnotationMemoryQOS = "gleaner.sh/memory-qos"
 
 // AnnotationMemoryQOSAlias is Koordinator's AnnotationMemoryQOS, read when the pod has no gleaner.sh one.

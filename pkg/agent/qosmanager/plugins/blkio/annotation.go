@@ -1,15 +1,14 @@
 package blkio
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
 )
 
@@ -18,42 +17,31 @@ const ReasonBadAnnotation = "InvalidBlkIOQOSAnnotation"
 
 // podPlan is the block I/O plan of pod's cgroup, whose class gives it class (the zero plan where the class gives
 // none): the class's, narrowed by the pod's own AnnotationBlkIOQOS (else Koordinator's), a JSON BlkIOQOS whose
-// blocks name devices as the NodeSLO's do. A pod may only narrow: per device and value, a cap at most the class's
-// (any cap where the class sets none), and an ioWeightPercent at most the class's (100 where it sets none). An
-// annotation that is not a BlkIOQOS, names a device this node lacks, a podvolume, or would widen the class's is
-// an error, and the class's plan applies.
-func (p *Plugin) podPlan(pod *corev1.Pod, class plan) (plan, error) {
+// blocks name devices as the NodeSLO's do, decoded by qosmanager.DecodeAnnotation; partly names the fields of
+// Koordinator's value that Gleaner does not read, "" when there are none. Koordinator's empty value asks for
+// nothing, as in Koordinator. A pod may only narrow: per device and value, a cap at most the class's (any cap where
+// the class sets none), and an ioWeightPercent at most the class's (100 where it sets none). An annotation that is
+// not a BlkIOQOS, names a device this node lacks, a podvolume, or would widen the class's is an error, and the
+// class's plan applies.
+func (p *Plugin) podPlan(pod *corev1.Pod, class plan) (pl plan, partly string, err error) {
 	key, raw, ok := annotation(pod)
-	if !ok {
-		return class, nil
+	if !ok || raw == "" && key == slov1alpha1.AnnotationBlkIOQOSAlias {
+		return class, "", nil
 	}
-	a, err := decodeAnnotation(raw)
+	a := &slov1alpha1.BlkIOQOS{}
+	ignored, err := qosmanager.DecodeAnnotation(key, raw, a)
 	if err != nil {
-		return class, fmt.Errorf("annotation %s=%q is not a block I/O QoS configuration: %w", key, raw, err)
+		return class, "", fmt.Errorf("annotation %s=%q is not a block I/O QoS configuration: %w", key, raw, err)
 	}
 	own, err := resolvePlan(p.sysRoot, "", a.Blocks)
 	if err != nil {
-		return class, fmt.Errorf("annotation %s=%q: %w", key, raw, err)
+		return class, "", fmt.Errorf("annotation %s=%q: %w", key, raw, err)
 	}
 	out, err := narrow(class, own, a.Blocks, fmt.Sprintf("pod %s/%s's annotation %s ", pod.Namespace, pod.Name, key))
 	if err != nil {
-		return class, fmt.Errorf("annotation %s=%q: %w", key, raw, err)
+		return class, "", fmt.Errorf("annotation %s=%q: %w", key, raw, err)
 	}
-	return out, nil
-}
-
-// decodeAnnotation reads one JSON BlkIOQOS, refusing unknown fields and anything after it.
-func decodeAnnotation(raw string) (*slov1alpha1.BlkIOQOS, error) {
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	a := &slov1alpha1.BlkIOQOS{}
-	if err := dec.Decode(a); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("more follows the JSON object")
-	}
-	return a, nil
+	return out, qosmanager.IgnoredFields(key, ignored), nil
 }
 
 // narrow lays own, resolved from blocks, over class: a value own sets replaces the class's for that device, the

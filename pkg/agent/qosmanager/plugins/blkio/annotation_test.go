@@ -45,6 +45,7 @@ func TestPodPlan(t *testing.T) {
 		annotations map[string]string
 		class       plan
 		want        []string
+		wantPartly  string // a part of what is left out; "": nothing is
 		wantErr     string
 	}{
 		{name: "no annotation", class: class, want: classIs},
@@ -97,21 +98,29 @@ func TestPodPlan(t *testing.T) {
 			want:        classIs, wantErr: "blocks[0].ioCfg.readBPS is -1, below 0"},
 		{name: "not JSON", class: class, annotations: map[string]string{g: `blocks: vda`},
 			want: classIs, wantErr: `annotation gleaner.sh/blkio-qos="blocks: vda" is not a block I/O QoS configuration`},
-		{name: "empty", class: class, annotations: map[string]string{k: ``},
-			want: classIs, wantErr: `annotation koordinator.sh/blkioQOS="" is not a block I/O QoS configuration`},
-		{name: "an unknown field (Koordinator's root-class iocost fields too)", class: class,
+		{name: "empty", class: class, annotations: map[string]string{g: ``},
+			want: classIs, wantErr: `annotation gleaner.sh/blkio-qos="" is not a block I/O QoS configuration`},
+		{name: "Koordinator's empty: nothing asked, as in Koordinator", class: class, annotations: map[string]string{k: ``}, want: classIs},
+		{name: "an unknown field in Gleaner's", class: class,
 			annotations: map[string]string{g: `{"blocks":[{"name":"vda","type":"device","ioCfg":{"readLatency":3000}}]}`},
 			want:        classIs, wantErr: `unknown field "readLatency"`},
+		{name: "Koordinator's iocost fields: left out, named", class: class,
+			annotations: map[string]string{k: `{"blocks":[{"name":"vda","type":"device","ioCfg":{"readBPS":4096,"readLatency":3000,"enableUserModel":true}}]}`},
+			want:        []string{"253:0 rbps=4096 wbps=max riops=max wiops=200", "weight 50"},
+			wantPartly:  "annotation koordinator.sh/blkioQOS: Gleaner does not read blocks[0].ioCfg.enableUserModel, blocks[0].ioCfg.readLatency, ignored"},
 		{name: "something after the object", class: class, annotations: map[string]string{g: `{"blocks":[]} {}`},
-			want: classIs, wantErr: "more follows the JSON object"},
+			want: classIs, wantErr: "more follows the JSON value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := tu.Pod("p").Obj()
 			pod.Annotations = tt.annotations
-			got, err := r.p.podPlan(pod, tt.class)
+			got, partly, err := r.p.podPlan(pod, tt.class)
 			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if (partly == "") != (tt.wantPartly == "") || !strings.Contains(partly, tt.wantPartly) {
+				t.Errorf("left out %q, want %q", partly, tt.wantPartly)
 			}
 			if d := cmp.Diff(tt.want, describe(got)); d != "" {
 				t.Errorf("plan (-want +got):\n%s", d)

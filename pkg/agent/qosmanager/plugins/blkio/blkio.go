@@ -51,7 +51,8 @@ type Plugin struct {
 	lacksLimits, lacksWeight bool // this kernel lacks the files: said once, never written
 	restored                 bool // off, and nothing left to undo
 
-	bad *qosmanager.Warnings // pods' block I/O QoS annotations that cannot be used
+	bad    *qosmanager.Warnings // pods' block I/O QoS annotations that cannot be used
+	partly *qosmanager.Warnings // pods' block I/O QoS annotations used with fields left out
 }
 
 type heldDir struct {
@@ -73,7 +74,8 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		return nil, fmt.Errorf("building the %s plugin: missing SysRoot", Name)
 	}
 	return &Plugin{d: d, sysRoot: d.SysRoot, qosDir: d.Layout.QoSDir(corev1.PodQOSBestEffort), held: map[string]*heldDir{},
-		bad: qosmanager.NewWarnings(d.Events, ReasonBadAnnotation)}, nil
+		bad:    qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
+		partly: qosmanager.NewWarnings(d.Events, qosmanager.ReasonAnnotationFieldsIgnored)}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -250,18 +252,20 @@ func (p *Plugin) wanted(ctx context.Context, apps []slov1alpha1.HostApplicationS
 		if on && m.BestEffort {
 			own = class
 		}
-		pl, err := p.podPlan(m.Pod, own)
+		pl, partly, err := p.podPlan(m.Pod, own)
+		_, raw, _ := annotation(m.Pod)
 		if err != nil {
-			_, raw, _ := annotation(m.Pod)
 			p.bad.Warn(ctx, m.Pod, raw, err, fmt.Sprintf("its class %s's block I/O QoS applies", m.QoS))
 		} else {
 			p.bad.Fine(m.Pod)
 		}
+		p.partly.Partly(ctx, m.Pod, raw, partly)
 		if !pl.empty() {
 			want[dir] = pl
 		}
 	}
 	p.bad.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
+	p.partly.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
 	for _, dir := range p.hostAppDirs(apps, known) {
 		if on {
 			want[dir] = class
@@ -459,4 +463,15 @@ func (p *Plugin) release(dirs []string) {
 	match := func(dir string) bool { return in[dir] }
 	p.d.Executor.Release(Name, executor.ResourceIOLimit, match)
 	p.d.Executor.Release(Name, executor.ResourceIOWeight, match)
+}
+
+// Asks implements qosmanager.ReportingPlugin: blkioQOS is on.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool { return config(spec) != nil }
+
+// Unsupported implements qosmanager.SteppingAside: a kernel without the throttle files nor the weight file.
+func (p *Plugin) Unsupported() string {
+	if p.lacksLimits && p.lacksWeight {
+		return "this kernel lacks the block I/O throttle files (v1 blkio.throttle.*, v2 io.max) and the weight file (v1 blkio.bfq.weight, v2 io.weight)"
+	}
+	return ""
 }

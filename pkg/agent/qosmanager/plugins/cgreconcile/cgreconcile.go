@@ -35,6 +35,7 @@ type Plugin struct {
 	parents []parent
 	hold    *qosmanager.Holder
 	bad     *qosmanager.Warnings // pods' memory QoS annotations that cannot be used
+	partly  *qosmanager.Warnings // pods' memory QoS annotations used with parts left out
 
 	probed      bool // memory.min was found in the kubepods cgroup (or found missing)
 	unsupported bool // no memory.min here: the plugin steps aside
@@ -67,8 +68,9 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 			{d.Layout.QoSDir(corev1.PodQOSBurstable), []corev1.PodQOSClass{corev1.PodQOSBurstable}},
 			{d.Layout.QoSDir(corev1.PodQOSBestEffort), []corev1.PodQOSClass{corev1.PodQOSBestEffort}},
 		},
-		hold: qosmanager.NewHolder(Name, d.Executor, executor.MemoryMin(0), executor.MemoryLow(0), executor.MemoryHigh(-1), executor.MemoryOOMGroup(false)),
-		bad:  qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
+		hold:   qosmanager.NewHolder(Name, d.Executor, executor.MemoryMin(0), executor.MemoryLow(0), executor.MemoryHigh(-1), executor.MemoryOOMGroup(false)),
+		bad:    qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
+		partly: qosmanager.NewWarnings(d.Events, qosmanager.ReasonAnnotationFieldsIgnored),
 	}
 	p.v1 = d.CgroupVersion() == cgroup.V1
 	return p, nil
@@ -173,6 +175,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	pods := qosmanager.WithRunningContainers(p.d.States.GetAllPods())
 	want, live := p.wanted(ctx, s, pods)
 	p.bad.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
+	p.partly.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
 	// Recorded before written: a value written but not recorded would be left behind by a restart.
 	held := p.hold.All()
 	for _, u := range want {
@@ -239,13 +242,14 @@ func (p *Plugin) wanted(ctx context.Context, s *slov1alpha1.ResourceQOSStrategy,
 				containers[st.Name], live[dir] = dir, true
 			}
 		})
-		cfg, err := PodMemoryQOS(m.Pod, memoryQOS(qosmanager.ResourceQOSOf(s, m.QoS)))
+		cfg, partly, err := PodMemoryQOS(m.Pod, memoryQOS(qosmanager.ResourceQOSOf(s, m.QoS)))
+		_, raw, _ := annotation(m.Pod)
 		if err != nil {
-			_, raw, _ := annotation(m.Pod)
 			p.bad.Warn(ctx, m.Pod, raw, err, fmt.Sprintf("its class %s's memory QoS applies", m.QoS))
 		} else {
 			p.bad.Fine(m.Pod)
 		}
+		p.partly.Partly(ctx, m.Pod, raw, partly)
 		if cfg == nil {
 			continue
 		}
@@ -351,4 +355,20 @@ func classNames(cs []corev1.PodQOSClass) []string {
 		out[i] = string(c)
 	}
 	return out
+}
+
+// Asks implements qosmanager.ReportingPlugin: a class's memoryQOS is on.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	return len(enabledClasses(spec.ResourceQOSStrategy)) > 0
+}
+
+// Unsupported implements qosmanager.SteppingAside: cgroup v1, or a kubepods cgroup without memory.min.
+func (p *Plugin) Unsupported() string {
+	switch {
+	case !p.unsupported:
+		return ""
+	case p.v1:
+		return "cgroup v1 has no memory.min, memory.low, memory.high or memory.oom.group (upstream kernels have them on cgroup v2 only)"
+	}
+	return "the kubepods cgroup has no memory.min (is the memory controller enabled for it?)"
 }

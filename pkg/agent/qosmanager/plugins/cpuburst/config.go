@@ -1,14 +1,13 @@
 package cpuburst
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
 )
 
 // knobs are the mechanisms a policy turns on.
@@ -65,25 +64,26 @@ func checkConfig(prefix string, c *slov1alpha1.CPUBurstConfig, partial bool) []s
 }
 
 // podConfig is the CPU burst configuration of pod under the node's: the node's, with what the pod's
-// AnnotationCPUBurst (or Koordinator's AnnotationCPUBurstAlias) sets over it; its policy only narrows the node's. An
-// annotation that is not a valid CPUBurstConfig is an error (the caller then uses the node's).
-func podConfig(pod *corev1.Pod, node *slov1alpha1.CPUBurstConfig) (*slov1alpha1.CPUBurstConfig, knobs, error) {
+// AnnotationCPUBurst (or Koordinator's AnnotationCPUBurstAlias) sets over it; its policy only narrows the node's.
+// partly names the fields of Koordinator's value that Gleaner does not read (qosmanager.DecodeAnnotation), "" when
+// there are none. An annotation that is not a valid CPUBurstConfig is an error (the caller then uses the node's).
+func podConfig(pod *corev1.Pod, node *slov1alpha1.CPUBurstConfig) (cfg *slov1alpha1.CPUBurstConfig, k knobs, partly string, err error) {
 	nodeKnobs, _ := knobsOf(node.Policy)
 	key, raw, ok := annotation(pod)
 	if !ok {
-		return node, nodeKnobs, nil
+		return node, nodeKnobs, "", nil
 	}
-	own, err := parseAnnotation(key, raw)
+	own, ignored, err := parseAnnotation(key, raw)
 	if err != nil {
-		return node, nodeKnobs, err
+		return node, nodeKnobs, "", err
 	}
 	merged := slov1alpha1.MergeStrategy(node, own)
-	k := nodeKnobs
+	k = nodeKnobs
 	if own.Policy != "" {
 		podKnobs, _ := knobsOf(own.Policy)
 		k = knobs{burst: k.burst && podKnobs.burst, quota: k.quota && podKnobs.quota}
 	}
-	return merged, k, nil
+	return merged, k, qosmanager.IgnoredFields(key, ignored), nil
 }
 
 // annotation is the pod's own CPU burst annotation and its key: gleaner.sh's, else Koordinator's.
@@ -96,20 +96,16 @@ func annotation(pod *corev1.Pod) (key, raw string, ok bool) {
 	return "", "", false
 }
 
-// parseAnnotation reads a pod's CPU burst annotation key: a JSON CPUBurstConfig with no unknown fields and values in
-// range.
-func parseAnnotation(key, raw string) (*slov1alpha1.CPUBurstConfig, error) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
+// parseAnnotation reads a pod's CPU burst annotation key: a JSON CPUBurstConfig with values in range, decoded by
+// qosmanager.DecodeAnnotation (ignored are the fields of Koordinator's value that Gleaner does not read).
+func parseAnnotation(key, raw string) (*slov1alpha1.CPUBurstConfig, []string, error) {
 	var c slov1alpha1.CPUBurstConfig
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("annotation %s=%q is not a CPU burst configuration: %w", key, raw, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("annotation %s=%q has more than one JSON value", key, raw)
+	ignored, err := qosmanager.DecodeAnnotation(key, raw, &c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("annotation %s=%q is not a CPU burst configuration: %w", key, raw, err)
 	}
 	if msgs := checkConfig("", &c, true); len(msgs) > 0 {
-		return nil, fmt.Errorf("annotation %s=%q: %s", key, raw, strings.Join(msgs, "; "))
+		return nil, nil, fmt.Errorf("annotation %s=%q: %s", key, raw, strings.Join(msgs, "; "))
 	}
-	return &c, nil
+	return &c, ignored, nil
 }

@@ -51,6 +51,7 @@ type Plugin struct {
 
 	noBurstFile bool                 // this kernel lacks cpu.cfs_burst_us (cpu.max.burst): the knob steps aside
 	badPods     *qosmanager.Warnings // malformed annotations, said once per pod and value
+	partlyPods  *qosmanager.Warnings // annotations used with fields left out, said once per pod and value
 	clampSaid   map[int64]bool       // the values of cpuBurstPercent above 100 said to be clamped
 	active      slov1alpha1.CPUBurstPolicy
 	poolWhy     string // why the share pool's load is not known, as last logged
@@ -84,7 +85,8 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	if err := d.Need(Name, "States", "Cache", "Executor", "Cgroups", "Clock"); err != nil {
 		return nil, err
 	}
-	return &Plugin{d: d, dirs: map[string]*dirState{}, badPods: qosmanager.NewWarnings(d.Events, reasonBadAnnotation), clampSaid: map[int64]bool{}}, nil
+	return &Plugin{d: d, dirs: map[string]*dirState{}, badPods: qosmanager.NewWarnings(d.Events, reasonBadAnnotation),
+		partlyPods: qosmanager.NewWarnings(d.Events, qosmanager.ReasonAnnotationFieldsIgnored), clampSaid: map[int64]bool{}}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -157,6 +159,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		}
 	}
 	p.badPods.Prune(r.seen)
+	p.partlyPods.Prune(r.seen)
 	if len(updates) == 0 {
 		return nil
 	}
@@ -191,13 +194,16 @@ func (p *Plugin) pod(ctx context.Context, m *statesinformer.PodMeta, node *slov1
 	// Only services: batch, free and mid pods run on reclaimed CPU, and their quotas are the runtime hook's.
 	other := m.Priority != slov1alpha1.PriorityProd || m.BestEffort
 	if !other {
+		var partly string
 		var err error
-		if cfg, k, err = podConfig(m.Pod, node); err != nil {
-			_, raw, _ := annotation(m.Pod)
+		cfg, k, partly, err = podConfig(m.Pod, node)
+		_, raw, _ := annotation(m.Pod)
+		if err != nil {
 			p.badPods.Warn(ctx, m.Pod, raw, err, "the node's CPU burst strategy applies")
 		} else {
 			p.badPods.Fine(m.Pod)
 		}
+		p.partlyPods.Partly(ctx, m.Pod, raw, partly)
 	}
 	if k.burst {
 		p.sayClamp(ctx, *cfg.CPUBurstPercent)
@@ -474,4 +480,13 @@ func (p *Plugin) sayClamp(ctx context.Context, pct int64) {
 	}
 	p.clampSaid[pct] = true
 	klog.FromContext(ctx).Info("cpuBurstPercent above 100 acts as 100: the kernel refuses a CFS burst larger than the quota", "cpuBurstPercent", pct)
+}
+
+// Asks implements qosmanager.ReportingPlugin: cpuBurstStrategy's policy is not none.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	s := spec.CPUBurstStrategy
+	if s == nil {
+		s = slov1alpha1.DefaultCPUBurstStrategy()
+	}
+	return s.Policy != slov1alpha1.CPUBurstNone
 }

@@ -727,14 +727,25 @@ func TestQuotaBurstResize(t *testing.T) {
 }
 
 // The pod's own annotation is gleaner.sh's when it has both, else Koordinator's, and an error names the one read.
+// Koordinator's is read as Koordinator reads it: a field Gleaner lacks is left out and named; Gleaner's own key
+// refuses one.
 func TestAnnotationPrecedence(t *testing.T) {
 	node := &slov1alpha1.CPUBurstConfig{Policy: slov1alpha1.CPUBurstAuto}
 	both := tu.Pod("both").Annotation(slov1alpha1.AnnotationCPUBurst, `{"policy":"none"}`).Annotation(slov1alpha1.AnnotationCPUBurstAlias, `{"cpuBurstPercent":-1}`).Obj()
-	if _, k, err := podConfig(both, node); err != nil || k.burst || k.quota {
+	if _, k, _, err := podConfig(both, node); err != nil || k.burst || k.quota {
 		t.Errorf("with both annotations: knobs %+v, %v; want gleaner.sh's policy none", k, err)
 	}
 	koord := tu.Pod("koord").Annotation(slov1alpha1.AnnotationCPUBurstAlias, `{"cpuBurstPercent":-1}`).Obj()
-	if _, _, err := podConfig(koord, node); err == nil || !strings.Contains(err.Error(), "annotation koordinator.sh/cpuBurst=") {
+	if _, _, _, err := podConfig(koord, node); err == nil || !strings.Contains(err.Error(), "annotation koordinator.sh/cpuBurst=") {
 		t.Errorf("a bad Koordinator annotation: %v; want an error naming it", err)
+	}
+	newer := tu.Pod("newer").Annotation(slov1alpha1.AnnotationCPUBurstAlias, `{"policy":"cpuBurstOnly","cpuBurstPercent":200,"burstWindow":3}`).Obj()
+	cfg, k, partly, err := podConfig(newer, node)
+	if err != nil || !k.burst || k.quota || *cfg.CPUBurstPercent != 200 || !strings.Contains(partly, "Gleaner does not read burstWindow") {
+		t.Errorf("Koordinator's with a field Gleaner lacks: knobs %+v, %q, %v; want cpuBurstOnly at 200 %% and burstWindow named", k, partly, err)
+	}
+	strict := tu.Pod("strict").Annotation(slov1alpha1.AnnotationCPUBurst, `{"policy":"cpuBurstOnly","burstWindow":3}`).Obj()
+	if _, _, _, err := podConfig(strict, node); err == nil || !strings.Contains(err.Error(), `unknown field "burstWindow"`) {
+		t.Errorf("Gleaner's with an unknown field: %v; want it refused", err)
 	}
 }

@@ -2,7 +2,6 @@ package cpuqos
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,6 +42,7 @@ type Plugin struct {
 	v2           bool
 	hold         *qosmanager.Holder
 	bad          *qosmanager.Warnings // pods' CPU QoS annotations that cannot be used
+	partly       *qosmanager.Warnings // pods' CPU QoS annotations used with parts left out
 
 	probed      bool // cpu.idle was found in the besteffort QoS cgroup (or found missing)
 	unsupported bool // this kernel has no cpu.idle: the plugin steps aside
@@ -67,6 +67,7 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		v2:           d.CgroupVersion() == cgroup.V2,
 		hold:         qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
 		bad:          qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
+		partly:       qosmanager.NewWarnings(d.Events, qosmanager.ReasonAnnotationFieldsIgnored),
 	}, nil
 }
 
@@ -144,13 +145,14 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		dir := p.d.Layout.PodDirOf(m.KubeQoS, cgroup.PodUID(m.Pod))
 		live[dir] = m.Pod
 		classIdle := idle(qosmanager.ResourceQOSOf(s, m.QoS))
-		podIdle, why, err := PodIdle(m.Pod, classIdle)
+		podIdle, why, partly, err := PodIdle(m.Pod, classIdle)
+		_, raw, _ := annotation(m.Pod)
 		if err != nil {
-			_, raw, _ := annotation(m.Pod)
 			p.bad.Warn(ctx, m.Pod, raw, err, fmt.Sprintf("its class %s's cpuQOS applies", m.QoS))
 		} else {
 			p.bad.Fine(m.Pod)
 		}
+		p.partly.Partly(ctx, m.Pod, raw, partly)
 		if !podIdle || underIdleQoS(m, s) || hookOwnsShares(m.Pod) {
 			continue
 		}
@@ -158,6 +160,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 			Reason: fmt.Sprintf("pod %s of class %s %s runs as SCHED_IDLE", m.Key(), m.QoS, why)})
 	}
 	p.bad.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
+	p.partly.Prune(func(uid types.UID) bool { return p.d.States.GetPod(uid) != nil })
 	hosts := p.hostApplications(spec, s)
 	for _, u := range hosts {
 		if u != nil {
@@ -234,33 +237,74 @@ func (p *Plugin) restoreShares(ctx context.Context, live map[string]*corev1.Pod,
 	return errors.Join(errs...)
 }
 
+// podAnnotation is what a pod's CPU QoS annotation holds: Koordinator's CPUQOSCfg, with its schedIdle, which the
+// NodeSLO's classes do not read (a class asks for idle with groupIdentity -1).
+type podAnnotation struct {
+	slov1alpha1.CPUQOSCfg `json:",inline"`
+	// SchedIdle 1 asks for cpu.idle = 1, as groupIdentity -1 does; 0 asks for nothing.
+	SchedIdle *int64 `json:"schedIdle,omitempty"`
+}
+
 // PodIdle reports whether pod runs as SCHED_IDLE, whose class does (classIdle) or not, and why: its class's
-// cpuQOS, or its own AnnotationCPUQOS (else Koordinator's), which may make it idle but never take idle from a pod
-// whose class has it. An annotation that is not a JSON CPUQOSCfg with a groupIdentity in [-1, 2], or that would
-// leave idle, is an error, and the class decides.
-func PodIdle(pod *corev1.Pod, classIdle bool) (bool, string, error) {
-	why := "(the class's cpuQOS groupIdentity -1)"
+// cpuQOS, or its own AnnotationCPUQOS (else Koordinator's). The annotation asks for idle with "enable": true and
+// groupIdentity -1 or schedIdle 1; without "enable": true it asks for nothing, as in Koordinator. It may make a pod
+// idle but never take idle from a pod whose class has it.
+//
+// partly names what of a usable annotation was left out: the fields of Koordinator's value that Gleaner does not
+// read (qosmanager.DecodeAnnotation), and an idle asked for without "enable"; "" when nothing was. An annotation
+// that does not decode, has a groupIdentity outside [-1, 2] or a schedIdle other than 0 or 1, or would leave idle,
+// is an error, and the class decides.
+func PodIdle(pod *corev1.Pod, classIdle bool) (runsIdle bool, why, partly string, err error) {
+	why = "(the class's cpuQOS groupIdentity -1)"
 	key, raw, ok := annotation(pod)
 	if !ok {
-		return classIdle, why, nil
+		return classIdle, why, "", nil
 	}
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var cfg slov1alpha1.CPUQOSCfg
-	if err := dec.Decode(&cfg); err != nil {
-		return classIdle, why, fmt.Errorf("annotation %s=%q is not a CPU QoS configuration: %w", key, raw, err)
+	var a podAnnotation
+	ignored, err := qosmanager.DecodeAnnotation(key, raw, &a)
+	if err != nil {
+		return classIdle, why, "", fmt.Errorf("annotation %s=%q is not a CPU QoS configuration: %w", key, raw, err)
 	}
-	if gi := cfg.GroupIdentity; gi != nil && (*gi < IdleGroupIdentity || *gi > 2) {
-		return classIdle, why, fmt.Errorf("annotation %s=%q: groupIdentity %d is outside [-1, 2]", key, raw, *gi)
+	asks, msgs := a.idle()
+	if len(msgs) > 0 {
+		return classIdle, why, "", fmt.Errorf("annotation %s=%q: %s", key, raw, strings.Join(msgs, "; "))
 	}
-	own := cfg.Enable != nil && *cfg.Enable && cfg.GroupIdentity != nil && *cfg.GroupIdentity == IdleGroupIdentity
+	enabled := a.Enable != nil && *a.Enable
+	own := enabled && len(asks) > 0
 	if classIdle && !own {
-		return true, why, fmt.Errorf("annotation %s=%q would take the pod out of SCHED_IDLE, which its class runs it as: a pod may only narrow its class's CPU QoS", key, raw)
+		return true, why, "", fmt.Errorf("annotation %s=%q would take the pod out of SCHED_IDLE, which its class runs it as: a pod may only narrow its class's CPU QoS", key, raw)
 	}
+	var left []string
+	if msg := qosmanager.IgnoredFields(key, ignored); msg != "" {
+		left = append(left, msg)
+	}
+	if len(asks) > 0 && !enabled {
+		left = append(left, fmt.Sprintf("annotation %s: without \"enable\": true, %s does not make the pod idle (as in Koordinator)", key, strings.Join(asks, " and ")))
+	}
+	partly = strings.Join(left, "; ")
 	if own && !classIdle {
-		return true, "(its annotation " + key + ")", nil
+		return true, "(its annotation " + key + ")", partly, nil
 	}
-	return classIdle, why, nil
+	return classIdle, why, partly, nil
+}
+
+// idle names the values of a that ask for idle (groupIdentity -1, schedIdle 1), and says what is out of range.
+func (a *podAnnotation) idle() (asks, bad []string) {
+	if gi := a.GroupIdentity; gi != nil {
+		if *gi < IdleGroupIdentity || *gi > 2 {
+			bad = append(bad, fmt.Sprintf("groupIdentity %d is outside [-1, 2]", *gi))
+		} else if *gi == IdleGroupIdentity {
+			asks = append(asks, "groupIdentity -1")
+		}
+	}
+	if si := a.SchedIdle; si != nil {
+		if *si != 0 && *si != 1 {
+			bad = append(bad, fmt.Sprintf("schedIdle %d is not 0 or 1", *si))
+		} else if *si == 1 {
+			asks = append(asks, "schedIdle 1")
+		}
+	}
+	return asks, bad
 }
 
 // annotation is the pod's own CPU QoS annotation and its key: gleaner.sh's, else Koordinator's.
@@ -346,4 +390,22 @@ func (p *Plugin) sayAnolis(log klog.Logger, s *slov1alpha1.ResourceQOSStrategy) 
 	}
 	p.saidAnolis = true
 	log.Info("cpuQOS groupIdentity 0, 1 and 2 need Anolis OS group identity, which upstream kernels lack; these classes keep cpu.idle 0", "classes", strings.Join(classes, ","))
+}
+
+// Asks implements qosmanager.ReportingPlugin: a class's cpuQOS is on with groupIdentity -1.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	for _, c := range qosmanager.ResourceQOSClasses(spec.ResourceQOSStrategy) {
+		if idle(c.QOS) {
+			return true
+		}
+	}
+	return false
+}
+
+// Unsupported implements qosmanager.SteppingAside: a kernel without cpu.idle.
+func (p *Plugin) Unsupported() string {
+	if p.unsupported {
+		return "this kernel has no cpu.idle (it needs Linux 5.15 or later)"
+	}
+	return ""
 }

@@ -227,6 +227,113 @@ func TestPodAnnotation(t *testing.T) {
 	})
 }
 
+// TestPodIdle: Koordinator's cpuQOS values are read as Koordinator reads them (fields Gleaner lacks left out and
+// named, schedIdle 1 idle as groupIdentity -1 is, nothing asked without "enable": true); Gleaner's own key stays
+// strict; a value that does not parse, or would take idle from the class, is an error and the class decides.
+func TestPodIdle(t *testing.T) {
+	koord, own := slov1alpha1.AnnotationCPUQOSAlias, slov1alpha1.AnnotationCPUQOS
+	tests := []struct {
+		name       string
+		key, value string
+		classIdle  bool
+		want       bool
+		wantPartly []string // what partly must name; nil: partly is ""
+		wantErr    string
+	}{
+		{"no annotation", "", "", false, false, nil, ""},
+		{"Koordinator's groupIdentity and schedIdle", koord, `{"enable":true,"groupIdentity":-1,"schedIdle":1}`, false, true, nil, ""},
+		{"schedIdle alone", koord, `{"enable":true,"schedIdle":1}`, false, true, nil, ""},
+		{"schedIdle 0 asks for nothing", koord, `{"enable":true,"schedIdle":0}`, false, false, nil, ""},
+		{"Gleaner's key reads schedIdle too", own, `{"enable":true,"schedIdle":1}`, false, true, nil, ""},
+		{"without enable, as Koordinator: not idle, said", koord, `{"groupIdentity":-1,"schedIdle":1}`, false, false,
+			[]string{`without "enable": true, groupIdentity -1 and schedIdle 1 does not make the pod idle`}, ""},
+		{"Koordinator's fields Gleaner lacks: left out, named", koord, `{"enable":true,"groupIdentity":-1,"coreExpeller":true,"future":{"a":1}}`, false, true,
+			[]string{"annotation koordinator.sh/cpuQOS: Gleaner does not read coreExpeller, future, ignored"}, ""},
+		{"field names ignore case, as encoding/json's", koord, `{"Enable":true,"GroupIdentity":-1}`, false, true, nil, ""},
+		{"an idle class keeps a pod that asks for idle", koord, `{"enable":true,"schedIdle":1}`, true, true, nil, ""},
+		{"Gleaner's key is strict", own, `{"enable":true,"groupIdentity":-1,"coreExpeller":true}`, false, false, nil, `unknown field "coreExpeller"`},
+		{"not JSON", koord, `groupIdentity=-1`, false, false, nil, "is not a CPU QoS configuration"},
+		{"not JSON, an idle class", koord, `{"enable":`, true, true, nil, "is not a CPU QoS configuration"},
+		{"more after the value", koord, `{"enable":true,"schedIdle":1} {}`, false, false, nil, "more follows the JSON value"},
+		{"a field of the wrong type", koord, `{"enable":true,"schedIdle":"1"}`, false, false, nil, "is not a CPU QoS configuration"},
+		{"schedIdle out of range", koord, `{"enable":true,"schedIdle":2}`, false, false, nil, "schedIdle 2 is not 0 or 1"},
+		{"groupIdentity out of range", koord, `{"enable":true,"groupIdentity":3}`, false, false, nil, "groupIdentity 3 is outside [-1, 2]"},
+		{"would leave the class's idle", koord, `{"schedIdle":1}`, true, true, nil, "would take the pod out of SCHED_IDLE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tu.Pod("p")
+			if tt.key != "" {
+				b = b.Annotation(tt.key, tt.value)
+			}
+			got, _, partly, err := PodIdle(b.Obj(), tt.classIdle)
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("idle %v, want %v", got, tt.want)
+			}
+			if (partly == "") != (tt.wantPartly == nil) {
+				t.Errorf("left out %q, want it to name %q", partly, tt.wantPartly)
+			}
+			for _, w := range tt.wantPartly {
+				if !strings.Contains(partly, w) {
+					t.Errorf("left out %q, want it to name %q", partly, w)
+				}
+			}
+		})
+	}
+}
+
+// TestKoordinatorAnnotation: on the node, a service with Koordinator's cpuQOS (schedIdle, and a field Gleaner does
+// not read) runs idle, said once with an AnnotationFieldsIgnored Warning naming the field; one whose value is not
+// JSON keeps its class's (not idle), said once with InvalidCPUQOSAnnotation; a value that changes is said again.
+func TestKoordinatorAnnotation(t *testing.T) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
+		koord := tu.Pod("koord").UID("0000000f-0000-4000-8000-000000000006").
+			Annotation(slov1alpha1.AnnotationCPUQOSAlias, `{"enable":true,"groupIdentity":-1,"schedIdle":1,"coreExpeller":false}`).
+			Container("c").Requests("cpu", "1").Running("containerd://koord").Obj()
+		broken := tu.Pod("broken").UID("00000010-0000-4000-8000-000000000007").
+			Annotation(slov1alpha1.AnnotationCPUQOSAlias, `{"enable":true,"schedIdle":1`).
+			Container("c").Requests("cpu", "1").Running("containerd://broken").Obj()
+		r := newRig(t, l, true, koord, broken)
+		for range 3 {
+			r.run(spec(nil))
+		}
+		r.expectIdle(map[string]bool{r.podDir(koord): true, r.podDir(broken): false})
+		events := drain(r.Events.Events)
+		if len(events) != 2 ||
+			!strings.Contains(events[0]+events[1], qosmanager.ReasonAnnotationFieldsIgnored+" annotation koordinator.sh/cpuQOS: Gleaner does not read coreExpeller") ||
+			!strings.Contains(events[0]+events[1], ReasonBadAnnotation+" annotation koordinator.sh/cpuQOS=") {
+			t.Errorf("events %q, want one of each kind", events)
+		}
+		// A new value is said again; the same one again is not.
+		koord = koord.DeepCopy()
+		koord.Annotations[slov1alpha1.AnnotationCPUQOSAlias] = `{"enable":true,"schedIdle":1,"coreExpeller":true}`
+		r.Store.SetPod(koord)
+		for range 2 {
+			r.run(spec(nil))
+		}
+		if events := drain(r.Events.Events); len(events) != 1 || !strings.Contains(events[0], "coreExpeller") {
+			t.Errorf("events after the change %q, want one naming coreExpeller", events)
+		}
+		r.expectIdle(map[string]bool{r.podDir(koord): true})
+	})
+}
+
+// drain is the events recorded so far.
+func drain(ch chan string) []string {
+	var out []string
+	for {
+		select {
+		case e := <-ch:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
 // TestStandsInForTheKubelet: while the besteffort QoS cgroup is idle the plugin keeps the burstable QoS cgroup's
 // cpu.shares at the kubelet's value (the kubelet's own update stops at the refused besteffort write), follows a new
 // Burstable pod, and lets the value go, without writing, once BE's cpuQOS is off.

@@ -38,7 +38,8 @@ type Plugin struct {
 	device   string // the device the tree was last written on: what turning off must clean
 	restored bool   // off, and nothing left to undo
 
-	bad *qosmanager.Warnings // pods' network QoS annotations that cannot be used
+	bad    *qosmanager.Warnings // pods' network QoS annotations that cannot be used
+	partly *qosmanager.Warnings // pods' network QoS annotations used with fields left out
 }
 
 var (
@@ -62,7 +63,8 @@ func newIn(d qosmanager.Deps, ns netns.NsHandle) (*Plugin, error) {
 		return nil, fmt.Errorf("building the %s plugin: opening a netlink socket: %w", Name, err)
 	}
 	return &Plugin{d: d, shaper: shaper{nl: h}, rules: classifier{nsFD: int(ns)}, minors: newMinors(),
-		bad: qosmanager.NewWarnings(d.Events, ReasonBadAnnotation)}, nil
+		bad:    qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
+		partly: qosmanager.NewWarnings(d.Events, qosmanager.ReasonAnnotationFieldsIgnored)}, nil
 }
 
 // Name implements qosmanager.Plugin.
@@ -134,10 +136,10 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		if c == classSystem || !cfg[c].enabled || m.Pod.Spec.HostNetwork {
 			continue
 		}
-		limit, ok, err := podLimit(m.Pod, total, cfg[c].ceil)
+		limit, ok, partly, err := podLimit(m.Pod, total, cfg[c].ceil)
+		_, raw, _ := annotation(m.Pod)
 		switch {
 		case err != nil:
-			_, raw, _ := annotation(m.Pod)
 			p.bad.Warn(ctx, m.Pod, raw, err, "its class "+classNames[c]+"'s network QoS applies")
 		case ok:
 			own[m.Pod.UID] = limit
@@ -145,8 +147,10 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		default:
 			p.bad.Fine(m.Pod)
 		}
+		p.partly.Partly(ctx, m.Pod, raw, partly)
 	}
 	p.bad.Prune(func(uid types.UID) bool { return live[uid] })
+	p.partly.Prune(func(uid types.UID) bool { return live[uid] })
 	p.minors.keep(own)
 	pl := buildPlan(cfg, total, pods, own, p.minors)
 	name := link.Attrs().Name
@@ -278,3 +282,6 @@ func (p *Plugin) total(spec *slov1alpha1.NodeSLOSpec, link netlink.Link) (uint64
 	}
 	return uint64(mbits) * 1_000_000, nil
 }
+
+// Asks implements qosmanager.ReportingPlugin: networkQOS is on for a class.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool { return enabled(spec) }

@@ -291,6 +291,7 @@ func TestPodLimit(t *testing.T) {
 		name, key, value string
 		want             uint64
 		wantOK           bool
+		wantPartly       string // a part of what is left out; "": nothing is
 		wantErr          string
 	}{
 		{name: "no annotation"},
@@ -300,7 +301,11 @@ func TestPodLimit(t *testing.T) {
 		{name: "above the class's", key: slov1alpha1.AnnotationNetworkQOS, value: `{"egressLimit": "400M"}`, wantErr: "egressLimit 400Mbit/s is above the class's 300Mbit/s"},
 		{name: "zero", key: slov1alpha1.AnnotationNetworkQOS, value: `{"egressLimit": "0"}`, wantErr: "egressLimit 0 would stop"},
 		{name: "unknown field", key: slov1alpha1.AnnotationNetworkQOS, value: `{"egressRequest": "10M"}`, wantErr: `unknown field "egressRequest"`},
+		{name: "Koordinator's, with fields Gleaner lacks", key: slov1alpha1.AnnotationNetworkQOSAlias, value: `{"egressRequest": "10M", "egressLimit": "20M"}`,
+			want: 20_000_000, wantOK: true, wantPartly: "annotation koordinator.sh/networkQOS: Gleaner does not read egressRequest, ignored"},
 		{name: "not JSON", key: slov1alpha1.AnnotationNetworkQOSAlias, value: `20M`, wantErr: "is not a network QoS configuration"},
+		{name: "Koordinator's empty: nothing asked, as in Koordinator", key: slov1alpha1.AnnotationNetworkQOSAlias, value: ``},
+		{name: "Gleaner's empty", key: slov1alpha1.AnnotationNetworkQOS, value: ``, wantErr: "is not a network QoS configuration"},
 		{name: "trailing", key: slov1alpha1.AnnotationNetworkQOS, value: `{"egressLimit": "20M"} {}`, wantErr: "more follows"},
 		{name: "bad ingress", key: slov1alpha1.AnnotationNetworkQOS, value: `{"ingressLimit": "lots", "egressLimit": "20M"}`, wantErr: "ingressLimit"},
 	}
@@ -310,7 +315,7 @@ func TestPodLimit(t *testing.T) {
 			if tt.key != "" {
 				b = b.Annotation(tt.key, tt.value)
 			}
-			got, ok, err := podLimit(b.Obj(), total, classCeil)
+			got, ok, partly, err := podLimit(b.Obj(), total, classCeil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -320,12 +325,15 @@ func TestPodLimit(t *testing.T) {
 			if err != nil || ok != tt.wantOK || got != tt.want {
 				t.Fatalf("podLimit = %d, %v, %v; want %d, %v", got, ok, err, tt.want, tt.wantOK)
 			}
+			if (partly == "") != (tt.wantPartly == "") || !strings.Contains(partly, tt.wantPartly) {
+				t.Errorf("left out %q, want %q", partly, tt.wantPartly)
+			}
 		})
 	}
 	// The gleaner.sh annotation wins over Koordinator's.
 	p := tu.Pod("p").Annotation(slov1alpha1.AnnotationNetworkQOS, `{"egressLimit": "5M"}`).
 		Annotation(slov1alpha1.AnnotationNetworkQOSAlias, `{"egressLimit": "7M"}`).Obj()
-	if got, _, _ := podLimit(p, total, classCeil); got != 5_000_000 {
+	if got, _, _, _ := podLimit(p, total, classCeil); got != 5_000_000 {
 		t.Errorf("with both annotations the limit is %d, want gleaner.sh's 5000000", got)
 	}
 }
