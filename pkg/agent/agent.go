@@ -33,6 +33,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins"
 	"github.com/gleaner-sh/gleaner/pkg/agent/reporter"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
+	"github.com/gleaner-sh/gleaner/pkg/agent/slostatus"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cgroup"
@@ -62,6 +63,8 @@ type Agent struct {
 	Evictor *evictor.Evictor
 	// QoS runs the QoS plugins.
 	QoS *qosmanager.Manager
+	// SLOStatus writes the NodeSLO's status: what the QoS plugins and the runtime hook apply.
+	SLOStatus *slostatus.Writer
 	// RuntimeHook gives batch and mid pods their cgroup limits (NRI plugin and reconciler).
 	RuntimeHook *runtimehook.Hook
 	// Metrics are the agent's Prometheus metrics.
@@ -254,9 +257,13 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	if err != nil {
 		return nil, err
 	}
+	sloStatus, err := slostatus.New(c, states, qos, hook.Status, clk, m.Registry, opts.NodeName)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{
 		States: states, Cache: cache, Collectors: runner, Metrics: m, Host: host, opts: opts, Executor: exec, Evictor: ev, QoS: qos,
-		RuntimeHook: hook, Reporter: rep,
+		RuntimeHook: hook, Reporter: rep, SLOStatus: sloStatus,
 	}
 	if opts.Topology.Enabled {
 		a.Topology = topologyreporter.New(c, states, opts.ProcRoot, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)
@@ -325,7 +332,7 @@ func (a *Agent) modules(metrics *httpServer, cache *metriccache.MemoryCache, sta
 	if hook.Reconciler != nil {
 		rs = append(rs, hook.Reconciler)
 	}
-	rs = append(rs, runner, eventWriter, qos)
+	rs = append(rs, runner, eventWriter, qos, a.SLOStatus)
 	if a.Prediction != nil {
 		rs = append(rs, a.Prediction)
 	}

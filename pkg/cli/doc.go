@@ -5,7 +5,8 @@
 //	kubectl glean nodes [NODE...]      the "Allocated resources" table of `kubectl describe node`, for many nodes at
 //	                                   once, from the NodeAllocation objects or computed live (--live, --pods)
 //	kubectl glean explain NODE...      why a node offers the batch and mid resources it does: every term of the
-//	                                   calculation gleaner-manager published with them
+//	                                   calculation gleaner-manager published with them; and what gleaner-agent
+//	                                   applies of the node's NodeSLO (its status's conditions)
 //	kubectl glean top nodes|pods       measured usage (from NodeMetric, no metrics-server) next to requests,
 //	                                   allocatable and the batch and mid capacity, as `kubectl top` prints usage
 //	kubectl glean version              the plugin's version, commit and Go version, as the binaries' --version

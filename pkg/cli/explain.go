@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +30,20 @@ type Explanation struct {
 	// Disagreements name the resources whose value on the node is not the one explained, one line each; none when
 	// the node carries exactly what the explanation explains.
 	Disagreements []string `json:"disagreements,omitempty"`
+	// NodeSLO is what the agent on the node reports of its NodeSLO; nil when the node has no NodeSLO, the agent has
+	// not written its status, or the NodeSLO could not be read (a warning on stderr says so).
+	NodeSLO *SLOStatus `json:"nodeSLO,omitempty"`
+
+	// sloForbidden: the API server refused to give the NodeSLO, so the derivation says nothing of it.
+	sloForbidden bool
+}
+
+// SLOStatus is the status of a node's NodeSLO next to the generation it describes: the conditions are those of
+// the NodeSLO's current spec when ObservedGeneration equals Generation.
+type SLOStatus struct {
+	// Generation is the NodeSLO's metadata.generation.
+	Generation int64 `json:"generation"`
+	slov1alpha1.NodeSLOStatus
 }
 
 func newExplainCommand(f *Factory) *cobra.Command {
@@ -42,12 +57,14 @@ used and its age, warnings (a NodeMetric quantity outside [0, capacity] that was
 removed (colocation disabled, NodeMetric missing, stale or stamped ahead of the manager's clock). It also shows the
 node's CPU normalization ratio and resource amplification ratios (node.koordinator.sh/cpu-normalization-ratio,
 node.koordinator.sh/resource-amplification-ratio): each value, how it was found (the CPU model entry, the
-hyper-threading and turbo state) and the slo-controller-config key and strategy or node label it came from.
+hyper-threading and turbo state) and the slo-controller-config key and strategy or node label it came from. Last,
+what gleaner-agent applies of the node's NodeSLO: one line per condition of its status (Applied, and each feature
+the NodeSLO turns on), with the reason and message of a feature the node does not apply.
 
-It reads the node and its NodeResourceExplanation (same name), which gleaner-manager writes after the node's
-values; it needs get on nodes and noderesourceexplanations. When the values on the node are not the ones the
-explanation explains, it says so: the explanation lags behind a newer write, or writing it failed, or something
-other than gleaner-manager changed the node.`,
+It reads the node and its NodeResourceExplanation and NodeSLO (same name): gleaner-manager writes the explanation
+after the node's values, gleaner-agent the NodeSLO's status; it needs get on nodes, noderesourceexplanations and
+nodeslos. When the values on the node are not the ones the explanation explains, it says so: the explanation lags
+behind a newer write, or writing it failed, or something other than gleaner-manager changed the node.`,
 		Example: `  kubectl glean explain node-1
   kubectl glean explain node-1 node-2 -o yaml`,
 		Args: cobra.MinimumNArgs(1),
@@ -83,9 +100,35 @@ func runExplain(ctx context.Context, f *Factory, output string, names []string) 
 			}
 			return fmt.Errorf("getting the NodeResourceExplanation of node %s: %w", name, err)
 		}
-		all = append(all, explanationOf(node, &exp.Status))
+		e := explanationOf(node, &exp.Status)
+		switch st, err := nodeSLOStatus(ctx, c, name); {
+		case apierrors.IsForbidden(err):
+			fmt.Fprintf(f.ErrOut, "warning: node %s: its NodeSLO's status is left out: reading NodeSLOs is forbidden (bind the ClusterRole gleaner-glean-reader of this release, which grants get on nodeslos)\n", name)
+			e.sloForbidden = true
+		case err != nil:
+			return err
+		default:
+			e.NodeSLO = st
+		}
+		all = append(all, e)
 	}
 	return printExplanations(f.Out, all, output, f.Clock)
+}
+
+// nodeSLOStatus reads the status of the NodeSLO of node name: nil when there is none, or the agent has not written
+// its status (an agent older than the status, or none running on the node).
+func nodeSLOStatus(ctx context.Context, c client.Client, name string) (*SLOStatus, error) {
+	slo := &slov1alpha1.NodeSLO{}
+	err := c.Get(ctx, client.ObjectKey{Name: name}, slo)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting the NodeSLO of node %s: %w", name, err)
+	case slo.Status.ObservedGeneration == 0 && len(slo.Status.Conditions) == 0:
+		return nil, nil
+	}
+	return &SLOStatus{Generation: slo.Generation, NodeSLOStatus: slo.Status}, nil
 }
 
 // explanationOf pairs a node's explanation with the values the node carries now, and says where they differ.
@@ -180,8 +223,39 @@ func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
 			fmt.Fprintf(w, "  per NUMA zone: %s\n", strings.Join(zones, ", "))
 		}
 	}
-	return nil
+	if e.sloForbidden {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return printSLOStatus(w, e.NodeSLO, clk)
 }
+
+// printSLOStatus writes what the agent applies of the node's NodeSLO: a table of its status's conditions, the
+// summary Applied first as the agent writes it.
+func printSLOStatus(w io.Writer, st *SLOStatus, clk clock.PassiveClock) error {
+	if st == nil {
+		fmt.Fprintln(w, "no NodeSLO status: the agent has not written it (an agent older than this release, or not running on the node)")
+		return nil
+	}
+	fmt.Fprintf(w, "NodeSLO (generation %d, observed %d):\n", st.Generation, st.ObservedGeneration)
+	if st.ObservedGeneration < st.Generation {
+		fmt.Fprintf(w, "  not every QoS plugin of the agent has run with generation %d yet: a condition may describe an older spec\n", st.Generation)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tCHANGED\tMESSAGE")
+	for _, c := range st.Conditions {
+		changed := "-"
+		if !c.LastTransitionTime.IsZero() {
+			changed = age(clk, c.LastTransitionTime.Time) + " ago"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", orDash(c.Type), orDash(string(c.Status)), orDash(c.Reason), changed, orDash(oneLine(c.Message)))
+	}
+	return tw.Flush()
+}
+
+// oneLine is s with every run of white space (a joined error's line breaks, tabs that would shift the table's
+// columns) made one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // printAnnotations writes the node annotations gleaner-manager explains: the CPU normalization and amplification
 // ratios, each with the configuration it came from.

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/test/testenv"
@@ -204,5 +206,169 @@ func TestExplainAnnotations(t *testing.T) {
 		if !strings.Contains(out.String(), line+"\n") {
 			t.Errorf("output does not have the line %q:\n%s", line, out.String())
 		}
+	}
+}
+
+// sloTime is the clock of the NodeSLO status tests: the conditions' transitions are minutes and hours before it.
+var sloTime = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// notApplied is a NodeSLO status as gleaner-agent writes it on a node without resctrl: CPU idle applied, resctrl
+// turned on but unsupported, and Applied False naming it.
+func notApplied() slov1alpha1.NodeSLOStatus {
+	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(sloTime.Add(-ago)) }
+	return slov1alpha1.NodeSLOStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{
+		{Type: slov1alpha1.NodeSLOApplied, Status: metav1.ConditionFalse, Reason: slov1alpha1.NodeSLOReasonNotApplied, ObservedGeneration: 1,
+			Message: "not applied on this node: Resctrl (Unsupported); each condition says why", LastTransitionTime: at(5 * time.Minute)},
+		{Type: slov1alpha1.NodeSLOCPUIdle, Status: metav1.ConditionTrue, Reason: slov1alpha1.NodeSLOReasonApplied, ObservedGeneration: 1,
+			Message: "QoS plugin cpuqos applies it", LastTransitionTime: at(3 * time.Hour)},
+		{Type: slov1alpha1.NodeSLOResctrl, Status: metav1.ConditionFalse, Reason: slov1alpha1.NodeSLOReasonUnsupported, ObservedGeneration: 1,
+			Message: "resctrl is not mounted at /sys/fs/resctrl (no info directory): not supported on this host", LastTransitionTime: at(5 * time.Minute)},
+	}}
+}
+
+// createNodeSLO creates the NodeSLO of node name and writes status into it, as gleaner-manager (the object) and
+// gleaner-agent (the status) do; an empty status is not written. It is deleted when the test ends.
+func createNodeSLO(t *testing.T, e *testenv.Env, name string, status slov1alpha1.NodeSLOStatus) {
+	t.Helper()
+	ctx := context.Background()
+	slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(ctx, slo); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), slo) })
+	if status.ObservedGeneration == 0 && len(status.Conditions) == 0 {
+		return
+	}
+	slo.Status = status
+	if err := e.Client.Status().Update(ctx, slo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExplainShowsTheNodeSLOStatus: after the derivation, explain prints every condition of the node's NodeSLO
+// status with its reason, message and the time since it changed, a feature the node does not apply among them.
+func TestExplainShowsTheNodeSLOStatus(t *testing.T) {
+	e := env.Start(t)
+	createExplained(t, e, "explain-slo", "1200")
+	createNodeSLO(t, e, "explain-slo", notApplied())
+	out, errOut, err := gleanAt(t, sloTime, "--kubeconfig", e.Kubeconfig, "explain", "explain-slo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\n\nNodeSLO (generation 1, observed 1):\n" +
+		"  TYPE     STATUS  REASON       CHANGED  MESSAGE\n" +
+		"  Applied  False   NotApplied   5m ago   not applied on this node: Resctrl (Unsupported); each condition says why\n" +
+		"  CPUIdle  True    Applied      3h ago   QoS plugin cpuqos applies it\n" +
+		"  Resctrl  False   Unsupported  5m ago   resctrl is not mounted at /sys/fs/resctrl (no info directory): not supported on this host\n"
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("output does not end with the NodeSLO status\n%s\ngot:\n%s", want, out)
+	}
+	if errOut != "" {
+		t.Errorf("stderr: %s", errOut)
+	}
+}
+
+// TestExplainSaysWhenTheNodeSLOHasNoStatus: a NodeSLO the agent has not written a status into, and a node without
+// a NodeSLO, are both told in one line.
+func TestExplainSaysWhenTheNodeSLOHasNoStatus(t *testing.T) {
+	e := env.Start(t)
+	createExplained(t, e, "explain-slo-empty", "1200")
+	createNodeSLO(t, e, "explain-slo-empty", slov1alpha1.NodeSLOStatus{})
+	createExplained(t, e, "explain-slo-none", "1200")
+	for _, node := range []string{"explain-slo-empty", "explain-slo-none"} {
+		out, _, err := gleanAt(t, sloTime, "--kubeconfig", e.Kubeconfig, "explain", node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "\n\nno NodeSLO status: the agent has not written it (an agent older than this release, or not running on the node)\n"
+		if !strings.HasSuffix(out, want) || strings.Contains(out, "NodeSLO (") {
+			t.Errorf("node %s: want the output to end with %q:\n%s", node, want, out)
+		}
+	}
+}
+
+// TestExplainNodeSLOStructured: -o json and -o yaml carry the NodeSLO's generation and status under nodeSLO, and
+// leave it out for a node whose NodeSLO has no status.
+func TestExplainNodeSLOStructured(t *testing.T) {
+	e := env.Start(t)
+	createExplained(t, e, "explain-slo-json", "1200")
+	createNodeSLO(t, e, "explain-slo-json", notApplied())
+	createExplained(t, e, "explain-slo-json-empty", "1200")
+	createNodeSLO(t, e, "explain-slo-json-empty", slov1alpha1.NodeSLOStatus{})
+	want := &SLOStatus{Generation: 1, NodeSLOStatus: notApplied()}
+	for _, format := range []string{"json", "yaml"} {
+		out, _, err := gleanAt(t, sloTime, "--kubeconfig", e.Kubeconfig, "explain", "explain-slo-json", "explain-slo-json-empty", "-o", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{`"nodeSLO": {`, `"generation": 1,`, `"observedGeneration": 1,`, `"reason": "Unsupported",`} {
+			if format == "yaml" {
+				key = strings.NewReplacer(`"`, "", " {", "", ",", "").Replace(key)
+			}
+			if !strings.Contains(out, key) {
+				t.Errorf("-o %s lacks %q:\n%s", format, key, out)
+			}
+		}
+		var got []Explanation
+		if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, out)
+		}
+		if len(got) != 2 {
+			t.Fatalf("-o %s: %d nodes, want 2:\n%s", format, len(got), out)
+		}
+		if d := cmp.Diff(want, got[0].NodeSLO); d != "" {
+			t.Errorf("-o %s nodeSLO (-want +got):\n%s", format, d)
+		}
+		if got[1].NodeSLO != nil {
+			t.Errorf("-o %s: a NodeSLO without status shows as %+v, want none", format, got[1].NodeSLO)
+		}
+	}
+}
+
+// TestPrintSLOStatus: what the NodeSLO block says of a status the agent is still working on, of a message that
+// would break the table, and of a condition without a transition time.
+func TestPrintSLOStatus(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(sloTime)
+	tests := []struct {
+		name string
+		st   *SLOStatus
+		want string
+	}{
+		{
+			name: "none",
+			want: "no NodeSLO status: the agent has not written it (an agent older than this release, or not running on the node)\n",
+		},
+		{
+			name: "behind the spec, pending",
+			st: &SLOStatus{Generation: 2, NodeSLOStatus: slov1alpha1.NodeSLOStatus{Conditions: []metav1.Condition{
+				{Type: slov1alpha1.NodeSLOApplied, Status: metav1.ConditionUnknown, Reason: slov1alpha1.NodeSLOReasonPending,
+					Message: "the agent has not run yet: CPUIdle", LastTransitionTime: metav1.NewTime(sloTime.Add(-10 * time.Second))},
+			}}},
+			want: "NodeSLO (generation 2, observed 0):\n" +
+				"  not every QoS plugin of the agent has run with generation 2 yet: a condition may describe an older spec\n" +
+				"  TYPE     STATUS   REASON   CHANGED  MESSAGE\n" +
+				"  Applied  Unknown  Pending  10s ago  the agent has not run yet: CPUIdle\n",
+		},
+		{
+			name: "a joined error, no time",
+			st: &SLOStatus{Generation: 3, NodeSLOStatus: slov1alpha1.NodeSLOStatus{ObservedGeneration: 3, Conditions: []metav1.Condition{
+				{Type: slov1alpha1.NodeSLOBlkIO, Status: metav1.ConditionFalse, Reason: slov1alpha1.NodeSLOReasonFailed,
+					Message: "pod a: write io.max:\tno device\npod b: write io.max: no device"},
+			}}},
+			want: "NodeSLO (generation 3, observed 3):\n" +
+				"  TYPE   STATUS  REASON  CHANGED  MESSAGE\n" +
+				"  BlkIO  False   Failed  -        pod a: write io.max: no device pod b: write io.max: no device\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			if err := printSLOStatus(&out, tt.st, clk); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, out.String()); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -178,5 +179,47 @@ func TestGleanReaderRoleOnlyReads(t *testing.T) {
 		ResourceNames: []string{defaultSLOConfigName, defaultSLOConfigName + "-last-good"}, Verbs: []string{"get"}}}
 	if config.Name != "gleaner-glean-config-reader" || config.Namespace != defaultManagerNamespace || !cmp.Equal(config.Rules, want) {
 		t.Errorf("gleaner-glean-config-reader: %+v", config)
+	}
+}
+
+// TestExplainWithoutNodeSLOAccess: a user bound to a reader role of an earlier release (no get on nodeslos) still
+// gets the derivation; explain warns that the NodeSLO's status is left out instead of claiming the agent has not
+// written it.
+func TestExplainWithoutNodeSLOAccess(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "glean-reader-without-nodeslos"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{slov1alpha1.GroupVersion.Group}, Resources: []string{"noderesourceexplanations"}, Verbs: []string{"get"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "dave-glean"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "dave"}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Client.Delete(context.Background(), o) })
+	}
+	dave := e.UserKubeconfig(t, "dave", "system:authenticated")
+	createExplained(t, e, "rbac-old-role", "1200")
+	createNodeSLO(t, e, "rbac-old-role", notApplied())
+
+	var out, errOut string
+	testenv.Eventually(t, "dave may read the node", func() error {
+		var err error
+		out, errOut, err = glean(t, "--kubeconfig", dave, "explain", "rbac-old-role")
+		return err
+	})
+	if want := "warning: node rbac-old-role: its NodeSLO's status is left out: reading NodeSLOs is forbidden (bind the ClusterRole gleaner-glean-reader of this release, which grants get on nodeslos)\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+	if !strings.Contains(out, "Node rbac-old-role: published") || strings.Contains(out, "NodeSLO") {
+		t.Errorf("want the derivation and nothing of the NodeSLO:\n%s", out)
 	}
 }

@@ -73,6 +73,37 @@ func TestPromtoolRefusesABrokenExpression(t *testing.T) {
 	}
 }
 
+// alertTests is promtool's unit test file of the alerts (rules_test.yaml's header says what it holds).
+const alertTests = "testdata/rules_test.yaml"
+
+// TestAlertRules runs promtool test rules on the alerts' unit tests: each tested alert fires when, and only when,
+// the file says, with the labels and the texts it gives; and an expectation that does not hold fails, so promtool
+// is really comparing.
+func TestAlertRules(t *testing.T) {
+	promtool := tool(t, "promtool")
+	if out, err := exec.Command(promtool, "test", "rules", alertTests).CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules %s: %v\n%s", alertTests, err, out)
+	}
+
+	b, err := os.ReadFile(alertTests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := filepath.Abs(filepath.Join(root, RulesPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := strings.Replace(string(b), "../../../"+RulesPath, rules, 1)
+	wrong = strings.Replace(wrong, "node: node-1", "node: node-2", 1)
+	path := filepath.Join(t.TempDir(), "wrong_test.yaml")
+	if err := os.WriteFile(path, []byte(wrong), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "test", "rules", path).CombinedOutput(); err == nil {
+		t.Errorf("promtool test rules passed a test expecting the alert for the wrong node:\n%s", out)
+	}
+}
+
 // TestEveryMetricExists holds every metric name the queries use to one that Gleaner's code registers (a gleaner_*
 // name written in pkg/ or cmd/), one that controller-runtime or client-go registers in the manager's registry, one
 // of the agent's registry (Go runtime and process collectors), or Prometheus's own up: a renamed metric fails here.
@@ -245,7 +276,7 @@ func TestRulesSayWhatToDo(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"GleanerNodeMetricStale", "GleanerNodeDegraded", "GleanerEvictionBurst", "GleanerAgentDown", "GleanerManagerDown"} {
+	for _, want := range []string{"GleanerNodeMetricStale", "GleanerNodeDegraded", "GleanerEvictionBurst", "GleanerAgentDown", "GleanerManagerDown", "GleanerNodeSLONotApplied"} {
 		if !slices.ContainsFunc(f.Groups[0].Rules, func(r Rule) bool { return r.Alert == want }) {
 			t.Errorf("no alert %s", want)
 		}
@@ -327,6 +358,11 @@ func TestEmptyListNamesQueries(t *testing.T) {
 	for id := range EmptyOnHealthyCluster {
 		if !slices.ContainsFunc(qs, func(q Query) bool { return q.ID == id }) {
 			t.Errorf("EmptyOnHealthyCluster names %q, which is no query", id)
+		}
+	}
+	for id := range ActiveOnLocalCluster {
+		if !slices.ContainsFunc(qs, func(q Query) bool { return q.ID == id && q.Base != "" }) {
+			t.Errorf("ActiveOnLocalCluster names %q, which is no alert", id)
 		}
 	}
 }

@@ -17,6 +17,9 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=nslo
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Applied")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeSLO struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -24,7 +27,7 @@ type NodeSLO struct {
 
 	// Spec is the node's merged strategy.
 	Spec NodeSLOSpec `json:"spec,omitempty"`
-	// Status is reserved for the agent.
+	// Status is what the agent on the node applies of the spec.
 	Status NodeSLOStatus `json:"status,omitempty"`
 }
 
@@ -642,8 +645,82 @@ type CgroupPath struct {
 	RelativePath string `json:"relativePath,omitempty"`
 }
 
-// NodeSLOStatus is reserved for the agent to report what it enforces.
-type NodeSLOStatus struct{}
+// NodeSLOStatus is what the agent on the node reports of the spec: whether each feature the spec turns on is
+// applied there, and if not, why (a kernel without the file, a runtime without NRI, a privilege the agent lacks, a
+// value the plugin refused). Only the agent writes it.
+type NodeSLOStatus struct {
+	// ObservedGeneration is the metadata.generation of the spec that every one of the agent's QoS plugins has
+	// run with at least once: the conditions describe that spec or a newer one. 0 until then.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions hold NodeSLOApplied, which sums up the others, and one condition per feature that the spec turns
+	// on (a feature turned off has none): status True when the node applies it, False with a reason
+	// (NodeSLOReason...) and the agent's message when it does not, Unknown before the agent's first round.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// The condition types of NodeSLOStatus. NodeSLOApplied sums up the others; each other names one feature of the
+// spec and the agent part that applies it.
+const (
+	// NodeSLOApplied is True when every feature the spec turns on is applied on the node, False naming those that
+	// are not.
+	NodeSLOApplied = "Applied"
+	// NodeSLOCPUSuppress: resourceUsedThresholdWithBE's CPU suppression (the cpusuppress QoS plugin).
+	NodeSLOCPUSuppress = "CPUSuppress"
+	// NodeSLOMemoryEviction: resourceUsedThresholdWithBE's memory eviction (memoryevict).
+	NodeSLOMemoryEviction = "MemoryEviction"
+	// NodeSLOCPUEviction: resourceUsedThresholdWithBE's CPU eviction (cpuevict).
+	NodeSLOCPUEviction = "CPUEviction"
+	// NodeSLOPressureEviction: resourceUsedThresholdWithBE's eviction by pressure stall (pressureevict).
+	NodeSLOPressureEviction = "PressureEviction"
+	// NodeSLOAllocatableEviction: eviction of batch and mid pods past the node's batch and mid allocatable
+	// (allocatableevict).
+	NodeSLOAllocatableEviction = "AllocatableEviction"
+	// NodeSLOCPUBurst: cpuBurstStrategy (cpuburst).
+	NodeSLOCPUBurst = "CPUBurst"
+	// NodeSLOResctrl: resourceQOSStrategy's resctrlQOS (resctrl).
+	NodeSLOResctrl = "Resctrl"
+	// NodeSLOSystem: systemStrategy's kernel settings (sysreconcile).
+	NodeSLOSystem = "System"
+	// NodeSLOMemoryQOS: resourceQOSStrategy's memoryQOS (cgreconcile).
+	NodeSLOMemoryQOS = "MemoryQOS"
+	// NodeSLOCPUIdle: resourceQOSStrategy's cpuQOS, cpu.idle for the classes with groupIdentity -1 (cpuqos).
+	NodeSLOCPUIdle = "CPUIdle"
+	// NodeSLOBlkIO: resourceQOSStrategy's blkioQOS (blkio).
+	NodeSLOBlkIO = "BlkIO"
+	// NodeSLONetworkQOS: resourceQOSStrategy's networkQOS (netqos).
+	NodeSLONetworkQOS = "NetworkQOS"
+	// NodeSLORuntimeHook: batch and mid pods' cgroups set at container creation through the runtime's NRI (the
+	// agent's runtime hook); on whenever the hook is.
+	NodeSLORuntimeHook = "RuntimeHook"
+)
+
+// The reasons of NodeSLOStatus's conditions.
+const (
+	// NodeSLOReasonApplied: the node applies the feature (status True).
+	NodeSLOReasonApplied = "Applied"
+	// NodeSLOReasonPending: the agent has not run the feature yet (status Unknown).
+	NodeSLOReasonPending = "Pending"
+	// NodeSLOReasonUnsupported: the kernel or the host lacks what the feature needs (a cgroup file, resctrl).
+	NodeSLOReasonUnsupported = "Unsupported"
+	// NodeSLOReasonPermissionDenied: the kernel refused the agent a write: it lacks a privilege (a capability,
+	// a read-only mount).
+	NodeSLOReasonPermissionDenied = "PermissionDenied"
+	// NodeSLOReasonRefused: the plugin refused the spec (a value it cannot enforce) and keeps enforcing the last
+	// spec it accepted.
+	NodeSLOReasonRefused = "Refused"
+	// NodeSLOReasonFailed: the last round failed for another reason; the message says which.
+	NodeSLOReasonFailed = "Failed"
+	// NodeSLOReasonNRIUnavailable: the runtime hook's NRI plugin is not connected (a runtime without NRI, NRI
+	// off in its configuration, the runtime restarting): new batch and mid containers start with the kubelet's
+	// values until the hook's next reconcile.
+	NodeSLOReasonNRIUnavailable = "NRIUnavailable"
+	// NodeSLOReasonNotApplied: NodeSLOApplied's reason when a feature is not applied.
+	NodeSLOReasonNotApplied = "NotApplied"
+)
 
 // NodeSLOList is a list of NodeSLO.
 //

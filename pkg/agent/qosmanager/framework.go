@@ -46,6 +46,20 @@ type ValidatingPlugin interface {
 	Validate(spec *slov1alpha1.NodeSLOSpec) error
 }
 
+// ReportingPlugin is a plugin with a condition in the NodeSLO's status, of the type Factory.Condition names.
+type ReportingPlugin interface {
+	Plugin
+	// Asks reports whether spec (defaults filled in) turns on anything the plugin applies: the plugin has a
+	// condition only then.
+	Asks(spec *slov1alpha1.NodeSLOSpec) bool
+}
+
+// SteppingAside is a plugin that steps aside, without an error, where the node lacks what it needs.
+type SteppingAside interface {
+	// Unsupported says why the node cannot apply the plugin's strategy, as its last Run found; "" when it can.
+	Unsupported() string
+}
+
 // Evictor evicts best-effort pods (*evictor.Evictor implements it; see there for every Result).
 type Evictor interface {
 	// Evict asks the API server to evict pod, for reason (a short CamelCase word), with message giving the numbers
@@ -131,6 +145,9 @@ type Factory struct {
 	Interval time.Duration
 	// Default says whether "*" in --qos-plugins turns it on.
 	Default bool
+	// Condition is the type of the plugin's condition in the NodeSLO's status (slov1alpha1.NodeSLOCPUIdle, ...);
+	// the plugin implements ReportingPlugin.
+	Condition string
 	// New builds the plugin.
 	New func(Deps) (RunPlugin, error)
 }

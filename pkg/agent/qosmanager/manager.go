@@ -27,9 +27,10 @@ type Manager struct {
 }
 
 type running struct {
-	name     string
-	interval time.Duration
-	p        RunPlugin
+	name      string
+	interval  time.Duration
+	p         RunPlugin
+	condition string // Factory.Condition
 
 	mu         sync.Mutex // one run at a time (Start and RunOnce may overlap in tests)
 	seen       *slov1alpha1.NodeSLO
@@ -37,6 +38,15 @@ type running struct {
 	refused    string                   // the last refusal reported
 	lastErr    string
 	lastLogged time.Time
+
+	// What the NodeSLO's status says of the plugin, guarded by cond.
+	cond       sync.Mutex
+	ran        bool
+	err        error  // of the last Run
+	generation int64  // of the NodeSLO the last Run enforced (0 for none)
+	asks       bool   // ReportingPlugin.Asks of the spec of the last Run
+	aside      string // SteppingAside.Unsupported after the last Run
+	refusal    string // r.refused as of the last Run
 }
 
 // NewManager builds the plugins of factories that selection enables ("*" for those on by default, "name", "-name"),
@@ -71,7 +81,7 @@ func NewManager(d Deps, clk clock.WithTicker, factories []Factory, selection []s
 				continue
 			}
 		}
-		m.running = append(m.running, &running{name: f.Name, interval: dd.Interval, p: p})
+		m.running = append(m.running, &running{name: f.Name, interval: dd.Interval, p: p, condition: f.Condition})
 	}
 	return m, errors.Join(errs...)
 }
@@ -127,6 +137,7 @@ func (m *Manager) run(ctx context.Context, r *running) error {
 	log := klog.FromContext(ctx).WithValues("plugin", r.name)
 	spec := m.spec(r, log)
 	err := r.p.Run(klog.NewContext(ctx, log), spec)
+	r.record(spec, err)
 	if err == nil {
 		r.lastErr = ""
 		return nil

@@ -9,8 +9,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/slostatus"
 )
 
 // Mode is the way the hook gives batch and mid pods their values at the moment.
@@ -60,6 +64,10 @@ type Status struct {
 
 	mu sync.Mutex
 	s  StatusInfo
+	// tried is whether the NRI plugin has tried to connect at least once.
+	tried bool
+	// roundErr is the error of the reconciler's last round, nil when it went through.
+	roundErr error
 }
 
 // StatusInfo is what Handler serves.
@@ -159,6 +167,7 @@ func (s *Status) connected(ctx context.Context, runtime string) {
 	s.connections.WithLabelValues("connected").Inc()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tried = true
 	s.s.Connects++
 	s.s.Runtime = runtime
 	s.setMode(ctx, ModeNRI, "the NRI plugin is connected to "+s.s.NRISocket)
@@ -171,6 +180,7 @@ func (s *Status) disconnected(ctx context.Context, err error, wasConnected bool)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tried = true
 	s.s.Runtime = ""
 	if err != nil {
 		s.s.LastNRIError = err.Error()
@@ -205,9 +215,36 @@ func (s *Status) reconciled(pods int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.s.LastReconcile, s.s.ReconciledPods = s.clock.Now(), pods
+	s.roundErr = err
 	if err != nil {
 		s.s.LastReconcileError = err.Error()
 	}
+}
+
+// NodeSLOCondition implements slostatus.Hook: nil when the hook is off; False with NodeSLOReasonNRIUnavailable
+// while the NRI plugin, configured, is not connected (Unknown before its first try), or with the kind of failure of
+// the reconciler's last round when it failed; else True.
+func (s *Status) NodeSLOCondition() *metav1.Condition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := metav1.Condition{Type: slov1alpha1.NodeSLORuntimeHook}
+	switch {
+	case s.s.Mode == ModeOff:
+		return nil
+	case s.s.Configured == string(ModeNRI) && !s.tried:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, slov1alpha1.NodeSLOReasonPending, "the NRI plugin has not tried to connect to "+s.s.NRISocket+" yet"
+	case s.s.Configured == string(ModeNRI) && s.s.Mode != ModeNRI:
+		c.Status, c.Reason = metav1.ConditionFalse, slov1alpha1.NodeSLOReasonNRIUnavailable
+		c.Message = fmt.Sprintf("the NRI plugin is not connected to %s (%s): new batch and mid containers start with the kubelet's cgroup values and get theirs at the reconciler's next round",
+			s.s.NRISocket, s.s.LastNRIError)
+	case s.roundErr != nil:
+		c = slostatus.Failure(slov1alpha1.NodeSLORuntimeHook, fmt.Errorf("the reconciler's last round: %w", s.roundErr))
+	case s.s.Mode == ModeNRI:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, slov1alpha1.NodeSLOReasonApplied, "the NRI plugin is connected to "+s.s.Runtime+": containers get their values as they are created"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, slov1alpha1.NodeSLOReasonApplied, "the reconciler alone (--runtime-hook=reconciler): new containers get their values at its next round"
+	}
+	return &c
 }
 
 // Handler serves the status as JSON (the agent mounts it at /debug/runtimehook on its metrics address).

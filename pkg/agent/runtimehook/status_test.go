@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -75,5 +77,52 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if err := (Options{Mode: "nri", ReconcileInterval: time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "--nri-socket") {
 		t.Errorf("nri without a socket: %v", err)
+	}
+}
+
+// TestStatusCondition: the runtime hook's condition in the NodeSLO status follows the connection and the
+// reconciler's last round; a hook switched off has none.
+func TestStatusCondition(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	st, err := NewStatus("nri", "/run/nri/nri.sock", prometheus.NewRegistry(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := func() string {
+		c := st.NodeSLOCondition()
+		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+	}
+	ctx := context.Background()
+	steps := []struct {
+		do   func()
+		want string
+	}{
+		{func() {}, "Unknown/Pending: the NRI plugin has not tried to connect to /run/nri/nri.sock yet"},
+		{func() { st.disconnected(ctx, errors.New("dial unix /run/nri/nri.sock: connect: no such file or directory"), false) },
+			"False/NRIUnavailable: the NRI plugin is not connected to /run/nri/nri.sock (dial unix /run/nri/nri.sock: connect: no such file or directory)"},
+		{func() { st.connected(ctx, "containerd v2.4.2") }, "True/Applied: the NRI plugin is connected to containerd v2.4.2"},
+		{func() { st.reconciled(3, fmt.Errorf("writing oom_score_adj: %w", fs.ErrPermission)) },
+			"False/PermissionDenied: the reconciler's last round: writing oom_score_adj: permission denied"},
+		{func() { st.reconciled(3, nil) }, "True/Applied: the NRI plugin is connected to containerd v2.4.2"},
+	}
+	for i, s := range steps {
+		s.do()
+		if got := show(); !strings.HasPrefix(got, s.want) {
+			t.Errorf("step %d: %q, want it to begin %q", i, got, s.want)
+		}
+	}
+	rec, err := NewStatus("reconciler", "", prometheus.NewRegistry(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rec.NodeSLOCondition(); c == nil || c.Status != "True" || !strings.Contains(c.Message, "--runtime-hook=reconciler") {
+		t.Errorf("reconciler only: %+v, want True naming the setting", c)
+	}
+	off, err := NewStatus("off", "", prometheus.NewRegistry(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := off.NodeSLOCondition(); c != nil {
+		t.Errorf("a hook switched off has the condition %+v, want none", c)
 	}
 }

@@ -277,3 +277,17 @@ func unitOf(resource corev1.ResourceName) func(float64) string {
 	}
 	return func(v float64) string { return fmt.Sprintf("%.0fMi", v/(1<<20)) }
 }
+
+// Asks implements qosmanager.ReportingPlugin: the strategy is enabled with the percents of a tier's resource.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	s := spec.ResourceUsedThresholdWithBE
+	if !ptr.Deref(s.Enable, false) {
+		return false
+	}
+	for _, a := range accounts() {
+		if _, _, ok := percents(s, a); ok {
+			return true
+		}
+	}
+	return false
+}

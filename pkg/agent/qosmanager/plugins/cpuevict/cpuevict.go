@@ -269,3 +269,8 @@ func pct(r float64) string {
 	}
 	return fmt.Sprintf("%.0f%%", 100*r)
 }
+
+// Asks implements qosmanager.ReportingPlugin: CPU eviction is on.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	return on(spec.ResourceUsedThresholdWithBE)
+}

@@ -458,3 +458,8 @@ func step(cur, target, minChange, maxUp float64) (next float64, changed bool) {
 	}
 	return min(target, cur+maxUp), true
 }
+
+// Asks implements qosmanager.ReportingPlugin: resourceUsedThresholdWithBE is enabled.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	return enabled(spec.ResourceUsedThresholdWithBE)
+}

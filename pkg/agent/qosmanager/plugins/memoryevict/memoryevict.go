@@ -239,3 +239,8 @@ func (p *Plugin) usage(m *statesinformer.PodMeta, now time.Time) (float64, bool)
 
 // mib formats bytes as MiB for logs and messages.
 func mib(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }
+
+// Asks implements qosmanager.ReportingPlugin: resourceUsedThresholdWithBE is enabled.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	return ptr.Deref(spec.ResourceUsedThresholdWithBE.Enable, false)
+}

@@ -60,6 +60,8 @@ type Plugin struct {
 	quietFrom time.Time
 	// cpuOnV1Said is whether the log said once that CPU stall is not judged on cgroup v1.
 	cpuOnV1Said bool
+	// cpuOnV1 is whether the last run's strategy asked for CPU stall on cgroup v1 (Unsupported).
+	cpuOnV1 bool
 }
 
 var (
@@ -121,6 +123,7 @@ type trigger struct {
 
 // triggers are the resources the NodeSLO turns on, memory first; CPU only on cgroup v2.
 func (p *Plugin) triggers(ctx context.Context, s *slov1alpha1.ResourceThresholdStrategy) []trigger {
+	p.cpuOnV1 = false
 	if !ptr.Deref(s.Enable, false) {
 		return nil
 	}
@@ -129,6 +132,7 @@ func (p *Plugin) triggers(ctx context.Context, s *slov1alpha1.ResourceThresholdS
 		out = append(out, trigger{system.PSIMemory, *v})
 	}
 	if v := s.CPUEvictPressurePercent; v != nil {
+		p.cpuOnV1 = p.version != cgroup.V2
 		if p.version == cgroup.V2 {
 			out = append(out, trigger{system.PSICPU, *v})
 		} else if !p.cpuOnV1Said {
@@ -336,3 +340,18 @@ func usageString(r system.PSIResource, v float64) string {
 func mib(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }
 
 func pct(share float64) string { return fmt.Sprintf("%.0f%%", 100*share) }
+
+// Asks implements qosmanager.ReportingPlugin: the strategy is enabled with a memory or CPU stall percent.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	s := spec.ResourceUsedThresholdWithBE
+	return ptr.Deref(s.Enable, false) && (s.MemoryEvictPressurePercent != nil || s.CPUEvictPressurePercent != nil)
+}
+
+// Unsupported implements qosmanager.SteppingAside: cpuEvictPressurePercent on cgroup v1, which has no per-pod CPU
+// stall.
+func (p *Plugin) Unsupported() string {
+	if p.cpuOnV1 {
+		return "cpuEvictPressurePercent is not acted on: cgroup v1 has no per-pod CPU stall, and the node's includes best-effort pods waiting behind the services"
+	}
+	return ""
+}

@@ -299,3 +299,21 @@ func (p *Plugin) enforce(ctx context.Context, class slov1alpha1.QoSClass, c *slo
 
 // isGone reports whether err says a pod's cgroup no longer exists (it ended between the pod list and the read).
 func isGone(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// Asks implements qosmanager.ReportingPlugin: a class's resctrlQOS is enabled.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool {
+	for _, class := range Classes() {
+		if enabled(classQOS(spec, class)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Unsupported implements qosmanager.SteppingAside: why resctrl is not available on this host.
+func (p *Plugin) Unsupported() string {
+	if p.info == nil {
+		return p.aside
+	}
+	return ""
+}

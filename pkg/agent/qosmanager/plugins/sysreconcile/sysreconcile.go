@@ -199,3 +199,6 @@ func (p *Plugin) restore(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Asks implements qosmanager.ReportingPlugin: systemStrategy is enabled.
+func (p *Plugin) Asks(spec *slov1alpha1.NodeSLOSpec) bool { return enabled(spec.SystemStrategy) }
