@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +40,11 @@ type Plugin struct {
 	device   string // the device the tree was last written on: what turning off must clean
 	restored bool   // off, and nothing left to undo
 
+	noFQCodel bool // the kernel has no fq_codel: leaves keep HTB's default
+
+	shapedMu sync.Mutex
+	shaped   string // the device whose tree the metrics read (Collect runs on the scraper's goroutine)
+
 	bad    *qosmanager.Warnings // pods' network QoS annotations that cannot be used
 	partly *qosmanager.Warnings // pods' network QoS annotations used with fields left out
 }
@@ -45,6 +52,7 @@ type Plugin struct {
 var (
 	_ qosmanager.RunPlugin        = &Plugin{}
 	_ qosmanager.ValidatingPlugin = &Plugin{}
+	_ prometheus.Collector        = &Plugin{}
 )
 
 // New returns the plugin, for the agent's own network namespace (the host's, with hostNetwork). It needs
@@ -155,18 +163,27 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	pl := buildPlan(cfg, total, pods, own, p.minors)
 	name := link.Attrs().Name
 	if p.device != "" && p.device != name {
+		p.setShaped("")
 		if err := p.removeFrom(ctx, p.device); err != nil {
 			return err
 		}
 	}
 	p.device, p.restored = name, false
-	changed, err := p.shaper.apply(link, pl)
+	changed, err := p.shaper.apply(link, pl, !p.noFQCodel)
 	if len(changed) > 0 {
 		klog.FromContext(ctx).V(1).Info("shaped the node's egress", "device", name, "changes", changed)
+	}
+	if errors.Is(err, errNoFQCodel) {
+		// Said once: the leaves keep HTB's default pfifo, which shapes the same but queues up to the device's
+		// queue length in front of a class's packets.
+		p.noFQCodel = true
+		klog.FromContext(ctx).Info("this kernel has no fq_codel: the network classes' leaves keep HTB's default pfifo", "reason", err.Error())
+		err = nil
 	}
 	if err != nil {
 		return err
 	}
+	p.setShaped(name)
 	wrote, err := p.rules.apply(name, pl.rules)
 	if wrote {
 		klog.FromContext(ctx).V(1).Info("classified pods' egress", "device", name, "rules", len(pl.rules))
@@ -196,6 +213,7 @@ func (p *Plugin) undo(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.setShaped("")
 	p.device, p.restored = "", true
 	return nil
 }

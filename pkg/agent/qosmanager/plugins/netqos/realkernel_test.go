@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -175,10 +176,24 @@ func TestRealKernelBatchEgressIsCappedAndTheServiceIsNot(t *testing.T) {
 
 	spec := netSpec("50M")
 	runPlugin(t, p, spec)
+	expectFQCodelLeaves(t, n, p)
+	before2 := classCounters(t, p)
 	batch, service := measure(t, n, r, window)
 	t.Logf("beClass egressLimit 50M: batch %.1f Mbit/s, service %.0f Mbit/s", batch/1e6, service/1e6)
 	expectRate(t, "the batch pod, under its class's limit of 50 Mbit/s", batch, 50e6*0.5, 50e6*1.3)
 	expectRate(t, "the service beside the capped batch pod", service, max(4*batch, 150e6), 0)
+	// The class's counters saw what the batch pod sent, and its limit holding it back.
+	after := classCounters(t, p)
+	sent := after[`gleaner_agent_netqos_sent_bytes_total{class="BE",device="gq0"}`] - before2[`gleaner_agent_netqos_sent_bytes_total{class="BE",device="gq0"}`]
+	if got := sent * 8 / window.Seconds(); got < batch*0.8 || got > batch*1.5 {
+		t.Errorf("class BE's counter says %.1f Mbit/s, the peer received %.1f: counters %v", got/1e6, batch/1e6, after)
+	}
+	if after[`gleaner_agent_netqos_overlimits_total{class="BE",device="gq0"}`] == 0 {
+		t.Errorf("class BE was held at 50 Mbit/s but counts no overlimits: %v", after)
+	}
+	if _, ok := after[`gleaner_agent_netqos_dropped_packets_total{class="LS",device="gq0"}`]; !ok {
+		t.Errorf("no dropped-packets counter for class LS: %v", after)
+	}
 
 	// The pod's own annotation lowers its limit inside its class's.
 	batchPod = batchPod.DeepCopy()
@@ -196,7 +211,7 @@ func TestRealKernelBatchEgressIsCappedAndTheServiceIsNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl := buildPlan(mustConfigs(t, spec, 1e9), 1e9, store.GetAllPods(), podLimits{"batch": 20e6}, p.minors)
-	if changed, err := p.shaper.apply(link, pl); err != nil || len(changed) > 0 {
+	if changed, err := p.shaper.apply(link, pl, !p.noFQCodel); err != nil || len(changed) > 0 {
 		t.Errorf("applying the same plan again changed %v (err %v)", changed, err)
 	}
 	if wrote, err := p.rules.apply("gq0", pl.rules); err != nil || wrote {
@@ -208,9 +223,83 @@ func TestRealKernelBatchEgressIsCappedAndTheServiceIsNot(t *testing.T) {
 	off.ResourceQOSStrategy.LSClass.NetworkQOS.Enable = ptr.To(false)
 	runPlugin(t, p, off)
 	expectRemoved(t, n, p, link)
+	if c := classCounters(t, p); len(c) != 0 {
+		t.Errorf("turned off, the plugin still exports class counters %v", c)
+	}
 	batch, _ = measure(t, n, r, window)
 	t.Logf("turned off: batch %.0f Mbit/s", batch/1e6)
 	expectRate(t, "the batch pod, turned off", batch, 150e6, 0)
+}
+
+// classCounters are the plugin's metrics now, by name and labels.
+func classCounters(t *testing.T, p *Plugin) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(p); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			out[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// expectFQCodelLeaves checks that every leaf class of the tree on gq0 has an fq_codel qdisc, and no inner class;
+// on a kernel without fq_codel, that the plugin found so and left HTB's default under every leaf.
+func expectFQCodelLeaves(t *testing.T, n *testNet, p *Plugin) {
+	t.Helper()
+	want := "fq_codel"
+	if p.noFQCodel {
+		t.Logf("this kernel has no fq_codel: the leaves keep HTB's default (the fq_codel path is proven where the kernel has it)")
+		want = ""
+	}
+	link, err := n.nodeNL.LinkByName("gq0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes, err := n.nodeNL.ClassList(link, netlink.MakeHandle(major, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := n.nodeNL.QdiscList(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := map[uint32]string{}
+	for _, q := range qs {
+		under[q.Attrs().Parent] = q.Type()
+	}
+	isParent := map[uint32]bool{}
+	for _, c := range classes {
+		isParent[c.Attrs().Parent] = true
+	}
+	leaves := 0
+	for _, c := range classes {
+		h := c.Attrs().Handle
+		switch {
+		case isParent[h] && under[h] != "":
+			t.Errorf("inner class %s has a qdisc %s", netlink.HandleStr(h), under[h])
+		case !isParent[h]:
+			leaves++
+			if under[h] != want {
+				t.Errorf("leaf class %s has qdisc %q, want %q", netlink.HandleStr(h), under[h], want)
+			}
+		}
+	}
+	if leaves < 3 {
+		t.Errorf("%d leaf classes, want one per network class at least", leaves)
+	}
 }
 
 func runPlugin(t *testing.T, p *Plugin, spec *slov1alpha1.NodeSLOSpec) {

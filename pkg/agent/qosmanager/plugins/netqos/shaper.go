@@ -37,7 +37,7 @@ func ours(q netlink.Qdisc) bool {
 // there is replaced, as the kernel's default would be), classes are added or changed parents first, and classes the
 // plan does not have are removed, leaves first. A tree that already matches is left untouched: nothing is written.
 // changed lists what was written.
-func (s shaper) apply(link netlink.Link, p plan) (changed []string, err error) {
+func (s shaper) apply(link netlink.Link, p plan, fqCodel bool) (changed []string, err error) {
 	name := link.Attrs().Name
 	qh := netlink.MakeHandle(major, 0)
 	root, err := s.rootQdisc(link)
@@ -74,7 +74,104 @@ func (s shaper) apply(link netlink.Link, p plan) (changed []string, err error) {
 		}
 	}
 	gone, err := s.removeClasses(link, have, want)
-	return append(changed, gone...), err
+	changed = append(changed, gone...)
+	if err != nil || !fqCodel {
+		return changed, err
+	}
+	queued, err := s.ensureLeafQdiscs(link, p)
+	return append(changed, queued...), err
+}
+
+// errNoFQCodel says that the kernel has no fq_codel qdisc (CONFIG_NET_SCH_FQ_CODEL off, its module missing).
+var errNoFQCodel = errors.New("this kernel has no fq_codel qdisc")
+
+// ensureLeafQdiscs gives every leaf class of the plan an fq_codel qdisc (handle: the leaf's minor), where HTB's
+// default would be a pfifo of the device's queue length: with fq_codel a saturated class keeps its flows apart and
+// its queue short, so that a service's replies in the same class do not wait behind a thousand packets of a bulk
+// sender. It returns what it wrote; an error wrapping errNoFQCodel when the kernel lacks the qdisc.
+func (s shaper) ensureLeafQdiscs(link netlink.Link, p plan) ([]string, error) {
+	inner := map[uint16]bool{}
+	for _, c := range p.classes {
+		inner[c.parent] = true
+	}
+	qs, err := s.nl.QdiscList(link)
+	if err != nil {
+		return nil, fmt.Errorf("listing the qdiscs of %s: %w", link.Attrs().Name, err)
+	}
+	fqCodel := map[uint32]bool{}
+	for _, q := range qs {
+		if q.Type() == "fq_codel" {
+			fqCodel[q.Attrs().Parent] = true
+		}
+	}
+	var changed []string
+	for _, c := range p.classes {
+		h := netlink.MakeHandle(major, c.minor)
+		if c.minor == minorRoot || inner[c.minor] || fqCodel[h] {
+			continue
+		}
+		q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Parent: h, Handle: netlink.MakeHandle(c.minor, 0)})
+		if err := s.nl.QdiscReplace(q); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+				err = fmt.Errorf("%w (%w)", errNoFQCodel, err)
+			}
+			return changed, fmt.Errorf("setting the qdisc of class %s of %s to fq_codel: %w", netlink.HandleStr(h), link.Attrs().Name, err)
+		}
+		changed = append(changed, "qdisc fq_codel under class "+netlink.HandleStr(h))
+	}
+	return changed, nil
+}
+
+// classStats are the counters of one network class on the device: what its inner class sent and how often it hit
+// its limit, and what the qdiscs of its leaves dropped.
+type classStats struct {
+	bytes, packets, overlimits, drops uint64
+}
+
+// stats reads the counters of the plan's network classes on link; a class not in the tree is absent.
+func (s shaper) stats(link netlink.Link) (map[netClass]classStats, error) {
+	classes, err := s.nl.ClassList(link, netlink.MakeHandle(major, 0))
+	if err != nil {
+		return nil, fmt.Errorf("listing the classes of %s: %w", link.Attrs().Name, err)
+	}
+	out := map[netClass]classStats{}
+	parentOf := map[uint32]uint32{}
+	for _, c := range classes {
+		a := c.Attrs()
+		parentOf[a.Handle] = a.Parent
+		for nc := range numClasses {
+			if a.Handle != netlink.MakeHandle(major, nc.inner()) {
+				continue
+			}
+			var st classStats
+			if b := a.Statistics; b != nil && b.Basic != nil {
+				st.bytes, st.packets = b.Basic.Bytes, uint64(b.Basic.Packets)
+			}
+			if q := a.Statistics; q != nil && q.Queue != nil {
+				st.overlimits = uint64(q.Queue.Overlimits)
+			}
+			out[nc] = st
+		}
+	}
+	qs, err := s.nl.QdiscList(link)
+	if err != nil {
+		return nil, fmt.Errorf("listing the qdiscs of %s: %w", link.Attrs().Name, err)
+	}
+	for _, q := range qs {
+		a := q.Attrs()
+		if q.Type() != "fq_codel" || a.Statistics == nil || a.Statistics.Queue == nil {
+			continue
+		}
+		for nc := range numClasses {
+			if parentOf[a.Parent] == netlink.MakeHandle(major, nc.inner()) {
+				if st, ok := out[nc]; ok {
+					st.drops += uint64(a.Statistics.Queue.Drops)
+					out[nc] = st
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // ensureClass adds c, or changes it where have's differs; it returns what it wrote ("" for nothing).
