@@ -12,7 +12,9 @@
 //	             └── 474c:100+ one leaf per pod whose annotation lowers its own egress limit
 //
 // Each class is an inner class with a shared leaf; a pod's own leaf sits under its class, so it still counts
-// against the class's limit. LS and BE exist only while their networkQOS is on.
+// against the class's limit. LS and BE exist only while their networkQOS is on. Every leaf has an fq_codel qdisc
+// where the kernel has one. A root qdisc someone set before is saved under Deps.StateDir (state.go) and put back
+// when network QoS is turned off.
 //
 // A packet's class is chosen by the pod IP it comes from, not by the pod's cgroup: a pod's packets cross a veth into
 // the host's network namespace, where the kernel detaches them from the pod's socket (and so from its cgroup)

@@ -42,6 +42,9 @@ type Plugin struct {
 
 	noFQCodel bool // the kernel has no fq_codel: leaves keep HTB's default
 
+	loaded bool       // the state file was read
+	saved  *savedRoot // the root qdisc the tree replaced, to put back
+
 	shapedMu sync.Mutex
 	shaped   string // the device whose tree the metrics read (Collect runs on the scraper's goroutine)
 
@@ -128,6 +131,9 @@ func (p *Plugin) onHostNetwork() error {
 
 // Run implements qosmanager.RunPlugin.
 func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
+	if err := p.loadSaved(); err != nil {
+		return err
+	}
 	if !enabled(spec) {
 		return p.undo(ctx)
 	}
@@ -169,6 +175,9 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		}
 	}
 	p.device, p.restored = name, false
+	if err := p.remember(ctx, link); err != nil {
+		return err
+	}
 	changed, err := p.shaper.apply(link, pl, !p.noFQCodel)
 	if len(changed) > 0 {
 		klog.FromContext(ctx).V(1).Info("shaped the node's egress", "device", name, "changes", changed)
@@ -236,8 +245,11 @@ func (p *Plugin) removeFrom(ctx context.Context, dev string) error {
 		default:
 			if removed, err := p.shaper.remove(link); err != nil {
 				errs = append(errs, err)
-			} else if removed {
-				klog.FromContext(ctx).Info("removed the network QoS tree", "device", dev)
+			} else {
+				if removed {
+					klog.FromContext(ctx).Info("removed the network QoS tree", "device", dev)
+				}
+				errs = append(errs, p.restore(ctx, link))
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -398,5 +399,62 @@ func TestRealKernelRefusesWhatItCannotEnforce(t *testing.T) {
 	off.ResourceQOSStrategy = nil
 	if err := p.Run(context.Background(), off); err != nil || !p.restored {
 		t.Errorf("off, unable to look: err = %v, restored %v; want nil, true", err, p.restored)
+	}
+}
+
+// TestRealKernelPutsBackTheRootQdisc: a root qdisc someone set on the device (a pfifo with handle 1:) is saved under
+// the state directory before the tree replaces it, and put back when network QoS is turned off, by an agent that
+// restarted in between; a state file that cannot be read is an error naming it.
+func TestRealKernelPutsBackTheRootQdisc(t *testing.T) {
+	n := newTestNet(t)
+	link, err := n.nodeNL.LinkByName("gq0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT}, QdiscType: "pfifo"}
+	if err := n.nodeNL.QdiscReplace(mine); err != nil {
+		t.Fatal(err)
+	}
+	store := statesinformer.NewStore()
+	store.SetPod(netPod("batch", batchAddr, slov1alpha1.QoSBE))
+	state := t.TempDir()
+	deps := qosmanager.Deps{States: store, NetDevice: "gq0", StateDir: state}
+	p, err := newIn(deps, n.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPlugin(t, p, netSpec("50M"))
+	if root, err := p.shaper.rootQdisc(link); err != nil || root == nil || !ours(root) {
+		t.Fatalf("on: root qdisc %v (err %v), want the plugin's htb", root, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(state, StateFile)); err != nil || !strings.Contains(string(b), `"kind":"pfifo"`) {
+		t.Errorf("state file %q (err %v), want the pfifo saved", b, err)
+	}
+
+	restarted, err := newIn(deps, n.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := netSpec("50M")
+	off.ResourceQOSStrategy.BEClass.NetworkQOS.Enable = ptr.To(false)
+	off.ResourceQOSStrategy.LSClass.NetworkQOS.Enable = ptr.To(false)
+	runPlugin(t, restarted, off)
+	root, err := restarted.shaper.rootQdisc(link)
+	if err != nil || root == nil || root.Type() != "pfifo" || root.Attrs().Handle != netlink.MakeHandle(1, 0) {
+		t.Errorf("off after a restart: root qdisc %v (err %v), want the pfifo 1: back", root, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(state, StateFile)); err != nil || strings.Contains(string(b), "pfifo") {
+		t.Errorf("state file %q (err %v) after putting it back, want it empty", b, err)
+	}
+
+	if err := os.WriteFile(filepath.Join(state, StateFile), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	broken, err := newIn(deps, n.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := broken.Run(context.Background(), off); err == nil || !strings.Contains(err.Error(), filepath.Join(state, StateFile)) {
+		t.Errorf("a state file that cannot be read: %v, want an error naming it", err)
 	}
 }
