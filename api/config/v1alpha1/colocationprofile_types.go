@@ -16,7 +16,7 @@ import (
 // profiles select a pod, the first by name decides (its probability included); the others are not applied.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=cprof
+// +kubebuilder:resource:scope=Cluster,shortName=cprof,categories=gleaner
 // +kubebuilder:printcolumn:name="Probability",type=integer,JSONPath=`.spec.probability`
 // +kubebuilder:printcolumn:name="QoS",type=string,JSONPath=`.spec.qosClass`
 // +kubebuilder:printcolumn:name="PriorityClass",type=string,JSONPath=`.spec.priorityClassName`

@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -337,5 +339,32 @@ func TestCRDSchemaRejects(t *testing.T) {
 				t.Errorf("error does not name %s: %v", tt.wantField, err)
 			}
 		})
+	}
+}
+
+// TestEveryKindIsInTheGleanerCategory: `kubectl get gleaner` lists every kind Gleaner installs, because the API
+// server's discovery puts each in the category gleaner.
+func TestEveryKindIsInTheGleanerCategory(t *testing.T) {
+	e := env.Start(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, err := dc.ServerPreferredResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lists {
+		for _, r := range l.APIResources {
+			if slices.Contains(r.Categories, "gleaner") {
+				got = append(got, r.Kind)
+			}
+		}
+	}
+	slices.Sort(got)
+	want := []string{"ColocationProfile", "NodeAllocation", "NodeMetric", "NodeResourceExplanation", "NodeSLO"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("kinds in the category gleaner (-want +got):\n%s", d)
 	}
 }

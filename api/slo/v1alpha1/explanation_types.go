@@ -24,7 +24,7 @@ const LegacyAnnotationResourceExplanation = "noderesource.gleaner.sh/explanation
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nrexp
+// +kubebuilder:resource:scope=Cluster,shortName=nrexp,categories=gleaner
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.status.strategy`,description="colocation-config strategy that applied"
 // +kubebuilder:printcolumn:name="Published",type=date,JSONPath=`.status.updateTime`,description="when the explained values were published on the node"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

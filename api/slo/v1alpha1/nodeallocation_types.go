@@ -10,7 +10,7 @@ import (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nalloc
+// +kubebuilder:resource:scope=Cluster,shortName=nalloc,categories=gleaner
 // +kubebuilder:printcolumn:name="CPU Req%",type=integer,JSONPath=`.status.requestsPercent.cpu`,description="CPU requests, percent of allocatable"
 // +kubebuilder:printcolumn:name="CPU Lim%",type=integer,JSONPath=`.status.limitsPercent.cpu`,description="CPU limits, percent of allocatable"
 // +kubebuilder:printcolumn:name="Mem Req%",type=integer,JSONPath=`.status.requestsPercent.memory`,description="memory requests, percent of allocatable"

@@ -11,7 +11,7 @@ import (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nmetric
+// +kubebuilder:resource:scope=Cluster,shortName=nmetric,categories=gleaner
 // +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.nodeMetric.nodeUsage.cpu`,description="node CPU usage over the aggregate duration"
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.nodeMetric.nodeUsage.memory`,description="node memory usage over the aggregate duration"
 // +kubebuilder:printcolumn:name="Updated",type=date,JSONPath=`.status.updateTime`
