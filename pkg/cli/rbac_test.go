@@ -69,9 +69,11 @@ func TestGleanRunsWithTheReaderRole(t *testing.T) {
 		{"nodes"}, {"nodes", "rbac-a"}, {"nodes", "--live"}, {"nodes", "rbac-a", "--pods", "-o", "wide"}, {"nodes", "--pods", "-o", "json"},
 		{"explain", "rbac-a"},
 		{"top", "nodes"}, {"top", "nodes", "rbac-a", "-o", "wide"}, {"top", "pods", "-A", "-o", "wide"}, {"top", "pods", "rbac-1", "-o", "json"},
+		{"check"}, {"check", "-o", "json"},
 	} {
 		out, errOut, err := glean(t, append([]string{"--kubeconfig", alice}, args...)...)
-		if err != nil || strings.Contains(errOut, "forbidden") {
+		// check says in its table what it could not read (NodeSLOs, DaemonSets), and goes on.
+		if err != nil || strings.Contains(errOut, "forbidden") || strings.Contains(out, "forbidden") {
 			t.Errorf("kubectl glean %v as a reader: %v\nstderr: %s", args, err, errOut)
 			continue
 		}
@@ -79,7 +81,7 @@ func TestGleanRunsWithTheReaderRole(t *testing.T) {
 			t.Errorf("kubectl glean %v as a reader does not show the node:\n%s", args, out)
 		}
 	}
-	for _, args := range [][]string{{"nodes"}, {"explain", "rbac-a"}, {"top", "nodes"}, {"top", "pods"}} {
+	for _, args := range [][]string{{"nodes"}, {"explain", "rbac-a"}, {"top", "nodes"}, {"top", "pods"}, {"check"}} {
 		_, _, err := glean(t, append([]string{"--kubeconfig", mallory}, args...)...)
 		if err == nil || !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("kubectl glean %v without the role: want the API server's refusal, got %v", args, err)
@@ -221,5 +223,51 @@ func TestExplainWithoutNodeSLOAccess(t *testing.T) {
 	}
 	if !strings.Contains(out, "Node rbac-old-role: published") || strings.Contains(out, "NodeSLO") {
 		t.Errorf("want the derivation and nothing of the NodeSLO:\n%s", out)
+	}
+}
+
+// TestCheckWithAnEarlierReaderRole: a user whose role lacks list on nodeslos and daemonsets (a reader role of an
+// earlier release) gets every other check, and a line saying what was not checked, instead of an error.
+func TestCheckWithAnEarlierReaderRole(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "glean-reader-without-check"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{slov1alpha1.GroupVersion.Group}, Resources: []string{"nodeslos"}, Verbs: []string{"get"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "erin-glean"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "erin"}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Client.Delete(context.Background(), o) })
+	}
+	erin := e.UserKubeconfig(t, "erin", "system:authenticated")
+	n := testutil.Node("rbac-check").Label("check", "rbac").Obj()
+	n.Status.NodeInfo = corev1.NodeSystemInfo{KernelVersion: "6.8.0-45-generic", ContainerRuntimeVersion: "containerd://2.1.4",
+		KubeletVersion: "v1.36.3", OperatingSystem: "linux", Architecture: "amd64"}
+	e.CreateNode(t, n)
+
+	var out string
+	testenv.Eventually(t, "erin may list nodes", func() error {
+		var err error
+		out, _, err = glean(t, "--kubeconfig", erin, "check", "-l", "check=rbac")
+		return err
+	})
+	for _, want := range []string{
+		"koordinator    cluster      info      no *.koordinator.sh API group; koordlet DaemonSets not looked for: listing DaemonSets is forbidden\n",
+		"nodeslo        cluster      warning   not checked: listing NodeSLOs is forbidden (bind the ClusterRole gleaner-glean-reader of this release, which grants list on nodeslos)\n",
+		"kernel         rbac-check   ok        6.8.0-45-generic (cpu.idle needs 5.15)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

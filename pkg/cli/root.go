@@ -109,7 +109,7 @@ func newRootCommand(f *Factory) *cobra.Command {
 	streams := f.Streams
 	root := &cobra.Command{
 		Use:   "kubectl-glean",
-		Short: "Gleaner's view of a cluster: allocation per node, batch capacity and why",
+		Short: "Gleaner's view of a cluster: allocation per node, batch capacity and why, preflight checks",
 		Long: `kubectl glean shows what Gleaner knows about a cluster.
 
 Install the kubectl-glean binary anywhere on $PATH and run it as "kubectl glean".`,
@@ -132,6 +132,7 @@ Install the kubectl-glean binary anywhere on $PATH and run it as "kubectl glean"
 		newNodesCommand(f),
 		newExplainCommand(f),
 		newTopCommand(f),
+		newCheckCommand(f),
 		newVersionCommand(f),
 	)
 	return root
