@@ -148,10 +148,11 @@ func expectPrivileges(t *testing.T, spec corev1.PodSpec, o *Options) {
 	if spec.HostNetwork || (sc.Privileged != nil && *sc.Privileged) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		t.Error("the agent asks for host namespaces or privileges it does not need")
 	}
-	// Root, for root-owned cgroup files; of the capabilities only KILL, and host pids, for the local last resort.
+	// Root, for root-owned cgroup files; of the capabilities only KILL, and host pids, for the local last resort,
+	// and SYS_RESOURCE and DAC_OVERRIDE for the OOM order (docs/security.md lists each with its feature).
 	caps := sc.Capabilities
-	if sc.RunAsUser == nil || *sc.RunAsUser != 0 || caps == nil || fmt.Sprint(caps.Drop) != "[ALL]" || fmt.Sprint(caps.Add) != "[KILL]" {
-		t.Errorf("security context %+v: want root with every capability dropped but KILL", sc)
+	if sc.RunAsUser == nil || *sc.RunAsUser != 0 || caps == nil || fmt.Sprint(caps.Drop) != "[ALL]" || fmt.Sprint(caps.Add) != "[KILL SYS_RESOURCE DAC_OVERRIDE]" {
+		t.Errorf("security context %+v: want root with every capability dropped but KILL, SYS_RESOURCE and DAC_OVERRIDE", sc)
 	}
 	// The runtime's default seccomp filter: nothing the agent calls is in what it blocks.
 	if psc := spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
