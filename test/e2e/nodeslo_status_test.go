@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -24,70 +25,80 @@ import (
 // gleaner_agent_nodeslo_applied says 0 for it. Turned off again, the condition goes.
 func TestNodeSLOStatusSaysWhatIsApplied(t *testing.T) {
 	e := suite.Env(t)
-	status := func(what string, ok func(*slov1alpha1.NodeSLO) (bool, string)) *slov1alpha1.NodeSLO {
-		t.Helper()
-		slo := &slov1alpha1.NodeSLO{}
-		e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
-			if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, slo); err != nil {
-				return false, err.Error()
-			}
-			if slo.Status.ObservedGeneration != slo.Generation {
-				return false, fmt.Sprintf("NodeSLO generation %d, status of generation %d: %s", slo.Generation, slo.Status.ObservedGeneration, conditionsText(slo))
-			}
-			good, why := ok(slo)
-			return good, what + ": " + why + "; status: " + conditionsText(slo)
-		})
-		return slo
-	}
 
 	// CPU idle is applied. The runtime hook is not, for want of a privilege: the local node's agent lacks
 	// CAP_SYS_RESOURCE (config/local/agent.yaml: this machine cannot grant it), so the OOM order cannot lower the
 	// oom_score_adj of the agent's own container, which started before the agent, below the runtime's floor.
-	slo := status("CPUIdle applied, RuntimeHook PermissionDenied", func(slo *slov1alpha1.NodeSLO) (bool, string) {
-		idle := meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLOCPUIdle)
-		hook := meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLORuntimeHook)
-		applied := meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLOApplied)
-		return idle != nil && idle.Status == metav1.ConditionTrue &&
-				hook != nil && hook.Status == metav1.ConditionFalse && hook.Reason == slov1alpha1.NodeSLOReasonPermissionDenied &&
-				strings.Contains(hook.Message, "oom_score_adj") && strings.Contains(hook.Message, "gleaner-system/gleaner-agent-") &&
-				applied != nil && applied.Status == metav1.ConditionFalse && strings.Contains(applied.Message, "RuntimeHook (PermissionDenied)"),
-			"CPUIdle not True, or RuntimeHook not PermissionDenied on the agent's own oom_score_adj"
+	slo := waitNodeSLOStatus(e, "CPUIdle applied, RuntimeHook PermissionDenied on the agent's own oom_score_adj", func(slo *slov1alpha1.NodeSLO) bool {
+		return hasCondition(slo, slov1alpha1.NodeSLOCPUIdle, metav1.ConditionTrue, slov1alpha1.NodeSLOReasonApplied) &&
+			hasCondition(slo, slov1alpha1.NodeSLORuntimeHook, metav1.ConditionFalse, slov1alpha1.NodeSLOReasonPermissionDenied, "oom_score_adj", "gleaner-system/gleaner-agent-") &&
+			hasCondition(slo, slov1alpha1.NodeSLOApplied, metav1.ConditionFalse, slov1alpha1.NodeSLOReasonNotApplied, "RuntimeHook (PermissionDenied)")
 	})
 	t.Logf("with the defaults: %s", conditionsText(slo))
 
 	setSLOConfig(e, "resource-qos-config", `{"clusterStrategy": {"beClass": {"resctrlQOS": {"enable": true}}}}`,
 		func(spec *slov1alpha1.NodeSLOSpec) (bool, string) {
 			q := spec.ResourceQOSStrategy
-			ok := q != nil && q.BEClass != nil && q.BEClass.ResctrlQOS != nil && q.BEClass.ResctrlQOS.Enable != nil && *q.BEClass.ResctrlQOS.Enable
-			return ok, fmt.Sprintf("NodeSLO resourceQOSStrategy %+v", q)
+			return q != nil && q.BEClass != nil && q.BEClass.ResctrlQOS != nil && ptr.Deref(q.BEClass.ResctrlQOS.Enable, false),
+				fmt.Sprintf("NodeSLO resourceQOSStrategy %+v", q)
 		})
-	slo = status("Resctrl unsupported", func(slo *slov1alpha1.NodeSLO) (bool, string) {
-		c := meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLOResctrl)
-		a := meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLOApplied)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == slov1alpha1.NodeSLOReasonUnsupported && c.Message != "" &&
-			a != nil && a.Status == metav1.ConditionFalse && strings.Contains(a.Message, "Resctrl (Unsupported)"), "no Resctrl False Unsupported yet"
+	slo = waitNodeSLOStatus(e, "Resctrl Unsupported, and Applied naming it", func(slo *slov1alpha1.NodeSLO) bool {
+		return hasCondition(slo, slov1alpha1.NodeSLOResctrl, metav1.ConditionFalse, slov1alpha1.NodeSLOReasonUnsupported, "resctrl") &&
+			hasCondition(slo, slov1alpha1.NodeSLOApplied, metav1.ConditionFalse, slov1alpha1.NodeSLOReasonNotApplied, "Resctrl (Unsupported)")
 	})
 	t.Logf("with resctrl on: %s", conditionsText(slo))
 
 	out := e.Kubectl("get", "nodeslo", localcluster.NodeName, "-o", "wide")
-	if !regexp.MustCompile(`(?m)^NAME\s+APPLIED\s+REASON\s+MESSAGE\s+AGE$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(localcluster.NodeName)+`\s+False\s+NotApplied\s+.*Resctrl \(Unsupported\)`).MatchString(out) {
+	header := regexp.MustCompile(`(?m)^NAME\s+APPLIED\s+REASON\s+MESSAGE\s+AGE$`)
+	row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(localcluster.NodeName) + `\s+False\s+NotApplied\s+.*Resctrl \(Unsupported\)`)
+	if !header.MatchString(out) || !row.MatchString(out) {
 		t.Errorf("kubectl get nodeslo -o wide:\n%s\nwant the columns APPLIED, REASON, MESSAGE and the node False, NotApplied, naming Resctrl", out)
 	}
+	const gauge = `gleaner_agent_nodeslo_applied{condition="Resctrl"} 0`
 	e.Eventually(time.Minute, func(context.Context) (bool, string) {
-		m := agentMetrics(e)
-		return strings.Contains(m, `gleaner_agent_nodeslo_applied{condition="Resctrl"} 0`), "no gleaner_agent_nodeslo_applied{condition=\"Resctrl\"} 0 in the agent's metrics"
+		return strings.Contains(agentMetrics(e), gauge), "no " + gauge + " in the agent's metrics"
 	})
 
 	setSLOConfig(e, "resource-qos-config", "", func(spec *slov1alpha1.NodeSLOSpec) (bool, string) {
 		q := spec.ResourceQOSStrategy
 		return q == nil || q.BEClass == nil || q.BEClass.ResctrlQOS == nil, fmt.Sprintf("NodeSLO resourceQOSStrategy %+v", q)
 	})
-	status("Resctrl gone", func(slo *slov1alpha1.NodeSLO) (bool, string) {
-		a := meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLOApplied)
-		return meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLOResctrl) == nil && a != nil && !strings.Contains(a.Message, "Resctrl"),
-			"Resctrl's condition still there"
+	waitNodeSLOStatus(e, "Resctrl's condition gone", func(slo *slov1alpha1.NodeSLO) bool {
+		return meta.FindStatusCondition(slo.Status.Conditions, slov1alpha1.NodeSLOResctrl) == nil &&
+			!strings.Contains(conditionsText(slo), "Resctrl")
 	})
+}
+
+// waitNodeSLOStatus waits until the local node's NodeSLO has a status of its current generation for which ok holds
+// (what says what ok waits for), and returns it.
+func waitNodeSLOStatus(e *Env, what string, ok func(*slov1alpha1.NodeSLO) bool) *slov1alpha1.NodeSLO {
+	e.t.Helper()
+	slo := &slov1alpha1.NodeSLO{}
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, slo); err != nil {
+			return false, err.Error()
+		}
+		if slo.Status.ObservedGeneration != slo.Generation {
+			return false, fmt.Sprintf("NodeSLO generation %d, status of generation %d: %s", slo.Generation, slo.Status.ObservedGeneration, conditionsText(slo))
+		}
+		return ok(slo), "waiting for " + what + "; status: " + conditionsText(slo)
+	})
+	return slo
+}
+
+// hasCondition reports whether slo's status has the condition of type with status and reason, its message holding
+// every one of parts.
+func hasCondition(slo *slov1alpha1.NodeSLO, typ string, status metav1.ConditionStatus, reason string, parts ...string) bool {
+	c := meta.FindStatusCondition(slo.Status.Conditions, typ)
+	if c == nil || c.Status != status || c.Reason != reason {
+		return false
+	}
+	for _, p := range parts {
+		if !strings.Contains(c.Message, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // conditionsText is slo's conditions, one "Type=Status/Reason (message)" each.

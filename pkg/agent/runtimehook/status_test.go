@@ -93,16 +93,16 @@ func TestStatusCondition(t *testing.T) {
 		return string(c.Status) + "/" + c.Reason + ": " + c.Message
 	}
 	ctx := context.Background()
+	noSocket := errors.New("dial unix /run/nri/nri.sock: connect: no such file or directory")
+	denied := fmt.Errorf("writing oom_score_adj: %w", fs.ErrPermission)
 	steps := []struct {
 		do   func()
 		want string
 	}{
 		{func() {}, "Unknown/Pending: the NRI plugin has not tried to connect to /run/nri/nri.sock yet"},
-		{func() { st.disconnected(ctx, errors.New("dial unix /run/nri/nri.sock: connect: no such file or directory"), false) },
-			"False/NRIUnavailable: the NRI plugin is not connected to /run/nri/nri.sock (dial unix /run/nri/nri.sock: connect: no such file or directory)"},
+		{func() { st.disconnected(ctx, noSocket, false) }, "False/NRIUnavailable: the NRI plugin is not connected to /run/nri/nri.sock (" + noSocket.Error() + ")"},
 		{func() { st.connected(ctx, "containerd v2.4.2") }, "True/Applied: the NRI plugin is connected to containerd v2.4.2"},
-		{func() { st.reconciled(3, fmt.Errorf("writing oom_score_adj: %w", fs.ErrPermission)) },
-			"False/PermissionDenied: the reconciler's last round: writing oom_score_adj: permission denied"},
+		{func() { st.reconciled(3, denied) }, "False/PermissionDenied: the reconciler's last round: writing oom_score_adj: permission denied"},
 		{func() { st.reconciled(3, nil) }, "True/Applied: the NRI plugin is connected to containerd v2.4.2"},
 	}
 	for i, s := range steps {

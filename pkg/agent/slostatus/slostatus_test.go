@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,71 +87,61 @@ func TestWriterWritesConditions(t *testing.T) {
 		return got
 	}
 
+	// text is the status in one line: each condition's type, status, reason, observed generation and when it last
+	// changed (seconds after the start), the summary's message in full.
+	start := clk.Now()
+	text := func(st slov1alpha1.NodeSLOStatus) string {
+		parts := []string{fmt.Sprintf("gen %d", st.ObservedGeneration)}
+		for _, c := range st.Conditions {
+			p := fmt.Sprintf("%s=%s/%s g%d @%.0fs", c.Type, c.Status, c.Reason, c.ObservedGeneration, c.LastTransitionTime.Sub(start).Seconds())
+			if c.Type == slov1alpha1.NodeSLOApplied {
+				p += " (" + c.Message + ")"
+			}
+			parts = append(parts, p)
+		}
+		return strings.Join(parts, "; ")
+	}
+	gauges := func() string {
+		var g []string
+		for _, c := range []string{"Applied", "CPUIdle", "Resctrl", "RuntimeHook"} {
+			g = append(g, fmt.Sprint(promtest.ToFloat64(w.applied.WithLabelValues(c))))
+		}
+		return strings.Join(g, " ")
+	}
+	expect := func(what, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s:\n got %s\nwant %s", what, got, want)
+		}
+	}
+
 	if err := w.Write(ctx); err != nil || patches.Load() != 0 {
 		t.Fatalf("no NodeSLO in the store: %v, %d patches; want nothing written", err, patches.Load())
 	}
 	store.SetNodeSLO(slo.DeepCopy())
-	got := sync()
-	if got.Status.ObservedGeneration != 1 {
-		t.Errorf("observedGeneration %d, want 1", got.Status.ObservedGeneration)
-	}
-	var types []string
-	for _, c := range got.Status.Conditions {
-		types = append(types, c.Type)
-	}
-	if s := strings.Join(types, ","); s != "Applied,CPUIdle,Resctrl,RuntimeHook" {
-		t.Errorf("conditions %s, want Applied,CPUIdle,Resctrl,RuntimeHook", s)
-	}
-	applied := meta.FindStatusCondition(got.Status.Conditions, slov1alpha1.NodeSLOApplied)
-	if applied == nil || applied.Status != metav1.ConditionFalse || applied.Reason != slov1alpha1.NodeSLOReasonNotApplied ||
-		!strings.Contains(applied.Message, "Resctrl (Unsupported)") || strings.Contains(applied.Message, "CPUIdle") {
-		t.Errorf("Applied = %+v, want False naming Resctrl alone", applied)
-	}
-	first := meta.FindStatusCondition(got.Status.Conditions, slov1alpha1.NodeSLOCPUIdle).LastTransitionTime
-	if !first.Time.Equal(clk.Now()) {
-		t.Errorf("CPUIdle's lastTransitionTime %v, want now %v", first, clk.Now())
-	}
-	gauge := func(c string) string {
-		return fmt.Sprint(promtest.ToFloat64(w.applied.WithLabelValues(c)))
-	}
-	if g := gauge("Applied") + gauge("CPUIdle") + gauge("Resctrl"); g != "010" {
-		t.Errorf("gauges Applied, CPUIdle, Resctrl = %s, want 0 1 0", g)
-	}
+	expect("the first write", text(sync().Status),
+		"gen 1; Applied=False/NotApplied g1 @0s (not applied on this node: Resctrl (Unsupported); each condition says why); "+
+			"CPUIdle=True/Applied g1 @0s; Resctrl=False/Unsupported g1 @0s; RuntimeHook=True/Applied g1 @0s")
+	expect("gauges Applied, CPUIdle, Resctrl, RuntimeHook", gauges(), "0 1 0 1")
 
 	clk.Step(time.Minute)
 	n := patches.Load()
 	sync()
-	if patches.Load() != n {
-		t.Errorf("a write with nothing changed sent a patch")
-	}
+	expect("patches sent when nothing changed", fmt.Sprint(patches.Load()-n), "0")
 
-	// Resctrl turned off (its condition goes), CPUIdle now failing: its time moves, the hook's stays.
+	// Resctrl turned off (its condition and its series go), CPUIdle now failing: its time moves, the hook's stays.
 	qos.gen = 2
 	qos.conds = []metav1.Condition{cond(slov1alpha1.NodeSLOCPUIdle, "False", slov1alpha1.NodeSLOReasonPermissionDenied, "writing cpu.idle: permission denied")}
-	got = sync()
-	if patches.Load() != n+1 {
-		t.Errorf("%d patches after a change, want 1", patches.Load()-n)
-	}
-	idle := meta.FindStatusCondition(got.Status.Conditions, slov1alpha1.NodeSLOCPUIdle)
-	if idle == nil || idle.Status != metav1.ConditionFalse || !idle.LastTransitionTime.Time.Equal(clk.Now()) || idle.ObservedGeneration != 2 {
-		t.Errorf("CPUIdle = %+v, want False since now, observedGeneration 2", idle)
-	}
-	if h := meta.FindStatusCondition(got.Status.Conditions, slov1alpha1.NodeSLORuntimeHook); h == nil || !h.LastTransitionTime.Time.Equal(first.Time) {
-		t.Errorf("RuntimeHook = %+v, want its first lastTransitionTime %v kept", h, first)
-	}
-	if meta.FindStatusCondition(got.Status.Conditions, slov1alpha1.NodeSLOResctrl) != nil {
-		t.Errorf("Resctrl's condition stayed after its feature was turned off")
-	}
-	if n := promtest.CollectAndCount(w.applied); n != 3 {
-		t.Errorf("%d series, want 3 (Applied, CPUIdle, RuntimeHook): Resctrl's goes with its condition", n)
-	}
+	expect("after a change", text(sync().Status),
+		"gen 2; Applied=False/NotApplied g2 @0s (not applied on this node: CPUIdle (PermissionDenied); each condition says why); "+
+			"CPUIdle=False/PermissionDenied g2 @60s; RuntimeHook=True/Applied g2 @0s")
+	expect("patches sent for the change", fmt.Sprint(patches.Load()-n), "1")
+	expect("series", fmt.Sprint(promtest.CollectAndCount(w.applied)), "3")
 
 	// Every feature applied.
 	qos.conds = []metav1.Condition{cond(slov1alpha1.NodeSLOCPUIdle, "True", slov1alpha1.NodeSLOReasonApplied, "applies it")}
-	got = sync()
-	if a := meta.FindStatusCondition(got.Status.Conditions, slov1alpha1.NodeSLOApplied); a.Status != metav1.ConditionTrue || a.Message != "applied: CPUIdle, RuntimeHook" {
-		t.Errorf("Applied = %+v, want True listing CPUIdle, RuntimeHook", a)
-	}
+	expect("everything applied", text(sync().Status),
+		"gen 2; Applied=True/Applied g2 @60s (applied: CPUIdle, RuntimeHook); CPUIdle=True/Applied g2 @60s; RuntimeHook=True/Applied g2 @0s")
 }
 
 // TestWriterReportsFailures: an API server that refuses the write is an error naming the NodeSLO; a NodeSLO
