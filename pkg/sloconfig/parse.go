@@ -29,6 +29,8 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/gleaner-sh/gleaner/internal/jsonfields"
 )
 
 // KeyError is why one key of the ConfigMap was rejected. Its message is what the Warning event on the ConfigMap and
@@ -143,7 +145,7 @@ func decode[T any](r io.Reader, intRange func(path string) (intBounds, bool)) (*
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, nil, decodeError(data, err, reflect.TypeFor[T](), intRange)
 	}
-	return v, lintFields(data, reflect.TypeFor[T]()), nil
+	return v, jsonfields.Lint(data, reflect.TypeFor[T]()), nil
 }
 
 // decodeError rewrites encoding/json's errors to say where in the value the problem is, in the words of the JSON
@@ -195,7 +197,7 @@ func jsonPath(t reflect.Type, goPath string) (string, reflect.Type) {
 			out, t = append(out, part), nil
 			continue
 		}
-		if ft, ok := jsonFields(t)[part]; ok {
+		if ft, ok := jsonfields.Fields(t)[part]; ok {
 			out, t = append(out, part), ft
 			continue
 		}

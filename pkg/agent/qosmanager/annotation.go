@@ -1,7 +1,6 @@
 package qosmanager
 
 import (
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/gleaner-sh/gleaner/internal/jsonfields"
 )
 
 // ReasonAnnotationFieldsIgnored is the reason of the Warning event on a pod whose Koordinator QoS annotation is used
@@ -48,11 +49,11 @@ func DecodeAnnotation(key, raw string, v any) (ignored []string, err error) {
 	if strict {
 		return nil, nil
 	}
-	var tree any
-	if err := json.Unmarshal([]byte(raw), &tree); err != nil {
-		return nil, err // not reached: raw decoded above
+	for _, f := range jsonfields.Lint([]byte(raw), reflect.TypeOf(v)) {
+		if f.Unknown {
+			ignored = append(ignored, f.Path)
+		}
 	}
-	unknownFields("", tree, reflect.TypeOf(v), &ignored)
 	slices.Sort(ignored)
 	return ignored, nil
 }
@@ -64,90 +65,4 @@ func IgnoredFields(key string, ignored []string) string {
 		return ""
 	}
 	return fmt.Sprintf("annotation %s: Gleaner does not read %s, ignored", key, strings.Join(ignored, ", "))
-}
-
-var (
-	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-// unknownFields appends to out the paths, under path, of the members of the decoded JSON val that the Go type t has
-// no field for. It descends into objects decoded into structs and arrays decoded into slices; a map takes any
-// member, and a type that decodes itself (intstr.IntOrString) is its own judge.
-func unknownFields(path string, val any, t reflect.Type, out *[]string) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return
-	}
-	switch val := val.(type) {
-	case map[string]any:
-		if t.Kind() != reflect.Struct {
-			return
-		}
-		fields := jsonFields(t)
-		for name, member := range val {
-			p := name
-			if path != "" {
-				p = path + "." + name
-			}
-			ft, ok := fields[name]
-			if !ok {
-				for n, f := range fields {
-					if strings.EqualFold(n, name) {
-						ft, ok = f, true
-						break
-					}
-				}
-			}
-			if !ok {
-				*out = append(*out, p)
-				continue
-			}
-			unknownFields(p, member, ft, out)
-		}
-	case []any:
-		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-			return
-		}
-		for i, item := range val {
-			unknownFields(fmt.Sprintf("%s[%d]", path, i), item, t.Elem(), out)
-		}
-	}
-}
-
-// jsonFields are the JSON names of struct type t's fields and their types, as encoding/json sees them: exported
-// fields by their tag's name (else their Go name), the fields of an embedded struct without a tag name (such as
-// `json:",inline"`) as t's own, and none tagged "-".
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			for n, sub := range jsonFields(ft) {
-				if _, own := out[n]; !own {
-					out[n] = sub
-				}
-			}
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
 }

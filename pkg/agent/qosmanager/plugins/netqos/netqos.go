@@ -44,6 +44,7 @@ type Plugin struct {
 
 	loaded bool       // the state file was read
 	saved  *savedRoot // the root qdisc the tree replaced, to put back
+	looked string     // the device whose root qdisc was looked at since network QoS was turned on
 
 	shapedMu sync.Mutex
 	shaped   string // the device whose tree the metrics read (Collect runs on the scraper's goroutine)
@@ -223,7 +224,7 @@ func (p *Plugin) undo(ctx context.Context) error {
 		return err
 	}
 	p.setShaped("")
-	p.device, p.restored = "", true
+	p.device, p.restored, p.looked = "", true, ""
 	return nil
 }
 

@@ -65,15 +65,20 @@ func (p *Plugin) persist() error {
 	return qosmanager.WriteStateJSON(p.d.StateDir, StateFile, s)
 }
 
-// remember saves link's root qdisc before the plugin replaces it, when it is one someone set; once per device.
+// remember saves link's root qdisc before the plugin replaces it, when it is one someone set; it looks once per
+// device while network QoS stays on.
 func (p *Plugin) remember(ctx context.Context, link netlink.Link) error {
 	name := link.Attrs().Name
-	if p.saved != nil && p.saved.Device == name {
+	if p.looked == name || p.saved != nil && p.saved.Device == name {
 		return nil
 	}
 	root, err := p.shaper.rootQdisc(link)
-	if err != nil || root == nil || ours(root) || root.Attrs().Handle == 0 {
+	if err != nil {
 		return err
+	}
+	p.looked = name
+	if root == nil || ours(root) || root.Attrs().Handle == 0 {
+		return nil
 	}
 	p.saved = &savedRoot{Device: name, Kind: root.Type(), Handle: root.Attrs().Handle}
 	if err := p.persist(); err != nil {
