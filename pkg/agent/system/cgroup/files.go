@@ -118,8 +118,9 @@ func V1Subsystems() []string { return []string{"cpu", "cpuacct", "cpuset", "memo
 
 // SharesToWeight converts cgroup v1 cpu.shares (2..262144) to cgroup v2 cpu.weight (1..10000) with the linear
 // rule of the Kubernetes cgroup v2 design (KEP-2254) and runc before 1.3.2:
-// weight = 1 + (shares - 2) * 9999 / 262142. Newer runc and crun use a curve that maps 1024 to 100 instead; a
-// weight written by them reads back through WeightToShares as a slightly different share count.
+// weight = 1 + (shares - 2) * 9999 / 262142, the kubelet's own for pod and QoS cgroups (its getCPUWeight, v1.36).
+// Newer runc and crun use a curve that maps 1024 to 100 for containers instead; a weight written by them reads back
+// through WeightToShares as a different share count.
 func SharesToWeight(shares uint64) uint64 {
 	switch {
 	case shares < MinShares:
@@ -130,7 +131,8 @@ func SharesToWeight(shares uint64) uint64 {
 	return 1 + (shares-2)*9999/262142
 }
 
-// WeightToShares is the inverse of SharesToWeight: shares = 2 + (weight - 1) * 262142 / 9999.
+// WeightToShares is the inverse of SharesToWeight: the fewest shares with that weight,
+// shares = 2 + ceil((weight - 1) * 262142 / 9999), so that SharesToWeight(WeightToShares(w)) is w.
 func WeightToShares(weight uint64) uint64 {
 	switch {
 	case weight < 1:
@@ -138,5 +140,5 @@ func WeightToShares(weight uint64) uint64 {
 	case weight > 10000:
 		weight = 10000
 	}
-	return 2 + (weight-1)*262142/9999
+	return 2 + ((weight-1)*262142+9998)/9999
 }

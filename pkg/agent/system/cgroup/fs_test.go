@@ -62,8 +62,9 @@ func TestReaderOnFixtures(t *testing.T) {
 
 			shares, err := r.CPUShares(pod)
 			check(t, "CPUShares", err)
-			// v2 weight 20 reads back as 2 + 19*262142/9999 = 500 shares (kubelet wrote 512 -> 20).
-			diff(t, "CPUShares", map[Version]uint64{V1: 512, V2: 500}[f.version], shares)
+			// v2 weight 20 reads back as the fewest shares of that weight, 2 + ceil(19*262142/9999) = 501 (the kubelet wrote
+			// 512 -> 20).
+			diff(t, "CPUShares", map[Version]uint64{V1: 512, V2: 501}[f.version], shares)
 
 			burst, err := r.CPUBurst(pod)
 			check(t, "CPUBurst", err)
@@ -239,7 +240,9 @@ func TestWriter(t *testing.T) {
 func TestSharesWeight(t *testing.T) {
 	tests := []struct{ shares, weight, back uint64 }{
 		{shares: 2, weight: 1, back: 2},
-		{shares: 1024, weight: 39, back: 998},
+		{shares: 1024, weight: 39, back: 999},
+		{shares: 999, weight: 39, back: 999}, // the fewest shares of weight 39
+		{shares: 998, weight: 38, back: 973},
 		{shares: 262144, weight: 10000, back: 262144},
 		{shares: 0, weight: 1, back: 2},                // below the range: clamped
 		{shares: 1 << 30, weight: 10000, back: 262144}, // above the range: clamped
@@ -250,6 +253,11 @@ func TestSharesWeight(t *testing.T) {
 		}
 		if s := WeightToShares(tt.weight); s != tt.back {
 			t.Errorf("WeightToShares(%d) = %d, want %d", tt.weight, s, tt.back)
+		}
+	}
+	for w := uint64(1); w <= 10000; w++ { // a weight read back and written again is the same weight
+		if s := WeightToShares(w); SharesToWeight(s) != w || SharesToWeight(s-1) == w && s > MinShares {
+			t.Fatalf("WeightToShares(%d) = %d: not the fewest shares of that weight", w, s)
 		}
 	}
 }

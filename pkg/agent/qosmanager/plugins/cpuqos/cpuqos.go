@@ -331,17 +331,17 @@ func hookOwnsShares(pod *corev1.Pod) bool {
 	return ok && plan.Pod.CPUShares != 0
 }
 
-// standIn keeps the burstable QoS cgroup's cpu.shares at the kubelet's value while the besteffort QoS cgroup is
-// idle, on cgroup v1. The kernel refuses cpu.shares writes to an idle cgroup, and the kubelet's QoS manager, which
-// writes the besteffort cgroup's cpu.shares 2 on every update (each minute and for each new pod), gives up that
-// update at the refusal: whether the burstable cgroup's cpu.shares was written first is up to map order, so the
+// standIn keeps the burstable QoS cgroup's CPU weight at the kubelet's value while the besteffort QoS cgroup is
+// idle. The kernel refuses cpu.shares (v1) and cpu.weight (v2) writes to an idle cgroup, and the kubelet's QoS
+// manager, which writes the besteffort cgroup's weight on every update (each minute and for each new pod), gives up
+// that update at the refusal: whether the burstable cgroup's weight was written first is up to map order, so the
 // services' weight could lag their requests by minutes. Each run the plugin reads the burstable cgroup's weight and,
-// when it differs from what the kubelet computes (cgroup.BurstableShares), writes that value once (not held: the
-// kubelet stays its owner). Not on v2: the kubelet's runtime library converts shares to cpu.weight on its own curve,
-// which the agent's linear conversion would contradict (with the systemd driver, systemd clears cpu.idle before it
-// writes the weight, so the kubelet's update goes through there).
+// when it differs from what the kubelet computes (cgroup.BurstableShares; on v2 through the kubelet's own linear
+// conversion, cgroup.SharesToWeight), writes that value once (not held: the kubelet stays its owner). With the
+// systemd driver on v2, systemd clears cpu.idle before it writes the weight, so the kubelet's update goes through
+// there and the values already agree.
 func (p *Plugin) standIn(ctx context.Context, pods []*statesinformer.PodMeta, beIdle bool) error {
-	if !beIdle || p.v2 {
+	if !beIdle {
 		return nil
 	}
 	var list []*corev1.Pod
@@ -352,11 +352,12 @@ func (p *Plugin) standIn(ctx context.Context, pods []*statesinformer.PodMeta, be
 		list = append(list, m.Pod)
 	}
 	shares := cgroup.BurstableShares(list)
-	if got, err := p.d.Cgroups.CPUShares(p.burstableDir); err == nil && got == shares {
+	if got, err := p.d.Cgroups.CPUShares(p.burstableDir); err == nil && (got == shares ||
+		p.v2 && cgroup.SharesToWeight(got) == cgroup.SharesToWeight(shares)) {
 		return nil
 	}
 	return p.d.Executor.Do(ctx, Name, executor.Update{Dir: p.burstableDir, Value: executor.CPUShares(shares),
-		Reason: fmt.Sprintf("the kubelet's value (the CPU requests of the Burstable pods among %d): its own update stops at the besteffort cgroup's cpu.shares, which the kernel refuses while cpu.idle is 1", len(list))})
+		Reason: fmt.Sprintf("the kubelet's value (the CPU requests of the Burstable pods among %d): its own update stops at the besteffort cgroup's weight, which the kernel refuses while cpu.idle is 1", len(list))})
 }
 
 // adopt holds the cpu.idle = 1 an earlier agent left in the besteffort QoS cgroup and the pods' cgroups, so that

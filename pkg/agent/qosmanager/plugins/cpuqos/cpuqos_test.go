@@ -335,7 +335,7 @@ func drain(ch chan string) []string {
 }
 
 // TestStandsInForTheKubelet: while the besteffort QoS cgroup is idle the plugin keeps the burstable QoS cgroup's
-// cpu.shares at the kubelet's value (the kubelet's own update stops at the refused besteffort write), follows a new
+// weight (cpu.shares, or cpu.weight by the kubelet's conversion) at the kubelet's value (the kubelet's own update stops at the refused besteffort write), follows a new
 // Burstable pod, and lets the value go, without writing, once BE's cpuQOS is off.
 func TestStandsInForTheKubelet(t *testing.T) {
 	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
@@ -350,17 +350,18 @@ func TestStandsInForTheKubelet(t *testing.T) {
 			}
 			return n
 		}
-		before := shares()
-		r.run(spec(nil))
-		if l.Version == cgroup.V2 {
-			// Not on v2: the kubelet's runtime library has its own shares-to-weight curve.
-			if got := shares(); got != before {
-				t.Errorf("v2: cpu.shares of %s changed from %d to %d; the plugin stands in on v1 only", burstable, before, got)
+		// kubelet is the value the kubelet writes for Burstable requests of milli, as it reads back: on v2 a
+		// cpu.weight through the kubelet's linear conversion.
+		kubelet := func(milli int64) uint64 {
+			s := cgroup.MilliCPUToShares(milli)
+			if l.Version == cgroup.V2 {
+				s = cgroup.WeightToShares(cgroup.SharesToWeight(s))
 			}
-			return
+			return s
 		}
+		r.run(spec(nil))
 		// web asks for 1 CPU, be-outside for 500m: the kubelet's 1536 shares.
-		if got, want := shares(), cgroup.MilliCPUToShares(1500); got != want {
+		if got, want := shares(), kubelet(1500); got != want {
 			t.Errorf("cpu.shares of %s = %d, want the kubelet's %d", burstable, got, want)
 		}
 		more := tu.Pod("api").UID("0000000d-0000-4000-8000-000000000004").Container("c").Requests("cpu", "250m").Running("containerd://api").Obj()
@@ -369,7 +370,7 @@ func TestStandsInForTheKubelet(t *testing.T) {
 		}
 		r.Store.SetPod(more)
 		r.run(spec(nil))
-		if got, want := shares(), cgroup.MilliCPUToShares(1750); got != want {
+		if got, want := shares(), kubelet(1750); got != want {
 			t.Errorf("after a new Burstable pod cpu.shares of %s = %d, want %d", burstable, got, want)
 		}
 		// Not held: the kubelet's own value is not overwritten at the resync, only corrected at the next run.
@@ -379,22 +380,22 @@ func TestStandsInForTheKubelet(t *testing.T) {
 		if err := r.Exec.Resync(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := shares(); got != 4000 {
+		if got := shares(); got != 4000 && got != cgroup.WeightToShares(cgroup.SharesToWeight(4000)) {
 			t.Errorf("the executor holds the stand-in value: cpu.shares %d after a resync, want 4000", got)
 		}
 		r.run(spec(nil))
-		if got, want := shares(), cgroup.MilliCPUToShares(1750); got != want {
+		if got, want := shares(), kubelet(1750); got != want {
 			t.Errorf("a wrong weight is not corrected at the next run: %d, want %d", got, want)
 		}
 
 		r.run(spec(beOff))
-		if err := r.FS.SetCPUShares(burstable, 4096); err != nil { // the kubelet, whose updates go through again
+		if err := r.FS.SetCPUShares(burstable, cgroup.MilliCPUToShares(4000)); err != nil { // the kubelet, whose updates go through again
 			t.Fatal(err)
 		}
 		if err := r.Exec.Resync(r.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := shares(), uint64(4096); got != want {
+		if got, want := shares(), kubelet(4000); got != want {
 			t.Errorf("cpu.shares of %s = %d after BE's cpuQOS was turned off: the plugin still asserts its value", burstable, got)
 		}
 	})
