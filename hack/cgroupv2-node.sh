@@ -151,12 +151,14 @@ fi
 STATE=/var/lib/gleaner-e2e
 {
   echo '#!/bin/sh'
-  echo 'export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp'
+  # HOME is the machine's own (tmpfs): the host's home reaches it through 9p, where the suite's look at what it
+  # holds (TakeSnapshot's homeEntries, a walk of every file outside the build caches) took 100 s on emulated CPUs.
+  echo 'export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/run/home TMPDIR=/tmp'
   printf 'export CI=%q GLEANER_E2E=1 GLEANER_E2E_STATE=%q GLEANER_E2E_IMAGES=%q GLEANER_CACHE=%q GOCACHE=%q GOMODCACHE=%q GOFLAGS=-mod=readonly GOPROXY=off\n' \
     "${CI:-}" "$STATE" "${IMAGES:-}" "$(dirname "$CACHE")" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
   echo 'say() { echo "cgroupv2-node: $*" > /dev/ttyS0; }'
   echo 'mount -t proc proc /proc && mount -t sysfs sys /sys && mount -t cgroup2 cgroup2 /sys/fs/cgroup &&'
-  echo '  mount -t tmpfs run /run || { say "could not mount proc, sys, cgroup2 or /run"; poweroff -f; }'
+  echo '  mount -t tmpfs run /run && mkdir /run/home || { say "could not mount proc, sys, cgroup2 or /run"; poweroff -f; }'
   # A tree under /tmp (a CI clone, say) would be hidden by the machine's own /tmp: it is bound again at its path.
   if [[ $REPO == /tmp/* ]]; then
     echo 'mkdir -p /run/host-tmp && mount --bind /tmp /run/host-tmp'

@@ -17,9 +17,11 @@ import (
 // Apply applies a kustomization directory (`kubectl apply --server-side -k dir`) and waits for the CRDs it holds
 // to be established, so that objects of those kinds can be created right after.
 func (c *Cluster) Apply(ctx context.Context, dir string) error {
+	start := c.cfg.Clock.Now()
 	if _, err := c.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-k", dir); err != nil {
 		return fmt.Errorf("applying %s: %w", dir, err)
 	}
+	applied := c.cfg.Clock.Now()
 	out, err := c.Kubectl(ctx, "kustomize", dir)
 	if err != nil {
 		return fmt.Errorf("rendering %s: %w", dir, err)
@@ -29,6 +31,8 @@ func (c *Cluster) Apply(ctx context.Context, dir string) error {
 			return fmt.Errorf("waiting for the CRDs of %s: %w", dir, err)
 		}
 	}
+	c.logf("applied %s in %s, its CRDs established %s later", filepath.Base(dir),
+		applied.Sub(start).Round(10*time.Millisecond), c.cfg.Clock.Since(applied).Round(10*time.Millisecond))
 	return nil
 }
 
@@ -75,6 +79,7 @@ func Helm(ctx context.Context, repoRoot string) (string, error) {
 // WaitWorkloadsReady waits until every Deployment and DaemonSet in the namespace has all its pods updated and
 // ready. It needs no names, so a workload added to the manifests is waited for with no change here.
 func (c *Cluster) WaitWorkloadsReady(ctx context.Context, namespace string, timeout time.Duration) error {
+	start := c.cfg.Clock.Now()
 	cs, err := c.Clientset()
 	if err != nil {
 		return err
@@ -108,6 +113,7 @@ func (c *Cluster) WaitWorkloadsReady(ctx context.Context, namespace string, time
 		pods, _ := c.Kubectl(ctx, "get", "pods", "-n", namespace, "-o", "wide")
 		return fmt.Errorf("waiting for the workloads in %s (not ready: %s): %w\n%s", namespace, strings.Join(notReady, ", "), err, pods)
 	}
+	c.logf("the workloads in %s ready in %s", namespace, c.cfg.Clock.Since(start).Round(10*time.Millisecond))
 	return nil
 }
 

@@ -27,8 +27,9 @@ func TestAgentMeasuresTheRealNode(t *testing.T) {
 	burner := e.RunPod(testutil.Pod("burner").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
 		Image(BurnerImage, fmt.Sprintf("--load=%.1f", burnerLoad)).Requests("cpu", "500m", "memory", "32Mi").Obj())
 
-	// The sample config averages over 60 s and reports every 20 s: the pod's average nears its load once the
-	// window holds mostly its burning (a pod younger than half the window is not reported at all).
+	// The local cluster's config averages over 30 s and reports every 10 s (config/local/slo-controller-config.yaml):
+	// the pod's average nears its load once the window holds mostly its burning (a pod younger than half the window
+	// is not reported at all).
 	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) {
 		nm := &slov1alpha1.NodeMetric{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, nm); err != nil {

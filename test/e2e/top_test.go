@@ -36,7 +36,7 @@ func TestGleanTopOnTheRealNode(t *testing.T) {
 	batch.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: batchResources, Limits: batchResources}
 	batch = e.RunPod(batch)
 
-	// The agent reports a pod once the aggregate window (60 s in the sample config) is half its own.
+	// The agent reports a pod once the aggregate window (30 s on the local cluster) is half its own.
 	e.Eventually(4*time.Minute, func(ctx context.Context) (bool, string) { return topPodsShows(ctx, e, batch, ask) })
 	table, err := e.Cluster.Kubectl(e.Ctx, "glean", "top", "pods", "-n", batch.Namespace)
 	if err != nil {
