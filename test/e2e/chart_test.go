@@ -31,8 +31,8 @@ import (
 // cluster's values added to helm (registryInstall). Then: the pods run the pushed images, pulled by containerd from
 // the registry; helm records the release as deployed; the namespace helm creates carries the chart's Pod Security
 // labels; the agent reports the node's NodeMetric and the manager turns it into batch resources on the node; a second
-// `helm upgrade --install` leaves the webhook's caBundle, which the manager injected, to the manager. Afterwards the
-// cluster starts again from config/local for the tests that follow.
+// `helm upgrade --install` leaves the webhook's caBundle, which the manager injected, to the manager. The next test gets
+// the cluster from config/local again.
 func TestInstallFromRegistry(t *testing.T) {
 	e := suite.Env(t)
 	helm, err := localcluster.Helm(e.Ctx, e.Suite.RepoRoot)
@@ -46,13 +46,10 @@ func TestInstallFromRegistry(t *testing.T) {
 		t.Fatalf("down before installing from the registry: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := e.Suite.StopCluster(ctx); err != nil {
+		if err := e.Suite.StopCluster(context.Background()); err != nil {
 			t.Errorf("down after the install from the registry: %v", err)
 		}
-		if err := e.Suite.StartCluster(ctx); err != nil {
-			t.Errorf("starting the cluster again from config/local: %v", err)
-		}
+		e.Suite.StartClusterLater()
 	})
 	start := time.Now()
 	install := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "install-from-registry")

@@ -64,6 +64,8 @@ type Suite struct {
 	cannotRun string
 	cluster   *localcluster.Cluster
 	started   bool
+	// startPending: a test replaced the cluster and stopped it (StartClusterLater); the next Env starts it again.
+	startPending bool
 	// imagesDir holds the images the suite built for its cluster starts; tearDown removes it.
 	imagesDir string
 }
@@ -194,6 +196,11 @@ func (s *Suite) startCluster(ctx context.Context, deploy func(context.Context) e
 	return s.cluster.WaitWorkloadsReady(ctx, GleanerNamespace, 3*time.Minute)
 }
 
+// StartClusterLater has the next test's Env start the cluster from config/local: a test that replaced the suite's
+// cluster stops it and calls this in its cleanup. When no test follows, nothing starts (the run's last test would
+// otherwise start a cluster only for tearDown to stop it).
+func (s *Suite) StartClusterLater() { s.startPending = true }
+
 // StopCluster tears the cluster down.
 func (s *Suite) StopCluster(ctx context.Context) error {
 	s.started = false
@@ -251,6 +258,12 @@ func (s *Suite) Env(t testing.TB) *Env {
 	}
 	if s.cannotRun != "" {
 		ci.Skipf(t, "e2e: %s", s.cannotRun)
+	}
+	if s.startPending {
+		s.startPending = false
+		if err := s.StartCluster(context.Background()); err != nil {
+			t.Fatalf("e2e: starting the cluster again from config/local after a test that replaced it: %v", err)
+		}
 	}
 	if !s.started {
 		t.Fatal("e2e: the cluster is not running (an earlier test failed to restart it)")

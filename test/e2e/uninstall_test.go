@@ -104,7 +104,7 @@ func nodeGleanerFields(t *testing.T, e *Env) []string {
 // suppression by CFS quota, system-config's sysctls and network QoS on, until each is seen on the node; then `kubectl
 // delete -k config/local` uninstalls it, and once the agent has gone the node's state is what it was before the
 // install. What the manager wrote on the Node object is listed (it stays: the manager gives it back when colocation
-// is turned off, not on an uninstall yet). Afterwards the cluster starts again from config/local.
+// is turned off, not on an uninstall yet). The next test gets the cluster from config/local again.
 func TestUninstallRestoresTheNode(t *testing.T) {
 	e := suite.Env(t)
 	host := netnstest.Handle(t, netns.None())
@@ -124,13 +124,10 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := e.Suite.StopCluster(ctx); err != nil {
+		if err := e.Suite.StopCluster(context.Background()); err != nil {
 			t.Errorf("down after the uninstall: %v", err)
 		}
-		if err := e.Suite.StartCluster(ctx); err != nil {
-			t.Errorf("starting the cluster again from config/local: %v", err)
-		}
+		e.Suite.StartClusterLater()
 	})
 	if err := e.Suite.StartClusterDeploying(context.Background(), func(context.Context, *localcluster.Cluster) error { return nil }); err != nil {
 		t.Fatalf("starting the cluster without Gleaner: %v", err)
