@@ -171,6 +171,9 @@ func Schema() ([]byte, error) {
 	}
 	row := object(map[string]schema{"requests": freeObject(), "limits": freeObject()})
 	root := object(map[string]schema{
+		// Helm gives every chart of an umbrella chart its parent's global values; refusing them would refuse being a
+		// dependency. The chart reads none.
+		"global": {"type": "object", "description": "an umbrella chart's global values (Helm passes them to every subchart); the chart reads none"},
 		"namespace": object(map[string]schema{
 			"create": typed("boolean"),
 			"podSecurity": object(map[string]schema{

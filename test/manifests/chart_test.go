@@ -817,3 +817,61 @@ func TestChartKoordinatorPriorityClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestChartAsASubchart: an umbrella chart that lists gleaner as a dependency and sets global values (Helm hands them
+// to every subchart) lints, and renders the objects the chart renders on its own, with Helm 4 and Helm 3. The
+// umbrella's own values for the subchart land as the chart's values do.
+func TestChartAsASubchart(t *testing.T) {
+	umbrella := t.TempDir()
+	if err := os.CopyFS(filepath.Join(umbrella, "charts", "gleaner"), os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(umbrella, "templates"), 0o755); err != nil { // lint --strict wants one
+		t.Fatal(err)
+	}
+	chart := `apiVersion: v2
+name: platform
+version: 1.0.0
+dependencies:
+  - name: gleaner
+    version: ">=0.0.0-0"
+    repository: file://charts/gleaner
+`
+	values := `global:
+  imageRegistry: registry.example.com
+  storageClass: fast
+gleaner:
+  manager:
+    replicas: 3
+`
+	for name, text := range map[string]string{"Chart.yaml": chart, "values.yaml": values} {
+		if err := os.WriteFile(filepath.Join(umbrella, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := render(t, "gleaner-system", "--set", "manager.replicas=3")
+	for _, h := range []struct {
+		name  string
+		bin   *helmBinary
+		extra []string
+	}{
+		{"helm 4", helm4Binary, nil},
+		// Helm 3's template assumes Kubernetes v1.20 unless told, below the chart's kubeVersion.
+		{"helm 3", helm3Binary, []string{"--kube-version", "v1.36.3"}},
+	} {
+		t.Run(h.name, func(t *testing.T) {
+			bin := h.bin.get(t)
+			if out, err := runHelmBinary(t, bin, "lint", "--strict", umbrella, "--namespace", "gleaner-system"); err != nil {
+				t.Errorf("%v\n%s", err, out)
+			}
+			out, err := runHelmBinary(t, bin, append([]string{"template", "gleaner", umbrella, "--namespace", "gleaner-system", "--include-crds"}, h.extra...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := decode(t, h.name+" template of the umbrella chart", out)
+			for _, d := range compareObjects(t, want, got) {
+				t.Errorf("the chart alone and as a subchart render differently: %s", d)
+			}
+		})
+	}
+}
