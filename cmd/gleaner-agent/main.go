@@ -4,16 +4,15 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 
+	"github.com/gleaner-sh/gleaner/internal/logging"
 	"github.com/gleaner-sh/gleaner/pkg/agent"
 	"github.com/gleaner-sh/gleaner/pkg/version"
 )
@@ -24,10 +23,8 @@ func main() {
 	opts.Uninstall.Namespace = os.Getenv("POD_NAMESPACE") // the downward API; --namespace overrides it
 	fs := pflag.NewFlagSet("gleaner-agent", pflag.ExitOnError)
 	opts.AddFlags(fs)
-	zapOpts := zap.Options{}
-	logFlags := flag.NewFlagSet("log", flag.ExitOnError)
-	zapOpts.BindFlags(logFlags)
-	fs.AddGoFlagSet(logFlags)
+	logOpts := logging.NewOptions()
+	logOpts.AddFlags(fs)
 	// Not among the options' flags: those are the chart's values (internal/chart), and this one only prints.
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
@@ -36,7 +33,11 @@ func main() {
 		return
 	}
 
-	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	logger, err := logOpts.Logger()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gleaner-agent: %v\n", err)
+		os.Exit(2)
+	}
 	// Only the logging and signal packages of controller-runtime: its root package would link the whole manager
 	// (webhooks, leader election) into the agent, which is measurably larger in memory.
 	crlog.SetLogger(logger)

@@ -4,15 +4,14 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gleaner-sh/gleaner/internal/logging"
 	"github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/pkg/version"
 )
@@ -21,10 +20,8 @@ func main() {
 	opts := manager.NewOptions()
 	fs := pflag.NewFlagSet("gleaner-manager", pflag.ExitOnError)
 	opts.AddFlags(fs)
-	zapOpts := zap.Options{}
-	logFlags := flag.NewFlagSet("log", flag.ExitOnError)
-	zapOpts.BindFlags(logFlags)
-	fs.AddGoFlagSet(logFlags)
+	logOpts := logging.NewOptions()
+	logOpts.AddFlags(fs)
 	// Not among the options' flags: those are the chart's values (internal/chart), and this one only prints.
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
@@ -33,8 +30,13 @@ func main() {
 		return
 	}
 
+	base, err := logOpts.Logger()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gleaner-manager: %v\n", err)
+		os.Exit(2)
+	}
 	ctx := ctrl.SetupSignalHandler()
-	logger := manager.StopLogger(ctx, zap.New(zap.UseFlagOptions(&zapOpts)))
+	logger := manager.StopLogger(ctx, base)
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 

@@ -7,12 +7,11 @@ package chart
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gleaner-sh/gleaner/internal/logging"
 	"github.com/gleaner-sh/gleaner/pkg/agent"
 	"github.com/gleaner-sh/gleaner/pkg/manager"
 )
@@ -44,9 +43,7 @@ func FlagSet(component string) *pflag.FlagSet {
 	default:
 		return nil
 	}
-	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
-	(&zap.Options{}).BindFlags(logFlags)
-	fs.AddGoFlagSet(logFlags)
+	logging.NewOptions().AddFlags(fs)
 	return fs
 }
 

@@ -3,7 +3,6 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -25,11 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/internal/chart"
+	"github.com/gleaner-sh/gleaner/internal/logging"
 	"github.com/gleaner-sh/gleaner/pkg/agent"
 	"github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/test/ci"
@@ -444,10 +443,12 @@ func expectManagerValues(t *testing.T, b built) {
 	mspec := m.Spec.Template.Spec
 	mc := mspec.Containers[0]
 	mo := manager.NewOptions()
-	parseArgs(t, "gleaner-manager", mc.Args, mo.AddFlags)
+	log := parseArgs(t, "gleaner-manager", mc.Args, mo.AddFlags)
 	if err := mo.Validate(); err != nil {
 		t.Errorf("gleaner-manager's args %v: %v", mc.Args, err)
 	}
+	expect(t, "manager -v", log.Verbosity, 4)
+	expect(t, "manager --logging-format", log.Format, logging.FormatText)
 	expect(t, "manager replicas", *m.Spec.Replicas, int32(2))
 	expect(t, "manager image", mc.Image, "registry.example.com/gleaner/manager:v1.2.3")
 	expect(t, "manager pull policy", mc.ImagePullPolicy, corev1.PullAlways)
@@ -690,17 +691,21 @@ func TestChartSizingMatchesTheTable(t *testing.T) {
 	}
 }
 
-// parseArgs parses args with the flags addFlags binds, failing t with what cannot be parsed.
-func parseArgs(t *testing.T, binary string, args []string, addFlags func(*pflag.FlagSet)) {
+// parseArgs parses args with the flags addFlags binds and the log flags the binaries' mains add, failing t with
+// what cannot be parsed or does not validate; it returns the log options.
+func parseArgs(t *testing.T, binary string, args []string, addFlags func(*pflag.FlagSet)) *logging.Options {
 	t.Helper()
 	fs := pflag.NewFlagSet(binary, pflag.ContinueOnError)
 	addFlags(fs)
-	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
-	(&zap.Options{}).BindFlags(logFlags)
-	fs.AddGoFlagSet(logFlags)
+	log := logging.NewOptions()
+	log.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("%s's args %v: %v", binary, args, err)
 	}
+	if err := log.Validate(); err != nil {
+		t.Errorf("%s's args %v: %v", binary, args, err)
+	}
+	return log
 }
 
 func expect[T any](t *testing.T, what string, got, want T) {
