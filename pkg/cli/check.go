@@ -140,11 +140,11 @@ var errChecksFailed = errors.New("checks failed")
 // checkOptions are the flags of `kubectl glean check`.
 type checkOptions struct {
 	selector string
-	output   string
+	output   outputFlags
 }
 
 func newCheckCommand(f *Factory) *cobra.Command {
-	o := &checkOptions{}
+	o := &checkOptions{output: outputFlags{table: true, plain: "the table"}}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Whether the cluster and its nodes can run what Gleaner enforces, before and after an install",
@@ -168,13 +168,14 @@ version are open to every authenticated user.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.selector, "selector", "l", "", "node label selector, e.g. -l zone=a,tier!=infra")
-	fl.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: the table)")
+	o.output.add(fl)
 	return cmd
 }
 
 func runCheck(ctx context.Context, f *Factory, o *checkOptions) error {
-	if o.output != outputTable && o.output != outputJSON && o.output != outputYAML {
-		return fmt.Errorf("-o %q: want json or yaml (or nothing for the table)", o.output)
+	out, err := o.output.parse()
+	if err != nil {
+		return err
 	}
 	if o.selector != "" {
 		if _, err := metav1.ParseToLabelSelector(o.selector); err != nil {
@@ -190,9 +191,9 @@ func runCheck(ctx context.Context, f *Factory, o *checkOptions) error {
 		return err
 	}
 	report := CheckReport{Checks: evaluate(in, o.selector)}
-	done, err := printEncoded(f.Out, report, o.output)
+	done, err := printStructured(f.Out, report, nil, out)
 	if !done {
-		err = printChecks(f.Out, report.Checks)
+		err = printChecks(f.Out, report.Checks, out)
 	}
 	if err != nil {
 		return err
@@ -591,9 +592,9 @@ func joinAnd(items []string) string {
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
-func printChecks(w io.Writer, checks []Check) error {
+func printChecks(w io.Writer, checks []Check, out output) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tSCOPE\tRESULT\tDETAIL")
+	out.header(tw, "CHECK\tSCOPE\tRESULT\tDETAIL")
 	for _, c := range checks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, scopeText(c), c.Result, c.Detail)
 	}

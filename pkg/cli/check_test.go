@@ -303,7 +303,7 @@ current-context: c
 	}{
 		{"unreachable API server", []string{"--kubeconfig", unreachable, "--request-timeout", "5s", "check"},
 			`reading the API server's version: Get "https://127.0.0.1:1/version?timeout=5s": dial tcp 127.0.0.1:1: connect: connection refused (is the cluster reachable? check --kubeconfig and --context)`},
-		{"bad output", []string{"--kubeconfig", e.Kubeconfig, "check", "-o", "wide"}, `-o "wide": want json or yaml (or nothing for the table)`},
+		{"bad output", []string{"--kubeconfig", e.Kubeconfig, "check", "-o", "wide"}, `-o "wide": want json, yaml, jsonpath=TEMPLATE (or nothing for the table)`},
 		{"bad selector", []string{"--kubeconfig", e.Kubeconfig, "check", "-l", "a=(b"}, `-l "a=(b": `},
 		{"a node name", []string{"--kubeconfig", e.Kubeconfig, "check", "node-1"}, `unknown command "node-1" for "kubectl glean check"`},
 	}
@@ -543,7 +543,7 @@ func TestCheckGroupsIdenticalNodes(t *testing.T) {
 		t.Fatalf("groups: %d, want 3 (the cluster's, the old kernel, the 1,000)", len(got))
 	}
 	var out bytes.Buffer
-	if err := printChecks(&out, got); err != nil {
+	if err := printChecks(&out, got, output{}); err != nil {
 		t.Fatal(err)
 	}
 	want := `CHECK        SCOPE                               RESULT    DETAIL

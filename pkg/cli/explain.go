@@ -47,7 +47,7 @@ type SLOStatus struct {
 }
 
 func newExplainCommand(f *Factory) *cobra.Command {
-	var output string
+	output := &outputFlags{plain: "the readable derivation"}
 	cmd := &cobra.Command{
 		Use:   "explain NODE...",
 		Short: "Why a node offers the batch and mid resources it does: every term of the calculation",
@@ -72,13 +72,14 @@ behind a newer write, or writing it failed, or something other than gleaner-mana
 			return runExplain(cmd.Context(), f, output, args)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: the readable derivation)")
+	output.add(cmd.Flags())
 	return cmd
 }
 
-func runExplain(ctx context.Context, f *Factory, output string, names []string) error {
-	if output != outputTable && output != outputJSON && output != outputYAML {
-		return fmt.Errorf("-o %q: want json or yaml (or nothing for the derivation)", output)
+func runExplain(ctx context.Context, f *Factory, flags *outputFlags, names []string) error {
+	out, err := flags.parse()
+	if err != nil {
+		return err
 	}
 	_, c, err := f.Clients()
 	if err != nil {
@@ -112,7 +113,7 @@ func runExplain(ctx context.Context, f *Factory, output string, names []string) 
 		}
 		all = append(all, e)
 	}
-	return printExplanations(f.Out, all, output, f.Clock)
+	return printExplanations(f.Out, all, out, f.Clock)
 }
 
 // nodeSLOStatus reads the status of the NodeSLO of node name: nil when there is none, or the agent has not written
@@ -158,8 +159,8 @@ func explanationOf(node *corev1.Node, exp *slov1alpha1.NodeResourceExplanationSt
 	return e
 }
 
-func printExplanations(w io.Writer, all []Explanation, format string, clk clock.PassiveClock) error {
-	if done, err := printEncoded(w, all, format); done {
+func printExplanations(w io.Writer, all []Explanation, out output, clk clock.PassiveClock) error {
+	if done, err := printStructured(w, all, nil, out); done {
 		return err
 	}
 	for i, e := range all {

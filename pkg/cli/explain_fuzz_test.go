@@ -39,7 +39,7 @@ func FuzzExplanation(f *testing.F) {
 		}
 		e := explanationOf(node, &st)
 		for _, format := range []string{outputTable, outputJSON, outputYAML} {
-			if err := printExplanations(io.Discard, []Explanation{e}, format, clk); err != nil {
+			if err := printExplanations(io.Discard, []Explanation{e}, output{format: format}, clk); err != nil {
 				t.Fatalf("printing %q as %q: %v", raw, format, err)
 			}
 		}
@@ -54,7 +54,7 @@ func TestExplainYAMLWithControlCharacters(t *testing.T) {
 	exp.Status.Strategy = "nodeConfigs a\x7fb\u0080c\u009fd\ufffee"
 	e := explanationOf(node, &exp.Status)
 	var out bytes.Buffer
-	if err := printExplanations(&out, []Explanation{e}, outputYAML, clocktesting.NewFakePassiveClock(time.Now())); err != nil {
+	if err := printExplanations(&out, []Explanation{e}, output{format: outputYAML}, clocktesting.NewFakePassiveClock(time.Now())); err != nil {
 		t.Fatalf("-o yaml: %v", err)
 	}
 	var back []Explanation

@@ -165,7 +165,7 @@ func TestExplainErrors(t *testing.T) {
 	}{
 		{[]string{"explain", "explain-none"}, "node explain-none has no NodeResourceExplanation: gleaner-manager's noderesource controller has not published"},
 		{[]string{"explain", "explain-nosuch"}, `node "explain-nosuch" not found`},
-		{[]string{"explain", "explain-none", "-o", "wide"}, `-o "wide": want json or yaml`},
+		{[]string{"explain", "explain-none", "-o", "wide"}, `-o "wide": want json, yaml, jsonpath=TEMPLATE`},
 		{[]string{"explain"}, "requires at least 1 arg"},
 	}
 	for _, tt := range tests {

@@ -29,13 +29,13 @@ const pageSize = 500
 type nodesOptions struct {
 	selector string
 	sortBy   string
-	output   string
+	output   outputFlags
 	pods     bool
 	live     bool
 }
 
 func newNodesCommand(f *Factory) *cobra.Command {
-	o := &nodesOptions{}
+	o := &nodesOptions{output: outputFlags{wide: true, name: true, table: true, plain: "the table"}}
 	cmd := &cobra.Command{
 		Use:   "nodes [NODE...]",
 		Short: "Requests and limits per node, as kubectl describe node's \"Allocated resources\", for many nodes at once",
@@ -57,7 +57,7 @@ always live, from the same pod list, so rows and totals agree).`,
 	fl := cmd.Flags()
 	fl.StringVarP(&o.selector, "selector", "l", "", "node label selector, e.g. -l zone=a,tier!=infra")
 	fl.StringVar(&o.sortBy, "sort-by", "name", "name, or RESOURCE.requests / RESOURCE.limits (share of allocatable, largest first), e.g. cpu.requests")
-	fl.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml")
+	o.output.add(fl)
 	fl.BoolVar(&o.pods, "pods", false, "also list each counted pod with its requests and limits (-n restricts the list, not the totals)")
 	fl.BoolVar(&o.live, "live", false, "compute from the pods now instead of reading NodeAllocation objects")
 	return cmd
@@ -68,7 +68,8 @@ func runNodes(ctx context.Context, f *Factory, o *nodesOptions, names []string) 
 	if err != nil {
 		return err
 	}
-	if err := validateOutput(o.output); err != nil {
+	out, err := o.output.parse()
+	if err != nil {
 		return err
 	}
 	if o.selector != "" {
@@ -90,7 +91,7 @@ func runNodes(ctx context.Context, f *Factory, o *nodesOptions, names []string) 
 		return err
 	}
 	sortReports(report.Nodes, key)
-	return printReport(f.Out, report, o.output, f.Clock)
+	return printReport(f.Out, report, out, f.Clock)
 }
 
 // allocationReport is the allocation of nodes (selected by names, when given): from their NodeAllocations unless

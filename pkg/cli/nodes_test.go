@@ -158,7 +158,7 @@ current-context: c
 	}{
 		{"unknown node", []string{"--kubeconfig", e.Kubeconfig, "nodes", "no-such-node"}, `node "no-such-node" not found`},
 		{"unknown nodes among many", []string{"--kubeconfig", e.Kubeconfig, "nodes", "nope-1", "nope-2", "-l", "x=y"}, `nodes "nope-1", "nope-2" not found or not matching -l x=y`},
-		{"bad output", []string{"--kubeconfig", e.Kubeconfig, "nodes", "-o", "table"}, `-o "table": want wide, json or yaml`},
+		{"bad output", []string{"--kubeconfig", e.Kubeconfig, "nodes", "-o", "table"}, `-o "table": want wide, name, json, yaml, jsonpath=TEMPLATE`},
 		{"bad sort key", []string{"--kubeconfig", e.Kubeconfig, "nodes", "--sort-by", "cpu"}, `--sort-by "cpu"`},
 		{"bad selector", []string{"--kubeconfig", e.Kubeconfig, "nodes", "-l", "a=(b"}, `-l "a=(b"`},
 		{"unreachable API server", []string{"--kubeconfig", unreachable, "--request-timeout", "5s", "nodes"}, "is the cluster reachable?"},

@@ -14,22 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Output formats of -o.
-const (
-	outputTable = ""
-	outputWide  = "wide"
-	outputJSON  = "json"
-	outputYAML  = "yaml"
-)
-
-func validateOutput(o string) error {
-	switch o {
-	case outputTable, outputWide, outputJSON, outputYAML:
-		return nil
-	}
-	return fmt.Errorf("-o %q: want wide, json or yaml (or nothing for the table)", o)
-}
-
 // printEncoded writes v to w as JSON or YAML when format asks for one, and says whether it did.
 func printEncoded(w io.Writer, v any, format string) (bool, error) {
 	var b []byte
@@ -73,15 +57,21 @@ func escapeForYAML(j []byte) []byte {
 	return []byte(b.String())
 }
 
-// printReport writes r in format to w.
-func printReport(w io.Writer, r Report, format string, clk clock.PassiveClock) error {
-	if done, err := printEncoded(w, r, format); done {
+// printReport writes r to w as out asks; -o name lists the nodes.
+func printReport(w io.Writer, r Report, out output, clk clock.PassiveClock) error {
+	names := func() []string {
+		var n []string
+		for _, node := range r.Nodes {
+			n = append(n, "node/"+node.Name)
+		}
+		return n
+	}
+	if done, err := printStructured(w, r, names, out); done {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	wide := format == outputWide
 	if hasPods(r) {
-		printPods(tw, r, wide, clk)
+		printPods(tw, r, out, clk)
 		if err := tw.Flush(); err != nil {
 			return err
 		}
@@ -89,7 +79,7 @@ func printReport(w io.Writer, r Report, format string, clk clock.PassiveClock) e
 			return err
 		}
 	}
-	printResources(tw, r, wide)
+	printResources(tw, r, out)
 	return tw.Flush()
 }
 
@@ -103,12 +93,13 @@ func hasPods(r Report) bool {
 }
 
 // printResources prints one line per node and resource, the rows of kubectl's "Allocated resources".
-func printResources(w io.Writer, r Report, wide bool) {
+func printResources(w io.Writer, r Report, out output) {
+	wide := out.wide()
 	header := "NODE\tRESOURCE\tREQUESTS\tLIMITS"
 	if wide {
 		header += "\tALLOCATABLE\tPODS"
 	}
-	fmt.Fprintln(w, header)
+	out.header(w, header)
 	for _, n := range r.Nodes {
 		for _, res := range n.Resources {
 			line := fmt.Sprintf("%s\t%s\t%s\t%s", n.Name, res.Name, withPercent(res.Requests, res.RequestsPercent), withPercent(res.Limits, res.LimitsPercent))
@@ -125,12 +116,13 @@ func printResources(w io.Writer, r Report, wide bool) {
 }
 
 // printPods prints the counted pods' rows, with kubectl's columns.
-func printPods(w io.Writer, r Report, wide bool, clk clock.PassiveClock) {
+func printPods(w io.Writer, r Report, out output, clk clock.PassiveClock) {
+	wide := out.wide()
 	header := "NODE\tNAMESPACE\tPOD\tCPU REQUESTS\tCPU LIMITS\tMEMORY REQUESTS\tMEMORY LIMITS\tAGE"
 	if wide {
 		header += "\tQOS\tPHASE\tOTHER REQUESTS"
 	}
-	fmt.Fprintln(w, header)
+	out.header(w, header)
 	for _, n := range r.Nodes {
 		for _, p := range n.Pods {
 			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", n.Name, p.Namespace, p.Name,

@@ -95,7 +95,7 @@ node-1   ml          gpu   0 (0%)         0 (0%)         0 (0%)            0 (0%
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := printReport(&out, tt.report, tt.format, clk); err != nil {
+			if err := printReport(&out, tt.report, output{format: tt.format}, clk); err != nil {
 				t.Fatal(err)
 			}
 			got := out.String()
@@ -121,7 +121,7 @@ func TestPrintJSONAndYAML(t *testing.T) {
 	want := sampleReport(now)
 	for _, format := range []string{outputJSON, outputYAML} {
 		var out bytes.Buffer
-		if err := printReport(&out, want, format, clocktesting.NewFakeClock(now)); err != nil {
+		if err := printReport(&out, want, output{format: format}, clocktesting.NewFakeClock(now)); err != nil {
 			t.Fatal(err)
 		}
 		var got Report
@@ -141,7 +141,7 @@ func TestPrintJSONAndYAML(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	_ = printReport(&out, want, outputJSON, clocktesting.NewFakeClock(now))
+	_ = printReport(&out, want, output{format: outputJSON}, clocktesting.NewFakeClock(now))
 	for _, field := range []string{`"source": "live"`, `"requestsPercent": 65`, `"name": "example.com/gpu"`, `"qosClass": "Burstable"`} {
 		if !strings.Contains(out.String(), field) {
 			t.Errorf("JSON output lacks %s", field)
@@ -149,13 +149,86 @@ func TestPrintJSONAndYAML(t *testing.T) {
 	}
 }
 
-func TestValidateOutput(t *testing.T) {
-	for _, ok := range []string{"", "wide", "json", "yaml"} {
-		if err := validateOutput(ok); err != nil {
-			t.Errorf("validateOutput(%q) = %v", ok, err)
+// TestOutputFlags: every verb takes json, yaml and jsonpath=TEMPLATE; wide and name only where the verb says so; a
+// format it does not take, or a template that does not parse, is refused naming what it takes.
+func TestOutputFlags(t *testing.T) {
+	table := outputFlags{wide: true, name: true, table: true, plain: "the table"}
+	text := outputFlags{plain: "one line"}
+	for _, tt := range []struct {
+		flags   outputFlags
+		value   string
+		want    string // the parsed format, or the error's text
+		refused bool
+	}{
+		{table, "", outputTable, false},
+		{table, "wide", outputWide, false},
+		{table, "name", outputName, false},
+		{table, "yaml", outputYAML, false},
+		{table, "jsonpath={.nodes[*].name}", outputJSONPath, false},
+		{text, "json", outputJSON, false},
+		{text, "jsonpath={.clientVersion.goVersion}", outputJSONPath, false},
+		{text, "wide", `-o "wide": want json, yaml, jsonpath=TEMPLATE (or nothing for one line)`, true},
+		{text, "name", `want json, yaml, jsonpath=TEMPLATE`, true},
+		{table, "custom-columns=X:.x", `want wide, name, json, yaml, jsonpath=TEMPLATE (or nothing for the table)`, true},
+		{table, "jsonpath={.nodes[", `-o jsonpath={.nodes[: unterminated array`, true},
+	} {
+		f := tt.flags
+		f.value = tt.value
+		out, err := f.parse()
+		switch {
+		case tt.refused && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%+v -o %q: want an error saying %q, got %v", tt.flags, tt.value, tt.want, err)
+		case !tt.refused && (err != nil || out.format != tt.want):
+			t.Errorf("%+v -o %q: got format %q, %v; want %q", tt.flags, tt.value, out.format, err, tt.want)
 		}
 	}
-	if err := validateOutput("jsonpath={.x}"); err == nil || !strings.Contains(err.Error(), "want wide, json or yaml") {
-		t.Errorf("validateOutput(jsonpath) = %v", err)
+}
+
+// TestReportFormats: the nodes report as -o name (kubectl's kind/name lines), -o jsonpath over the JSON -o json
+// prints, and --no-headers (the table less its header line).
+func TestReportFormats(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	r := withoutPods(sampleReport(now))
+	clk := clocktesting.NewFakeClock(now)
+	print := func(value string, noHeaders bool) string {
+		t.Helper()
+		f := outputFlags{wide: true, name: true, table: true, plain: "the table", value: value, noHeaders: noHeaders}
+		out, err := f.parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := printReport(&b, r, out, clk); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
 	}
+	var names, path []string
+	for _, n := range r.Nodes {
+		names = append(names, "node/"+n.Name)
+		path = append(path, n.Name+"="+n.Resources[0].Requests.String())
+	}
+	if got, want := print("name", false), strings.Join(names, "\n")+"\n"; got != want {
+		t.Errorf("-o name:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := print(`jsonpath={range .nodes[*]}{.name}={.resources[0].requests}{"\n"}{end}`, false), strings.Join(path, "\n")+"\n"; got != want {
+		t.Errorf("-o jsonpath:\n%s\nwant:\n%s", got, want)
+	}
+	for _, value := range []string{"", "wide"} {
+		// The columns are as wide as their cells, without the header's: compare the cells.
+		full, bare := print(value, false), print(value, true)
+		header, rest, _ := strings.Cut(full, "\n")
+		if !strings.HasPrefix(header, "NODE ") || cells(bare) != cells(rest) {
+			t.Errorf("-o %q --no-headers:\n%s\nwant the table without its header:\n%s", value, bare, rest)
+		}
+	}
+}
+
+// cells is a table's text with each run of spaces made one, so tables aligned differently compare equal.
+func cells(table string) string {
+	var lines []string
+	for _, l := range strings.Split(table, "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -40,14 +40,14 @@ const (
 type topOptions struct {
 	selector         string
 	sortBy           string
-	output           string
+	output           outputFlags
 	allNamespaces    bool
 	managerNamespace string
 	sloConfigName    string
 }
 
 func newTopCommand(f *Factory) *cobra.Command {
-	o := &topOptions{}
+	o := &topOptions{output: outputFlags{wide: true, name: true, table: true, plain: "the table"}}
 	cmd := &cobra.Command{
 		Use:   "top nodes|pods",
 		Short: "Measured CPU and memory next to requests, allocatable and the batch and mid capacity, from NodeMetric",
@@ -62,7 +62,7 @@ degradeTimeMinutes in slo-controller-config (read from --manager-namespace; 15 m
 	}
 	fl := cmd.PersistentFlags()
 	fl.StringVarP(&o.selector, "selector", "l", "", "label selector (nodes for top nodes, pods for top pods), e.g. -l app=spark")
-	fl.StringVarP(&o.output, "output", "o", "", "output format: wide or json")
+	o.output.add(fl)
 	fl.StringVar(&o.managerNamespace, "manager-namespace", defaultManagerNamespace, "namespace of gleaner-manager's slo-controller-config (for degradeTimeMinutes)")
 	fl.StringVar(&o.sloConfigName, "slo-config-name", defaultSLOConfigName, "name of gleaner-manager's SLO ConfigMap in --manager-namespace")
 
@@ -92,19 +92,20 @@ const (
 	MetricMissing = "missing"
 )
 
-func validateTopFlags(o *topOptions, keys []string) error {
+func validateTopFlags(o *topOptions, keys []string) (output, error) {
 	if !slices.Contains(keys, o.sortBy) {
-		return fmt.Errorf("--sort-by %q: want one of %s", o.sortBy, strings.Join(keys, ", "))
+		return output{}, fmt.Errorf("--sort-by %q: want one of %s", o.sortBy, strings.Join(keys, ", "))
 	}
-	if o.output != outputTable && o.output != outputWide && o.output != outputJSON {
-		return fmt.Errorf("-o %q: want wide or json (or nothing for the table)", o.output)
+	out, err := o.output.parse()
+	if err != nil {
+		return out, err
 	}
 	if o.selector != "" {
 		if _, err := metav1.ParseToLabelSelector(o.selector); err != nil {
-			return fmt.Errorf("-l %q: %w", o.selector, err)
+			return out, fmt.Errorf("-l %q: %w", o.selector, err)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // reading is a node's NodeMetric read as gleaner-manager reads it: every quantity held to [0, the node's capacity]
@@ -290,10 +291,11 @@ func metricCell(f *Factory, m MetricState) string {
 	return when
 }
 
-// topTable prints r encoded when format asks for it, or, with no rows, kubectl's "No KIND found." on stderr and no
-// header; either way done is true. Otherwise it returns the writer for the table.
-func topTable(f *Factory, r any, format string, rows int, kind string) (tw *tabwriter.Writer, done bool, err error) {
-	if done, err := printEncoded(f.Out, r, format); done {
+// topTable prints r as out asks when that is not a table (names gives -o name's lines), or, with no rows,
+// kubectl's "No KIND found." on stderr and no header; either way done is true. Otherwise it returns the writer for
+// the table.
+func topTable(f *Factory, r any, names func() []string, out output, rows int, kind string) (tw *tabwriter.Writer, done bool, err error) {
+	if done, err := printStructured(f.Out, r, names, out); done {
 		return nil, true, err
 	}
 	if rows == 0 {

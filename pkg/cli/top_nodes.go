@@ -93,7 +93,8 @@ type TierResource struct {
 var topNodeKeys = []string{"name", "cpu", "memory", "cpu.requests", "memory.requests", "batch-cpu", "batch-memory"}
 
 func runTopNodes(ctx context.Context, f *Factory, o *topOptions, names []string) error {
-	if err := validateTopFlags(o, topNodeKeys); err != nil {
+	out, err := validateTopFlags(o, topNodeKeys)
+	if err != nil {
 		return err
 	}
 	cs, c, err := f.Clients()
@@ -128,7 +129,7 @@ func runTopNodes(ctx context.Context, f *Factory, o *topOptions, names []string)
 	}
 	sortTopNodes(report.Nodes, o.sortBy)
 	warnNodes(f, report.Nodes)
-	return printTopNodes(f, report, o.output)
+	return printTopNodes(f, report, out)
 }
 
 // topNode is one node's line, from its NodeMetric and its allocation summary.
@@ -234,17 +235,24 @@ func tierCell(r TierResource, cell func(*int64) string) string {
 	return cell(r.Used) + "/" + cell(&r.Requests) + "/" + cell(r.Capacity)
 }
 
-func printTopNodes(f *Factory, r TopNodesReport, format string) error {
-	tw, done, err := topTable(f, r, format, len(r.Nodes), "nodes")
+func printTopNodes(f *Factory, r TopNodesReport, out output) error {
+	names := func() []string {
+		var n []string
+		for _, node := range r.Nodes {
+			n = append(n, "node/"+node.Name)
+		}
+		return n
+	}
+	tw, done, err := topTable(f, r, names, out, len(r.Nodes), "nodes")
 	if done {
 		return err
 	}
-	wide := format == outputWide
+	wide := out.wide()
 	header := "NODE\tCPU(cores)\tCPU%\tCPU REQUESTS\tMEMORY(bytes)\tMEMORY%\tMEMORY REQUESTS\tBATCH CPU USED/REQ/CAP\tBATCH MEMORY USED/REQ/CAP"
 	if wide {
 		header += "\tCPU ALLOCATABLE\tMEMORY ALLOCATABLE\tMID CPU USED/REQ/CAP\tMID MEMORY USED/REQ/CAP"
 	}
-	fmt.Fprintln(tw, header+"\tNODEMETRIC")
+	out.header(tw, header+"\tNODEMETRIC")
 	for _, n := range r.Nodes {
 		line := strings.Join([]string{n.Name,
 			cpuCell(n.CPU.Used), percentCell(n.CPU.UsedPercent), withPercentCell(cpuCell(&n.CPU.Requests), n.CPU.RequestsPercent),

@@ -79,7 +79,8 @@ type PodUse struct {
 var topPodKeys = []string{"name", "cpu", "memory", "cpu.requests", "memory.requests"}
 
 func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) error {
-	if err := validateTopFlags(o, topPodKeys); err != nil {
+	out, err := validateTopFlags(o, topPodKeys)
+	if err != nil {
 		return err
 	}
 	if o.allNamespaces && len(names) > 0 {
@@ -116,7 +117,7 @@ func runTopPods(ctx context.Context, f *Factory, o *topOptions, names []string) 
 	for _, w := range warnings {
 		fmt.Fprintln(f.ErrOut, w)
 	}
-	return printTopPods(f, report, o.output, o.allNamespaces)
+	return printTopPods(f, report, out, o.allNamespaces)
 }
 
 // selectPods lists the running pods of namespace ("" for all) matching selector, only the named ones when names are
@@ -258,12 +259,19 @@ func sortTopPods(pods []TopPod, key string) {
 	})
 }
 
-func printTopPods(f *Factory, r TopPodsReport, format string, allNamespaces bool) error {
-	tw, done, err := topTable(f, r, format, len(r.Pods), "pods")
+func printTopPods(f *Factory, r TopPodsReport, out output, allNamespaces bool) error {
+	names := func() []string { // kubectl's -o name: pod/NAME, without the namespace
+		var n []string
+		for _, p := range r.Pods {
+			n = append(n, "pod/"+p.Name)
+		}
+		return n
+	}
+	tw, done, err := topTable(f, r, names, out, len(r.Pods), "pods")
 	if done {
 		return err
 	}
-	wide := format == outputWide
+	wide := out.wide()
 	header := "NAME\tCPU(cores)\tCPU REQUESTS\tMEMORY(bytes)\tMEMORY REQUESTS\tQOS\tPRIORITY"
 	if allNamespaces {
 		header = "NAMESPACE\t" + header
@@ -271,7 +279,7 @@ func printTopPods(f *Factory, r TopPodsReport, format string, allNamespaces bool
 	if wide {
 		header += "\tKUBERNETES QOS\tNODE\tNODEMETRIC"
 	}
-	fmt.Fprintln(tw, header)
+	out.header(tw, header)
 	for _, p := range r.Pods {
 		cells := []string{p.Name, cpuCell(p.CPU.Used), cpuCell(&p.CPU.Requests), memoryCell(p.Memory.Used),
 			memoryCell(&p.Memory.Requests), string(p.QoS), string(p.Priority)}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/jsonpath"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
@@ -337,7 +340,7 @@ func TestTopErrors(t *testing.T) {
 	}{
 		{"bad sort key", []string{"top", "nodes", "--sort-by", "cpu.limits"}, `--sort-by "cpu.limits": want one of name, cpu, memory`},
 		{"sort key of nodes for pods", []string{"top", "pods", "--sort-by", "batch-cpu"}, `--sort-by "batch-cpu"`},
-		{"bad output", []string{"top", "nodes", "-o", "yaml"}, `-o "yaml": want wide or json`},
+		{"bad output", []string{"top", "nodes", "-o", "custom-columns=N:.name"}, `-o "custom-columns=N:.name": want wide, name, json, yaml, jsonpath=TEMPLATE`},
 		{"bad selector", []string{"top", "pods", "-l", "a=(b"}, `-l "a=(b"`},
 		{"unknown node", []string{"top", "nodes", "no-such-node"}, `node "no-such-node" not found`},
 		{"unknown pod", []string{"top", "pods", "no-such-pod", "-n", "default"}, `pod "no-such-pod" not found in namespace "default"`},
@@ -466,4 +469,79 @@ bogus-neg-pod   0m           500m           100Mi           512Mi             BE
 	if w := "warning: node bogus-neg: NodeMetric bogus-neg reports cpu outside [0, capacity 16]; clamped nodeUsage -5 to 0, pod default/bogus-neg-pod -3 to 0; the usage of its pods is shown clamped, as gleaner-manager reads it"; !strings.Contains(errOut, w) {
 		t.Errorf("top pods stderr lacks %q:\n%s", w, errOut)
 	}
+}
+
+// TestFormatsOfEveryVerb runs each verb with each -o it takes on one cluster: json parses, yaml is the same object,
+// jsonpath prints what the JSON holds at its path, name lists the objects as kind/name, and --no-headers is the
+// table without its header line. (explain's formats: TestExplain*, which need a NodeResourceExplanation.)
+func TestFormatsOfEveryVerb(t *testing.T) {
+	e := env.Start(t)
+	now := topFixture(t, e)
+	run := func(args ...string) string {
+		t.Helper()
+		out, _, err := gleanAt(t, now, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+		if err != nil && args[0] != "check" { // check exits 1 on a failed check, after its output
+			t.Fatalf("kubectl glean %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+	for _, v := range []struct {
+		args  []string
+		path  string   // a JSONPath into -o json's object
+		names []string // -o name's lines; nil where the verb lists no objects
+		table bool
+	}{
+		{[]string{"nodes", "-l", "top=yes"}, "{.nodes[0].name}", []string{"node/top-a", "node/top-b", "node/top-c"}, true},
+		{[]string{"top", "nodes", "-l", "top=yes"}, "{.nodes[0].name}", []string{"node/top-a", "node/top-b", "node/top-c"}, true},
+		{[]string{"top", "pods", "-n", "default"}, "{.pods[0].name}", []string{"pod/top-b-pod", "pod/top-batch", "pod/top-prod"}, true},
+		{[]string{"check", "-l", "top=yes"}, "{.checks[0].check}", nil, true},
+		{[]string{"version"}, "{.clientVersion.goVersion}", nil, false},
+	} {
+		t.Run(strings.Join(v.args, " "), func(t *testing.T) {
+			var asJSON any
+			if err := json.Unmarshal([]byte(run(append(v.args, "-o", "json")...)), &asJSON); err != nil {
+				t.Fatalf("-o json: %v", err)
+			}
+			var asYAML any
+			if err := yaml.Unmarshal([]byte(run(append(v.args, "-o", "yaml")...)), &asYAML); err != nil {
+				t.Fatalf("-o yaml: %v", err)
+			}
+			if d := cmp.Diff(asJSON, asYAML); d != "" {
+				t.Errorf("-o yaml is not -o json's object (-json +yaml):\n%s", d)
+			}
+			want := jsonPathOf(t, asJSON, v.path)
+			if got := run(append(v.args, "-o", "jsonpath="+v.path)...); got != want || want == "" {
+				t.Errorf("-o jsonpath=%s: %q, want %q", v.path, got, want)
+			}
+			if v.names != nil {
+				got := strings.Fields(run(append(v.args, "-o", "name")...))
+				slices.Sort(got)
+				if !slices.Equal(got, v.names) {
+					t.Errorf("-o name: %q, want %q", got, v.names)
+				}
+			}
+			if v.table {
+				header, rest, _ := strings.Cut(run(v.args...), "\n")
+				if bare := run(append(v.args, "--no-headers")...); header == "" || cells(bare) != cells(rest) {
+					t.Errorf("--no-headers:\n%s\nwant the table less its header %q:\n%s", bare, header, rest)
+				}
+			} else if _, _, err := gleanAt(t, now, append(v.args, "--no-headers")...); err == nil {
+				t.Error("--no-headers is taken by a verb that prints no table")
+			}
+		})
+	}
+}
+
+// jsonPathOf is what path finds in data, printed as -o jsonpath prints it.
+func jsonPathOf(t *testing.T, data any, path string) string {
+	t.Helper()
+	p := jsonpath.New("want")
+	if err := p.Parse(path); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Execute(&b, data); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -16,7 +16,7 @@ type Versions struct {
 }
 
 func newVersionCommand(f *Factory) *cobra.Command {
-	var output string
+	output := &outputFlags{plain: "one line"}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of kubectl-glean",
@@ -31,18 +31,19 @@ and the agents' /metrics as gleaner_build_info.`,
 			return runVersion(f, output)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: one line)")
+	output.add(cmd.Flags())
 	return cmd
 }
 
-func runVersion(f *Factory, output string) error {
-	if output != outputTable && output != outputJSON && output != outputYAML {
-		return fmt.Errorf("-o %q: want json or yaml (or nothing for the line)", output)
-	}
-	build := version.Get()
-	if done, err := printEncoded(f.Out, Versions{ClientVersion: build}, output); done {
+func runVersion(f *Factory, flags *outputFlags) error {
+	out, err := flags.parse()
+	if err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(f.Out, "kubectl-glean", build)
+	build := version.Get()
+	if done, err := printStructured(f.Out, Versions{ClientVersion: build}, nil, out); done {
+		return err
+	}
+	_, err = fmt.Fprintln(f.Out, "kubectl-glean", build)
 	return err
 }
