@@ -169,6 +169,7 @@ version are open to every authenticated user.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&o.selector, "selector", "l", "", "node label selector, e.g. -l zone=a,tier!=infra")
 	o.output.add(fl)
+	o.output.complete(cmd)
 	return cmd
 }
 

@@ -73,6 +73,8 @@ behind a newer write, or writing it failed, or something other than gleaner-mana
 		},
 	}
 	output.add(cmd.Flags())
+	output.complete(cmd)
+	cmd.ValidArgsFunction = completeNodes(f)
 	return cmd
 }
 

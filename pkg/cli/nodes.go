@@ -58,6 +58,8 @@ always live, from the same pod list, so rows and totals agree).`,
 	fl.StringVarP(&o.selector, "selector", "l", "", "node label selector, e.g. -l zone=a,tier!=infra")
 	fl.StringVar(&o.sortBy, "sort-by", "name", "name, or RESOURCE.requests / RESOURCE.limits (share of allocatable, largest first), e.g. cpu.requests")
 	o.output.add(fl)
+	o.output.complete(cmd)
+	cmd.ValidArgsFunction = completeNodes(f)
 	fl.BoolVar(&o.pods, "pods", false, "also list each counted pod with its requests and limits (-n restricts the list, not the totals)")
 	fl.BoolVar(&o.live, "live", false, "compute from the pods now instead of reading NodeAllocation objects")
 	return cmd

@@ -63,6 +63,7 @@ degradeTimeMinutes in slo-controller-config (read from --manager-namespace; 15 m
 	fl := cmd.PersistentFlags()
 	fl.StringVarP(&o.selector, "selector", "l", "", "label selector (nodes for top nodes, pods for top pods), e.g. -l app=spark")
 	o.output.add(fl)
+	o.output.complete(cmd)
 	fl.StringVar(&o.managerNamespace, "manager-namespace", defaultManagerNamespace, "namespace of gleaner-manager's slo-controller-config (for degradeTimeMinutes)")
 	fl.StringVar(&o.sloConfigName, "slo-config-name", defaultSLOConfigName, "name of gleaner-manager's SLO ConfigMap in --manager-namespace")
 

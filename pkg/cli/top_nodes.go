@@ -29,6 +29,8 @@ func newTopNodesCommand(f *Factory, o *topOptions) *cobra.Command {
 		},
 	}
 	nodes.Flags().StringVar(&o.sortBy, "sort-by", "name", "name, cpu, memory (measured), cpu.requests, memory.requests, batch-cpu or batch-memory (measured use of batch pods); largest first")
+	_ = nodes.RegisterFlagCompletionFunc("sort-by", cobra.FixedCompletions(topNodeKeys, cobra.ShellCompDirectiveNoFileComp))
+	nodes.ValidArgsFunction = completeNodes(f)
 	return nodes
 }
 

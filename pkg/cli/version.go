@@ -32,6 +32,7 @@ and the agents' /metrics as gleaner_build_info.`,
 		},
 	}
 	output.add(cmd.Flags())
+	output.complete(cmd)
 	return cmd
 }
 
