@@ -153,8 +153,9 @@ STATE=/var/lib/gleaner-e2e
   echo '#!/bin/sh'
   # HOME is the machine's own (tmpfs): the host's home reaches it through 9p, where the suite's look at what it
   # holds (TakeSnapshot's homeEntries, a walk of every file outside the build caches) took 100 s on emulated CPUs.
+  # What go read from the host's home (its env file's GOTOOLCHAIN, git's safe.directory) is set below instead.
   echo 'export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/run/home TMPDIR=/tmp'
-  printf 'export CI=%q GLEANER_E2E=1 GLEANER_E2E_STATE=%q GLEANER_E2E_IMAGES=%q GLEANER_CACHE=%q GOCACHE=%q GOMODCACHE=%q GOFLAGS=-mod=readonly GOPROXY=off\n' \
+  printf 'export CI=%q GLEANER_E2E=1 GLEANER_E2E_STATE=%q GLEANER_E2E_IMAGES=%q GLEANER_CACHE=%q GOCACHE=%q GOMODCACHE=%q GOFLAGS="-mod=readonly -buildvcs=false" GOPROXY=off GOTOOLCHAIN=local\n' \
     "${CI:-}" "$STATE" "${IMAGES:-}" "$(dirname "$CACHE")" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
   echo 'say() { echo "cgroupv2-node: $*" > /dev/ttyS0; }'
   echo 'mount -t proc proc /proc && mount -t sysfs sys /sys && mount -t cgroup2 cgroup2 /sys/fs/cgroup &&'

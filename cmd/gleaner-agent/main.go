@@ -41,7 +41,10 @@ func main() {
 	// Only the logging and signal packages of controller-runtime: its root package would link the whole manager
 	// (webhooks, leader election) into the agent, which is measurably larger in memory.
 	crlog.SetLogger(logger)
-	klog.SetLogger(logger)
+	if err := logOpts.RouteKlog(logger); err != nil {
+		fmt.Fprintf(os.Stderr, "gleaner-agent: %v\n", err)
+		os.Exit(2)
+	}
 
 	ctx := klog.NewContext(signals.SetupSignalHandler(), logger.WithName("gleaner-agent"))
 	if err := agent.Run(ctx, opts); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gleaner-sh/gleaner/internal/logging"
@@ -38,7 +37,10 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	logger := manager.StopLogger(ctx, base)
 	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
+	if err := logOpts.RouteKlog(logger); err != nil {
+		fmt.Fprintf(os.Stderr, "gleaner-manager: %v\n", err)
+		os.Exit(2)
+	}
 
 	if err := manager.Run(ctx, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "gleaner-manager: %v\n", err)

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -71,7 +73,8 @@ func (o *Options) logger(w io.Writer) (logr.Logger, error) {
 	given := func(name string) bool { return o.fs != nil && o.fs.Changed(name) }
 	z := o.zap
 	z.DestWriter = w
-	if !given("zap-log-level") && !given("zap-devel") {
+	devel := given("zap-devel") && z.Development // --zap-devel=false asks for nothing
+	if !given("zap-log-level") && !devel {
 		level := zapcore.Level(-o.Verbosity)
 		z.Level = &level
 	}
@@ -80,7 +83,7 @@ func (o *Options) logger(w io.Writer) (logr.Logger, error) {
 	}
 	var opts []zap.Opts
 	opts = append(opts, zap.UseFlagOptions(&z))
-	if !given("zap-encoder") && !given("zap-devel") {
+	if !given("zap-encoder") && !devel {
 		// The encoders' own configurations, with the time encoder that UseFlagOptions would otherwise add to the
 		// default encoder only.
 		at := func(c *zapcore.EncoderConfig) { c.EncodeTime = z.TimeEncoder }
@@ -91,4 +94,16 @@ func (o *Options) logger(w io.Writer) (logr.Logger, error) {
 		}
 	}
 	return zap.New(opts...), nil
+}
+
+// RouteKlog sends klog's output, client-go's included, to logger at -v: klog checks its own verbosity before it
+// hands a klog.V(n) message on, so without this -v would reach logr's V(n) and not klog's.
+func (o *Options) RouteKlog(logger logr.Logger) error {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	if err := fs.Set("v", strconv.Itoa(o.Verbosity)); err != nil {
+		return fmt.Errorf("setting klog's -v: %w", err)
+	}
+	klog.SetLoggerWithOptions(logger, klog.ContextualLogger(true))
+	return nil
 }

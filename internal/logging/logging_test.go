@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 )
 
 // parse adds the flags to a fresh flag set, parses args and returns the options with what the logger wrote.
@@ -94,5 +95,27 @@ func TestBadValues(t *testing.T) {
 		if _, err := o.logger(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: want an error naming %q, got %v", args, want, err)
 		}
+	}
+}
+
+// TestKlogFollowsV: klog's V(n), which client-go and some of Gleaner's packages log through, is on at -v n and
+// reaches the logger; --zap-devel=false leaves -v and --logging-format in charge.
+func TestKlogFollowsV(t *testing.T) {
+	o, _ := parse(t, "-v", "3", "--zap-devel=false", "--logging-format=text")
+	var out bytes.Buffer
+	logger, err := o.logger(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.RouteKlog(logger); err != nil {
+		t.Fatal(err)
+	}
+	defer klog.ClearLogger()
+	klog.V(3).Info("klog detail")
+	klog.V(4).Info("klog noise")
+	klog.Flush()
+	got := out.String()
+	if !strings.Contains(got, "klog detail") || strings.Contains(got, "klog noise") || strings.HasPrefix(got, "{") {
+		t.Errorf("klog at -v 3 in text: want its V(3) line and not V(4), got:\n%s", got)
 	}
 }

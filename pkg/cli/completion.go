@@ -41,9 +41,13 @@ func completeNodes(f *Factory) cobra.CompletionFunc {
 	}
 }
 
-// completePods completes pod names in the namespace kubectl would use (-n, else the context's).
-func completePods(f *Factory) cobra.CompletionFunc {
+// completePods completes pod names in the namespace kubectl would use (-n, else the context's); none with -A, which
+// takes no names.
+func completePods(f *Factory, allNamespaces *bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if *allNamespaces {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
 		cs, _, err := f.Clients()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp

@@ -74,6 +74,7 @@ func TestCompletionThroughKubectl(t *testing.T) {
 		{[]string{"explain", "complete-a", "complete-"}, []string{"complete-b"}},
 		{[]string{"top", "nodes", "complete-b"}, []string{"complete-b"}},
 		{[]string{"top", "pods", "-n", "default", ""}, []string{"complete-pod"}},
+		{[]string{"top", "pods", "-A", ""}, nil},
 		{[]string{"top", "pods", "--sort-by", ""}, topPodKeys},
 		{[]string{"nodes", "-o", ""}, []string{"wide", "name", "json", "yaml", "jsonpath="}},
 		{[]string{"version", "-o", ""}, []string{"json", "yaml", "jsonpath="}},

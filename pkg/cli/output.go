@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -67,8 +68,14 @@ func (o *outputFlags) parse() (output, error) {
 	case v == outputTable, v == outputJSON, v == outputYAML, v == outputWide && o.wide, v == outputName && o.name:
 		return out, nil
 	case strings.HasPrefix(v, outputJSONPath+"="):
-		p := jsonpath.New("output")
-		if err := p.Parse(strings.TrimPrefix(v, outputJSONPath+"=")); err != nil {
+		tmpl := strings.TrimPrefix(v, outputJSONPath+"=")
+		if tmpl == "" {
+			return out, errors.New("-o jsonpath= needs a template, e.g. -o jsonpath={.nodes[*].name}")
+		}
+		// As kubectl's --allow-missing-template-keys (true by default): a field left out of the JSON when it is
+		// empty (a percentage without allocatable, say) prints nothing rather than failing the command.
+		p := jsonpath.New("output").AllowMissingKeys(true)
+		if err := p.Parse(tmpl); err != nil {
 			return out, fmt.Errorf("-o %s: %w", v, err)
 		}
 		out.format, out.path = outputJSONPath, p

@@ -171,6 +171,7 @@ func TestOutputFlags(t *testing.T) {
 		{text, "name", `want json, yaml, jsonpath=TEMPLATE`, true},
 		{table, "custom-columns=X:.x", `want wide, name, json, yaml, jsonpath=TEMPLATE (or nothing for the table)`, true},
 		{table, "jsonpath={.nodes[", `-o jsonpath={.nodes[: unterminated array`, true},
+		{table, "jsonpath=", `-o jsonpath= needs a template`, true},
 	} {
 		f := tt.flags
 		f.value = tt.value
@@ -213,6 +214,10 @@ func TestReportFormats(t *testing.T) {
 	}
 	if got, want := print(`jsonpath={range .nodes[*]}{.name}={.resources[0].requests}{"\n"}{end}`, false), strings.Join(path, "\n")+"\n"; got != want {
 		t.Errorf("-o jsonpath:\n%s\nwant:\n%s", got, want)
+	}
+	// A field the JSON leaves out prints nothing, as kubectl's default --allow-missing-template-keys.
+	if got := print(`jsonpath={.nodes[0].noSuchField}`, false); got != "" {
+		t.Errorf("-o jsonpath of a missing field: %q, want nothing", got)
 	}
 	for _, value := range []string{"", "wide"} {
 		// The columns are as wide as their cells, without the header's: compare the cells.

@@ -34,7 +34,7 @@ func newTopPodsCommand(f *Factory, o *topOptions) *cobra.Command {
 	}
 	pods.Flags().StringVar(&o.sortBy, "sort-by", "name", "name, cpu, memory (measured), cpu.requests or memory.requests; largest first")
 	_ = pods.RegisterFlagCompletionFunc("sort-by", cobra.FixedCompletions(topPodKeys, cobra.ShellCompDirectiveNoFileComp))
-	pods.ValidArgsFunction = completePods(f)
+	pods.ValidArgsFunction = completePods(f, &o.allNamespaces)
 	pods.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
 	return pods
 }

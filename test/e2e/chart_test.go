@@ -42,15 +42,16 @@ func TestInstallFromRegistry(t *testing.T) {
 	reg := startRegistry(t)
 	pushed := makePush(t, e, helm, reg)
 
-	if err := e.Suite.StopCluster(context.Background()); err != nil {
-		t.Fatalf("down before installing from the registry: %v", err)
-	}
+	// Registered first: a failed stop below still ends with the suite's cluster back for the next test.
 	t.Cleanup(func() {
 		if err := e.Suite.StopCluster(context.Background()); err != nil {
 			t.Errorf("down after the install from the registry: %v", err)
 		}
 		e.Suite.StartClusterLater()
 	})
+	if err := e.Suite.StopCluster(context.Background()); err != nil {
+		t.Fatalf("down before installing from the registry: %v", err)
+	}
 	start := time.Now()
 	install := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "install-from-registry")
 	if err := e.Suite.StartClusterDeploying(context.Background(), func(ctx context.Context, c *localcluster.Cluster) error {

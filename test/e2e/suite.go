@@ -66,6 +66,8 @@ type Suite struct {
 	started   bool
 	// startPending: a test replaced the cluster and stopped it (StartClusterLater); the next Env starts it again.
 	startPending bool
+	// startErr is why that start failed: every later test fails with it rather than on a half-deployed cluster.
+	startErr error
 	// imagesDir holds the images the suite built for its cluster starts; tearDown removes it.
 	imagesDir string
 }
@@ -201,10 +203,13 @@ func (s *Suite) startCluster(ctx context.Context, deploy func(context.Context) e
 // otherwise start a cluster only for tearDown to stop it).
 func (s *Suite) StartClusterLater() { s.startPending = true }
 
-// StopCluster tears the cluster down.
+// StopCluster tears the cluster down. When that fails the cluster counts as running, so that tearDown tries again.
 func (s *Suite) StopCluster(ctx context.Context) error {
+	if err := s.cluster.Down(ctx); err != nil {
+		return err
+	}
 	s.started = false
-	return s.cluster.Down(ctx)
+	return nil
 }
 
 func (s *Suite) tearDown() error {
@@ -262,8 +267,11 @@ func (s *Suite) Env(t testing.TB) *Env {
 	if s.startPending {
 		s.startPending = false
 		if err := s.StartCluster(context.Background()); err != nil {
-			t.Fatalf("e2e: starting the cluster again from config/local after a test that replaced it: %v", err)
+			s.startErr = fmt.Errorf("starting the cluster again from config/local after a test that replaced it: %w", err)
 		}
+	}
+	if s.startErr != nil {
+		t.Fatalf("e2e: %v", s.startErr)
 	}
 	if !s.started {
 		t.Fatal("e2e: the cluster is not running (an earlier test failed to restart it)")

@@ -120,15 +120,16 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 	})
 	netnstest.Up(t, host, netQOSDevice, netHostAddr+"/24")
 
-	if err := e.Suite.StopCluster(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	// Registered first: a failed stop below still ends with the suite's cluster back for the next test.
 	t.Cleanup(func() {
 		if err := e.Suite.StopCluster(context.Background()); err != nil {
 			t.Errorf("down after the uninstall: %v", err)
 		}
 		e.Suite.StartClusterLater()
 	})
+	if err := e.Suite.StopCluster(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.Suite.StartClusterDeploying(context.Background(), func(context.Context, *localcluster.Cluster) error { return nil }); err != nil {
 		t.Fatalf("starting the cluster without Gleaner: %v", err)
 	}
