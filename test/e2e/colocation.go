@@ -48,6 +48,21 @@ func (e *Env) MakeRoomForBatch(milli int64) int64 {
 	return published
 }
 
+// batchCPUFree says whether the node has milli of batch-cpu that no pod bound to it requests, and what it has.
+func (e *Env) batchCPUFree(milli int64) (bool, string) {
+	e.t.Helper()
+	node, err := e.Clientset.CoreV1().Nodes().Get(e.Ctx, localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	q := node.Status.Allocatable[slov1alpha1.BatchCPU]
+	held, holders, err := e.batchCPUHeld(e.Ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	return q.Value()-held >= milli, fmt.Sprintf("batch-cpu %s, %d of it requested by pods on the node %v; want %d free", q.String(), held, holders, milli)
+}
+
 // batchCPUHeld is what the pods bound to the node, terminating ones included, request of batch-cpu, and which
 // pods those are.
 func (e *Env) batchCPUHeld(ctx context.Context) (int64, []string, error) {
