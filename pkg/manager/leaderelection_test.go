@@ -216,8 +216,16 @@ func (m *managerProcess) log() string {
 // nodeallocation controller on) with extra flags, until the test ends; it returns once the manager holds its lease.
 func startManagerProcess(t *testing.T, e *testenv.Env, leaseName string, flags ...string) *managerProcess {
 	t.Helper()
+	m := spawnManagerProcess(t, append([]string{"--kubeconfig=" + e.Kubeconfig, "--leader-election-id=" + leaseName}, flags...)...)
+	leaseHolder(t, e, client.ObjectKey{Namespace: "gleaner-system", Name: leaseName})
+	return m
+}
+
+// spawnManagerProcess runs gleaner-manager with its servers off, the nodeallocation controller on and flags (which
+// name the cluster), until the test ends or it exits.
+func spawnManagerProcess(t *testing.T, flags ...string) *managerProcess {
+	t.Helper()
 	args := append([]string{
-		"--kubeconfig=" + e.Kubeconfig, "--leader-election-id=" + leaseName,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0",
 		"--controllers=nodeallocation", "--shutdown-timeout=5s",
 	}, flags...)
@@ -246,7 +254,6 @@ func startManagerProcess(t *testing.T, e *testenv.Env, leaseName string, flags .
 			t.Errorf("gleaner-manager did not stop within 30s of SIGTERM")
 		}
 	})
-	leaseHolder(t, e, client.ObjectKey{Namespace: "gleaner-system", Name: leaseName})
 	return m
 }
 

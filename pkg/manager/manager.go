@@ -130,7 +130,7 @@ func New(cfg *rest.Config, opts *Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         CacheOptions(opts.Namespace),
-		Controller:                    ControllerConfig(),
+		Controller:                    ControllerConfig(opts.CacheSyncTimeout),
 		WebhookServer:                 webhookServer,
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddr,

@@ -82,6 +82,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "unknown node-resource plugin", mutate: func(o *Options) { o.NodeResource.Plugins = []string{"*", "-gpu"} }, wantErr: []string{`--noderesource-plugins: unknown name "gpu"`}},
 		{name: "no noderesource workers", mutate: func(o *Options) { o.NodeResource.Workers = 0 }, wantErr: []string{"--noderesource-workers"}},
 		{name: "no explanation rate", mutate: func(o *Options) { o.NodeResource.ExplanationQPS = 0 }, wantErr: []string{"--noderesource-explanation-qps"}},
+		{name: "no wait for the first lists", mutate: func(o *Options) { o.CacheSyncTimeout = 0 }, wantErr: []string{"--cache-sync-timeout must be positive"}},
 		{name: "client rate", mutate: func(o *Options) { o.KubeAPIQPS = 0 }, wantErr: []string{"--kube-api-qps"}},
 		{name: "no SLO ConfigMap name", mutate: func(o *Options) { o.SLOConfigName = "" }, wantErr: []string{"--slo-config-name"}},
 		{name: "webhook port out of range", mutate: func(o *Options) { o.Webhook.Port = 70000 }, wantErr: []string{"--webhook-port"}},
@@ -149,6 +150,26 @@ current-context: c
 	o.Kubeconfig = filepath.Join(t.TempDir(), "missing")
 	if err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "loading the kubeconfig") {
 		t.Fatalf("want a kubeconfig error, got %v", err)
+	}
+}
+
+// TestManagerExitsWhenAFirstListNeverCompletes: --cache-sync-timeout bounds the wait for the first lists, and the
+// manager exits with an error that names the cache, rather than waiting forever or at controller-runtime's fixed 2
+// minutes. The manager's identity here may list nothing, so the pod cache never fills.
+func TestManagerExitsWhenAFirstListNeverCompletes(t *testing.T) {
+	e := env.Start(t)
+	token := e.ServiceAccountToken(t, "gleaner-system", "no-rights", nil)
+	m := spawnManagerProcess(t, "--kubeconfig="+e.TokenKubeconfig(t, token), "--leader-elect=false", "--cache-sync-timeout=5s")
+	select {
+	case <-m.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("gleaner-manager still runs 90 s into a 5 s --cache-sync-timeout; log:\n%s", m.log())
+	}
+	if m.err == nil {
+		t.Fatalf("gleaner-manager exited cleanly; log:\n%s", m.log())
+	}
+	if log := m.log(); !strings.Contains(log, "failed to wait for nodeallocation caches to sync") {
+		t.Errorf("the exit does not say which caches did not sync; log:\n%s", log)
 	}
 }
 

@@ -39,6 +39,10 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds how long running reconciles may take to finish after a stop signal.
 	ShutdownTimeout time.Duration
+	// CacheSyncTimeout bounds how long a controller waits for the first full list of what it watches (the pods,
+	// the nodes, the NodeMetrics) before the manager gives up and exits. It only catches a list that never
+	// completes (a missing permission or CRD logs its error meanwhile); a large cluster's first list must fit in it.
+	CacheSyncTimeout time.Duration
 	// Controllers selects the controllers to run: "*" for all, a name to add one, "-name" to leave one out. The SLO
 	// config loader is not among them: it always runs.
 	Controllers []string
@@ -111,6 +115,7 @@ func NewOptions() *Options {
 		PprofAddr:        "0",
 		ConnectTimeout:   10 * time.Second,
 		ShutdownTimeout:  30 * time.Second,
+		CacheSyncTimeout: 10 * time.Minute,
 		Controllers:      []string{"*"},
 		KubeAPIQPS:       30,
 		KubeAPIBurst:     60,
@@ -140,6 +145,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "address of Go's /debug/pprof profiles; 0 disables them")
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "how long to wait for the API server at start-up")
+	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "how long a controller waits for the first full list of the objects it watches before the manager exits (docs/operations.md sizes it)")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, "controllers to run: '*' for all, 'name' to add one, '-name' to leave one out (the SLO config loader always runs)")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the API server, sustained")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the API server allowed in a burst above --kube-api-qps")
@@ -187,6 +193,9 @@ func (o *Options) validateServing() error {
 	}
 	if o.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--connect-timeout must be positive, got %s", o.ConnectTimeout))
+	}
+	if o.CacheSyncTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--cache-sync-timeout must be positive, got %s", o.CacheSyncTimeout))
 	}
 	if o.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, got %s", o.ShutdownTimeout))

@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"time"
+
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 )
@@ -16,6 +18,10 @@ import (
 // with more than one worker (nodeslo, nodemetric, nodeallocation, the explanation writer) could hit it at each stop.
 // What the priority queue adds, live events handled before those of the initial list, matters little to
 // controllers that visit every node at start anyway. test/testenv gives test managers the same configuration.
-func ControllerConfig() config.Controller {
-	return config.Controller{UsePriorityQueue: ptr.To(false)}
+//
+// cacheSyncTimeout is how long a controller waits for its sources' first lists before it fails the manager
+// (--cache-sync-timeout; controller-runtime's own default, 2 minutes, is shorter than the first list of a
+// 10,000-node cluster's pods).
+func ControllerConfig(cacheSyncTimeout time.Duration) config.Controller {
+	return config.Controller{UsePriorityQueue: ptr.To(false), CacheSyncTimeout: cacheSyncTimeout}
 }
