@@ -24,6 +24,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/allocation"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/retry"
 )
 
 // Name is the controller's name in logs, metrics and gleaner-manager's --controllers flag.
@@ -93,7 +94,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: c.cfg.Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.cfg.Workers, RateLimiter: retry.PerNode()}).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{},
 			&handler.TypedEnqueueRequestForObject[*corev1.Node]{}, nodeChanged())).
 		WatchesRawSource(pods.Source(podChanged)).

@@ -27,6 +27,7 @@ import (
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/podcache"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/retry"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -156,7 +157,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Node{}, builder.WithPredicates(nodeChanged{})).
 		WatchesRawSource(c.pods.Source(podChanged)).
 		Watches(&slov1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(metricChanged{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.newQueue})
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.newQueue, RateLimiter: retry.PerNode()})
 	if c.topology {
 		b = b.Watches(framework.NewTopologyObject(), handler.EnqueueRequestsFromMapFunc(sameName))
 	}

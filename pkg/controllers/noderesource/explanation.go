@@ -24,6 +24,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/controllers/retry"
 )
 
 // ExplanationWriterName is the name of the controller that writes the NodeResourceExplanations, in logs and in
@@ -93,7 +94,7 @@ func (e *explanations) setup(mgr ctrl.Manager, qps float32) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ExplanationWriterName).
 		WatchesRawSource(source.TypedFunc[reconcile.Request](e.start)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, int(qps/5))}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, int(qps/5)), RateLimiter: retry.PerNode()}).
 		Complete(e)
 }
 

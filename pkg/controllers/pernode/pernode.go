@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gleaner-sh/gleaner/pkg/controllers/retry"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
@@ -67,7 +68,7 @@ func (c *Controller[T, S]) SetupWithManager(mgr ctrl.Manager) error {
 		// cannot make the spec wrong, so they are not reconciled; spec edits and deletions are.
 		Owns(c.kind.New(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(c.store.NodeSource(mgr.GetCache(), c.kind.Changed)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: c.workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.workers, RateLimiter: retry.PerNode()}).
 		Complete(c)
 }
 
