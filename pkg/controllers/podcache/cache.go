@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,8 +46,14 @@ type podKey struct{ namespace, name string }
 
 // The reflector lists with a streaming watch where the API server serves one (client-go's WatchListClient, on by
 // default): it gathers the stream in a store of its own and hands it over at the end. As a TransformingStore the cache
-// has the reflector make each pod a Pod as it arrives, so the cluster's pods never sit in memory whole.
+// has the reflector make each pod a Pod as it arrives, so the cluster's pods never sit in memory whole. Where it
+// cannot stream (WatchListClient off, or an API server without streaming lists), the reflector's own list would be
+// one response of every pod, decoded whole before the cache sees a pod (a list from the watch cache ignores the
+// page size); the cache's lister pages it instead (pagedList).
 var _ toolscache.TransformingStore = &Cache{}
+
+// listPageSize is how many pods one page of a list holds when the pods cannot be streamed.
+const listPageSize = 500
 
 // New returns the cache of the pods cfg's API server holds, empty until Start has listed them.
 func New(cfg *rest.Config) (*Cache, error) {
@@ -57,10 +64,69 @@ func New(cfg *rest.Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod cache: %w", err)
 	}
-	lw := toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, func(o *metav1.ListOptions) {
-		o.FieldSelector = "spec.nodeName!="
-	})
-	return newCache(lw), nil
+	bound := func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }
+	lw := toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, bound)
+	c := newCache(nil)
+	c.lw = &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+			return c.pagedList(ctx, listPageSize, func(ctx context.Context, o metav1.ListOptions) (*corev1.PodList, error) {
+				bound(&o)
+				return cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			})
+		},
+		WatchFuncWithContext: lw.WatchFuncWithContext,
+	}
+	return c, nil
+}
+
+// pagedList lists the pods page by page, pageSize at a time, in one consistent read (the API server's current
+// state: resource version "" and its continue tokens; the reflector's "0" would be served whole from the watch cache),
+// and makes each page's pods Pods before it asks for the next, so that at most one page is held as corev1.Pods. It
+// returns them as a list the reflector hands to Replace. A continue token that expired mid-way fails the list, and the
+// reflector lists again.
+func (c *Cache) pagedList(ctx context.Context, pageSize int64, list func(context.Context, metav1.ListOptions) (*corev1.PodList, error)) (runtime.Object, error) {
+	out := &podList{}
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		page, err := list(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if out.ResourceVersion == "" {
+			out.ResourceVersion = page.ResourceVersion
+		}
+		for i := range page.Items {
+			out.Items = append(out.Items, &listedPod{Pod: c.slim(&page.Items[i])})
+		}
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// podList is a list of Pods as the reflector takes a list (meta.ExtractList): a runtime.Object with list metadata
+// and items that are runtime.Objects.
+type podList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []runtime.Object
+}
+
+func (l *podList) DeepCopyObject() runtime.Object {
+	cp := *l
+	cp.Items = slices.Clone(l.Items)
+	return &cp
+}
+
+// listedPod is a Pod in a podList; the Pod is shared, as every Pod of the cache is read-only.
+type listedPod struct {
+	metav1.TypeMeta
+	*Pod
+}
+
+func (p *listedPod) DeepCopyObject() runtime.Object {
+	return &listedPod{TypeMeta: p.TypeMeta, Pod: p.Pod}
 }
 
 func newCache(lw toolscache.ListerWatcher) *Cache {
@@ -224,6 +290,8 @@ func (c *Cache) pod(obj any) (*Pod, error) {
 		return c.slim(o), nil
 	case *Pod:
 		return o, nil
+	case *listedPod:
+		return o.Pod, nil
 	default:
 		return nil, fmt.Errorf("pod cache: got a %T", obj)
 	}

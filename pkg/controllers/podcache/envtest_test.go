@@ -9,7 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gleaner-sh/gleaner/test/testenv"
@@ -66,6 +72,72 @@ func TestCacheOfARealAPIServer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCacheListsInPagesWhereItCannotStream: with client-go's streaming lists off (as against an API server without
+// them), the cache fills through its own lister, which reads the pods a page at a time in one consistent list and
+// keeps each page as Pods; the reflector takes that list as it is.
+func TestCacheListsInPagesWhereItCannotStream(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	e := env.Start(t)
+	var want []string
+	for i := range 25 {
+		want = append(want, e.CreatePod(t, testutil.Pod(fmt.Sprintf("paged-%02d", i)).Node("pc-paged").Requests("cpu", "100m").Obj()).Name)
+	}
+	e.CreatePod(t, testutil.Pod("paged-unbound").Requests("cpu", "100m").Obj())
+
+	// The lister alone, three pages of ten: every bound pod once, as a Pod, with the list's resource version.
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCache(nil)
+	var pages []int
+	obj, err := c.pagedList(context.Background(), 10, func(ctx context.Context, o metav1.ListOptions) (*corev1.PodList, error) {
+		o.FieldSelector = "spec.nodeName=pc-paged"
+		list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+		if err == nil {
+			pages = append(pages, len(list.Items))
+		}
+		return list, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pages, []int{10, 10, 5}) {
+		t.Errorf("pages of %v pods, want 10, 10 and 5", pages)
+	}
+	list := obj.(*podList)
+	var got []string
+	for _, item := range list.Items {
+		got = append(got, item.(*listedPod).Name)
+	}
+	if !slices.Equal(got, want) || list.ResourceVersion == "" {
+		t.Errorf("listed %v at resource version %q, want %v at one", got, list.ResourceVersion, want)
+	}
+
+	// The whole cache: the reflector lists through the paged lister and hands its Pods to Replace.
+	c, err = New(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := c.lw.(*toolscache.ListWatch)
+	lists := 0
+	inner := lw.ListWithContextFunc
+	lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		lists++
+		return inner(ctx, o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if err := c.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(c.OnNode("pc-paged")); !slices.Equal(got, want) || lists == 0 {
+		t.Errorf("cached %v through %d lists of the cache's lister, want %v through one", got, lists, want)
+	}
 }
 
 // TestCacheWithoutAnAPIServer: a cache whose API server does not answer never says it has synced, and its waiters
