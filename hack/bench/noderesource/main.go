@@ -13,7 +13,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -55,6 +54,17 @@ type config struct {
 	reportInterval              time.Duration
 	report                      string // the form of the pods' usage in the NodeMetrics: podUsages or podsMetric
 	explanationQPS              string // gleaner-manager --noderesource-explanation-qps; "" for its default
+	// whole runs gleaner-manager as installed: every controller, leader election, the webhook server with the
+	// certificate it generates; otherwise only --controllers, no lease and no webhooks.
+	whole bool
+	// steady measures the steady state after the first pass (the CPU per NodeMetric update).
+	steady bool
+	// watchList off starts the manager with client-go's WatchListClient off: its first lists are lists, as against
+	// an API server without streaming lists.
+	watchList bool
+	// scenario, when set, is failover or outage (scenario.go): the run starts from the last run's published
+	// values, changes every node's report and measures how the manager(s) bring every node to its new value.
+	scenario string
 }
 
 func main() {
@@ -77,10 +87,13 @@ func main() {
 	fs.BoolVar(&c.pprof, "pprof", false, "print the top of the manager's heap profile at the end (costs the manager some CPU)")
 	fs.StringVar(&c.profileDir, "profile-dir", "", "write CPU and heap profiles of the first pass and of the steady state here (pprof files, and the top of each as text)")
 	fs.StringVar(&c.runs, "runs", "", "several manager runs on one filled cluster, separated by ';', each overriding flags: "+
-		"qps=1000,burst=2000,gogc=100,controllers=nodeallocation+noderesource (the published resources are removed between runs)")
+		"qps=1000,burst=2000,gogc=100,controllers=nodeallocation+noderesource (the published resources are removed between runs); "+
+		"explanationqps=1000, whole=true (every controller, leader election and webhooks), steady=false (no steady state), watchlist=false "+
+		"(client-go's streaming lists off), scenario=failover or scenario=outage (scenario.go; from the last run's values)")
 	fs.StringVar(&c.controllers, "controllers", "noderesource", "gleaner-manager --controllers (nodeallocation,noderesource for both node controllers)")
 	fs.StringVar(&c.topologyCRD, "topology-crd", "test/testenv/crds/noderesourcetopology.yaml",
 		"NodeResourceTopology CRD installed in the cluster (with none of its objects), as in clusters with topology-aware scheduling; empty for none")
+	c.steady, c.watchList = true, true
 	_ = fs.Parse(os.Args[1:])
 	c.loaderQPS = float32(*loaderQPS)
 	if err := run(c); err != nil {
@@ -118,6 +131,7 @@ type results struct {
 	drained                       time.Duration
 	steadyRSS                     int64
 	reconcile                     [2]time.Duration
+	podLists, podWatches          float64 // the API server's LIST requests for pods until every node was published, and the pod watches open then
 }
 
 func run(c config) error {
@@ -156,6 +170,16 @@ func run(c config) error {
 			report, eventSize, len(pods[0]), float64(perDecode)/float64(time.Millisecond), allocPerDecode>>10)
 	}
 	for i, rc := range runs {
+		if rc.scenario != "" {
+			if i == 0 {
+				return fmt.Errorf("run 1: the %s scenario starts from the values a run before it published", rc.scenario)
+			}
+			r := &results{config: rc, fill: filled, loadStart: benchkit.Loadavg(), run: i + 1}
+			if err := runScenario(ctx, cl, wc, rc, pods, r); err != nil {
+				return fmt.Errorf("run %d (%s): %w", i+1, rc.scenario, err)
+			}
+			continue
+		}
 		if i > 0 {
 			if err := unpublish(ctx, cs, rc); err != nil {
 				return err
@@ -188,39 +212,31 @@ func measure(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch, c c
 			return err
 		}
 	}
-	args := []string{"--kubeconfig", cl.Kubeconfig, "--leader-elect=false",
-		"--controllers=" + c.controllers, "--webhook-port=0",
-		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", // plain HTTP on loopback, which benchkit.Scrape reads
-		"--health-probe-bind-address", "0", "--pprof-bind-address", pprofAddr,
-		"--kube-api-qps", strconv.Itoa(c.managerQPS), "--kube-api-burst", strconv.Itoa(c.managerBurst)}
-	if c.explanationQPS != "" {
-		args = append(args, "--noderesource-explanation-qps", c.explanationQPS)
+	apiBefore, err := cl.ScrapeAPIServer(ctx)
+	if err != nil {
+		return err
 	}
-	mgr, err := benchkit.Start([]string{"GOGC=" + c.gogc}, c.manager, args...)
+	mgr, err := startManager(c, cl.Kubeconfig, metricsAddr, pprofAddr)
 	if err != nil {
 		return err
 	}
 	defer mgr.Stop()
-	firstPassProfile := make(chan error, 1)
-	if c.profileDir != "" {
-		// A CPU profile can only be asked for a fixed time: the floor of the pass plus the start and the first
-		// lists, which a fast pass ends before, so its tail is idle.
-		seconds := int(max(float64(c.nodes-c.managerBurst)/float64(c.managerQPS), 0)) + 15 + c.nodes/1000
-		go func() {
-			if err := benchkit.WaitServing(pprofAddr, time.Minute); err != nil {
-				firstPassProfile <- err
-				return
-			}
-			firstPassProfile <- benchkit.Profile(ctx, pprofAddr, "profile", fmt.Sprintf("seconds=%d", seconds), c.profileDir, "first-pass.cpu")
-		}()
-	} else {
-		firstPassProfile <- nil
-	}
+	firstPassProfile := profileFirstPass(ctx, c, pprofAddr)
 	if err := waitAllPublished(ctx, wc, c.nodes, mgr); err != nil {
 		return err
 	}
 	r.untilAll, r.cpuUntilAll, r.rssAtAll = time.Since(mgr.Started), mgr.CPU(), mgr.Memory("VmRSS")
 	r.peakRSSFirstPass = mgr.Memory("VmHWM")
+	apiAfter, err := cl.ScrapeAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	podRequests := func(verb string) float64 {
+		l := map[string]string{"resource": "pods", "verb": verb}
+		return apiAfter.Sum("apiserver_request_total", l) - apiBefore.Sum("apiserver_request_total", l)
+	}
+	// A watch is counted in apiserver_request_total when it ends; the open ones are a gauge.
+	r.podLists, r.podWatches = podRequests("LIST"), apiAfter.Sum("apiserver_longrunning_requests", map[string]string{"resource": "pods", "verb": "WATCH"})
 	benchkit.Logf("every node carries batch-cpu %s after the manager started", r.untilAll.Round(time.Millisecond))
 	if c.profileDir != "" {
 		if err := benchkit.Profile(ctx, pprofAddr, "heap", "", c.profileDir, "first-pass.heap"); err != nil {
@@ -240,8 +256,10 @@ func measure(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch, c c
 		return err
 	}
 
-	if err := steadyState(ctx, wc, c, pods, mgr, metricsAddr, pprofAddr, r); err != nil {
-		return err
+	if c.steady {
+		if err := steadyState(ctx, wc, c, pods, mgr, metricsAddr, pprofAddr, r); err != nil {
+			return err
+		}
 	}
 	r.peakRSS = mgr.Memory("VmHWM")
 	r.loadEnd = benchkit.Loadavg()
@@ -259,6 +277,27 @@ func measure(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch, c c
 		}
 	}
 	return nil
+}
+
+// profileFirstPass takes a CPU profile of the manager's first pass when c asks for profiles; the channel has its
+// error, or nil (at once when no profile is asked for).
+func profileFirstPass(ctx context.Context, c config, pprofAddr string) <-chan error {
+	done := make(chan error, 1)
+	if c.profileDir == "" {
+		done <- nil
+		return done
+	}
+	// A CPU profile can only be asked for a fixed time: the floor of the pass plus the start and the first lists,
+	// which a fast pass ends before, so its tail is idle.
+	seconds := int(max(float64(c.nodes-c.managerBurst)/float64(c.managerQPS), 0)) + 15 + c.nodes/1000
+	go func() {
+		if err := benchkit.WaitServing(pprofAddr, time.Minute); err != nil {
+			done <- err
+			return
+		}
+		done <- benchkit.Profile(ctx, pprofAddr, "profile", fmt.Sprintf("seconds=%d", seconds), c.profileDir, "first-pass.cpu")
+	}()
+	return done
 }
 
 // fill creates the namespaces, priority classes, config, nodes, pods and NodeMetrics, and returns each node's pods.
@@ -389,7 +428,7 @@ func benchPod(i, slot int, node string) *corev1.Pod {
 
 // metricStatus is the NodeMetric status an agent would report for a node's pods, the pods' usage in the form
 // report names (podUsages, or podsMetric as agents before the compact report wrote it); bump shifts the system usage by bump
-// millicores, a change far below resourceDiffThreshold.
+// millicores: by the steady state's 10s a change far below resourceDiffThreshold, by the scenarios' 4,000 one above it.
 func metricStatus(pods []podRef, now time.Time, bump int64, report string) slov1alpha1.NodeMetricStatus {
 	q := resource.MustParse
 	t := metav1.NewTime(now)
@@ -556,8 +595,7 @@ func (r *results) print() {
 	fmt.Printf("cluster: %d nodes, %d pods, %d NodeMetrics (envtest: kube-apiserver v1.36.3, etcd v3.6.8), filled in %s\n",
 		r.nodes, r.nodes*r.podsPerNode, r.nodes, r.fill.Round(time.Second))
 	fmt.Printf("machine: %d CPUs; 1-minute load average %s at the start, %s at the end\n", goruntime.NumCPU(), r.loadStart, r.loadEnd)
-	fmt.Printf("%s: GOGC=%s --controllers=%s --kube-api-qps %d --kube-api-burst %d; NodeResourceTopology CRD: %s; steady-state reports: %s; --noderesource-explanation-qps %s\n\n",
-		r.manager, r.gogc, r.controllers, r.managerQPS, r.managerBurst, orNone(r.topologyCRD), r.report, cmp.Or(r.explanationQPS, "default"))
+	fmt.Printf("%s: %s; NodeResourceTopology CRD: %s; steady-state reports: %s\n\n", r.manager, r.describe(), orNone(r.topologyCRD), r.report)
 	fmt.Printf("| measurement | value |\n| --- | --- |\n")
 	fmt.Printf("| manager start until every node carries batch-cpu | %.1f s |\n", r.untilAll.Seconds())
 	bound := float64(r.nodes-r.managerBurst) / float64(r.managerQPS)
@@ -568,6 +606,14 @@ func (r *results) print() {
 	fmt.Printf("| node writes per node (PATCH requests; controller's count) | %s (%s) |\n", perNode(r.requests["PATCH"]), perNode(r.writes))
 	fmt.Printf("| requests by HTTP method (lists, watches and discovery are GETs) | GET %.0f, PATCH %.0f, PUT %.0f, POST %.0f, DELETE %.0f |\n",
 		r.requests["GET"], r.requests["PATCH"], r.requests["PUT"], r.requests["POST"], r.requests["DELETE"])
+	fmt.Printf("| the API server's pod LIST requests until then (a streamed list is a watch and no LIST; a list, one LIST per page) / pod watches open then | %.0f / %.0f |\n", r.podLists, r.podWatches)
+	if !r.steady {
+		for _, comm := range []string{"kube-apiserver", "etcd"} {
+			rss, peak := benchkit.ChildMemory(comm)
+			fmt.Printf("| %s RSS at the end / peak (VmHWM) | %d MiB / %d MiB |\n", comm, rss>>20, peak>>20)
+		}
+		return
+	}
 	fmt.Printf("| after the pass, until every work queue was empty (explanations written) | %s |\n", r.drained.Round(time.Second))
 	fmt.Printf("| steady state: NodeMetric updates (spread over %s) / reconciles they caused | %d / %.0f |\n", r.reportInterval, r.updates, r.steadyReconciles)
 	fmt.Printf("| steady state: manager CPU per NodeMetric update, raw (nothing subtracted) | %.3f ms |\n", float64(r.steadyRawCPU)/float64(time.Millisecond)/float64(r.updates))
@@ -605,24 +651,9 @@ func parseRuns(c config) ([]config, error) {
 		rc := c
 		for _, kv := range strings.Split(spec, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			var err error
-			switch {
-			case !ok:
-				err = fmt.Errorf("want key=value, got %q", kv)
-			case k == "qps":
-				rc.managerQPS, err = strconv.Atoi(v)
-			case k == "burst":
-				rc.managerBurst, err = strconv.Atoi(v)
-			case k == "gogc":
-				rc.gogc = v
-			case k == "manager":
-				rc.manager = v
-			case k == "controllers":
-				rc.controllers = strings.ReplaceAll(v, "+", ",")
-			case k == "report":
-				rc.report = v
-			default:
-				err = fmt.Errorf("unknown key %q (qps, burst, gogc, controllers, manager, report)", k)
+			err := fmt.Errorf("want key=value, got %q", kv)
+			if ok {
+				err = rc.set(k, v)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("parsing --runs %q: %w", spec, err)
@@ -634,6 +665,41 @@ func parseRuns(c config) ([]config, error) {
 		out = append(out, rc)
 	}
 	return out, nil
+}
+
+// set overrides the setting k of a run (a key of --runs) with v.
+func (c *config) set(k, v string) error {
+	var err error
+	switch k {
+	case "qps":
+		c.managerQPS, err = strconv.Atoi(v)
+	case "burst":
+		c.managerBurst, err = strconv.Atoi(v)
+	case "gogc":
+		c.gogc = v
+	case "manager":
+		c.manager = v
+	case "controllers":
+		c.controllers = strings.ReplaceAll(v, "+", ",")
+	case "report":
+		c.report = v
+	case "explanationqps":
+		c.explanationQPS = v
+	case "whole":
+		c.whole, err = strconv.ParseBool(v)
+	case "steady":
+		c.steady, err = strconv.ParseBool(v)
+	case "watchlist":
+		c.watchList, err = strconv.ParseBool(v)
+	case "scenario":
+		if v != "failover" && v != "outage" {
+			return fmt.Errorf("scenario must be failover or outage, not %q", v)
+		}
+		c.scenario, c.whole, c.steady = v, true, false
+	default:
+		err = fmt.Errorf("unknown key %q (qps, burst, gogc, controllers, manager, report, explanationqps, whole, steady, watchlist, scenario)", k)
+	}
+	return err
 }
 
 // unpublish removes what the last run's manager published from every node, so that the next manager's first pass
