@@ -106,8 +106,8 @@ func expectRow(t *testing.T, what string, annotations map[string]string, c corev
 	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 		t.Errorf("%s has a CPU limit; docs/operations.md says why it has none", what)
 	}
-	if !strings.HasPrefix(row.from, "measured") && !strings.HasPrefix(row.from, "extrapolated") {
-		t.Errorf("docs/operations.md, row %s: the from column must say measured or extrapolated, got %q", name, row.from)
+	if !strings.HasPrefix(row.from, "measured") && !strings.HasPrefix(row.from, "interpolated") && !strings.HasPrefix(row.from, "extrapolated") {
+		t.Errorf("docs/operations.md, row %s: the from column must say measured, interpolated or extrapolated, got %q", name, row.from)
 	}
 	return row
 }
