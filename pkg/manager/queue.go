@@ -20,8 +20,8 @@ import (
 // controllers that visit every node at start anyway. test/testenv gives test managers the same configuration.
 //
 // cacheSyncTimeout is how long a controller waits for its sources' first lists before it fails the manager
-// (--cache-sync-timeout; controller-runtime's own default, 2 minutes, is shorter than the first list of a
-// 10,000-node cluster's pods).
+// (--cache-sync-timeout; controller-runtime's own default, 2 minutes, was shorter than the first list of a
+// 10,000-node cluster's pods on a loaded API server: docs/benchmarks.md).
 func ControllerConfig(cacheSyncTimeout time.Duration) config.Controller {
 	return config.Controller{UsePriorityQueue: ptr.To(false), CacheSyncTimeout: cacheSyncTimeout}
 }
