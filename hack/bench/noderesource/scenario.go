@@ -14,6 +14,7 @@ package main
 // one (removed, 0, an intermediate or a stale value written again) has flapped.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,16 +91,9 @@ func (c config) describe() string {
 		what = "the whole manager (--controllers=*, leader election, the webhook server)"
 	}
 	s := fmt.Sprintf("%s; GOGC=%s --kube-api-qps %d --kube-api-burst %d --noderesource-explanation-qps %s",
-		what, c.gogc, c.managerQPS, c.managerBurst, orDefault(c.explanationQPS))
+		what, c.gogc, c.managerQPS, c.managerBurst, cmp.Or(c.explanationQPS, "default"))
 	if !c.watchList {
 		s += "; KUBE_FEATURE_WatchListClient=false (first lists are lists, not streams)"
-	}
-	return s
-}
-
-func orDefault(s string) string {
-	if s == "" {
-		return "default"
 	}
 	return s
 }
@@ -126,7 +120,7 @@ func runScenario(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch,
 	}
 	defer stop()
 	old := vl.latest()
-	if n := countIf(old, func(v string) bool { return v != "" }); n < c.nodes {
+	if n := count(old, func(_, v string) bool { return v != "" }); n < c.nodes {
 		return fmt.Errorf("%d of %d nodes carry batch-cpu: a scenario starts from what a run before it published", n, c.nodes)
 	}
 	s := &scenarioResults{bump: 4000}
@@ -155,7 +149,7 @@ func runScenario(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch,
 	case "failover":
 		err = failover(ctx, cl, wc, c, vl, old, s)
 	case "outage":
-		err = outage(ctx, cl, wc, c, vl, old, s)
+		err = outage(ctx, cl, c, vl, old, s)
 	}
 	if err != nil {
 		return err
@@ -224,7 +218,7 @@ func failover(ctx context.Context, cl *benchkit.Cluster, wc client.WithWatch, c 
 	return nil
 }
 
-func outage(ctx context.Context, cl *benchkit.Cluster, _ client.WithWatch, c config, vl *valueLog, old map[string]string, s *scenarioResults) error {
+func outage(ctx context.Context, cl *benchkit.Cluster, c config, vl *valueLog, old map[string]string, s *scenarioResults) error {
 	u, err := url.Parse(cl.Config.Host)
 	if err != nil {
 		return err
@@ -441,7 +435,7 @@ func (vl *valueLog) latest() map[string]string {
 
 // fresh counts the nodes whose value is set and not the old one.
 func (vl *valueLog) fresh(old map[string]string) int {
-	return countIf2(vl.latest(), func(n, v string) bool { return v != "" && v != old[n] })
+	return count(vl.latest(), func(n, v string) bool { return v != "" && v != old[n] })
 }
 
 // waitFresh waits until at least want nodes are fresh, while m runs.
@@ -470,7 +464,7 @@ func (vl *valueLog) judge(old map[string]string) (flaps []string, stale int) {
 		default:
 			shown := make([]string, len(seq))
 			for i, v := range seq {
-				shown[i] = cmpOr(v, "(none)")
+				shown[i] = cmp.Or(v, "(none)")
 			}
 			flaps = append(flaps, n+": "+strings.Join(shown, " -> "))
 		}
@@ -479,18 +473,8 @@ func (vl *valueLog) judge(old map[string]string) (flaps []string, stale int) {
 	return flaps, stale
 }
 
-func cmpOr(v, alt string) string {
-	if v == "" {
-		return alt
-	}
-	return v
-}
-
-func countIf(m map[string]string, f func(string) bool) int {
-	return countIf2(m, func(_, v string) bool { return f(v) })
-}
-
-func countIf2(m map[string]string, f func(k, v string) bool) int {
+// count is how many of m's entries f holds for.
+func count(m map[string]string, f func(k, v string) bool) int {
 	n := 0
 	for k, v := range m {
 		if f(k, v) {
