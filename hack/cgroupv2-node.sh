@@ -160,15 +160,20 @@ STATE=/var/lib/gleaner-e2e
   echo 'say() { echo "cgroupv2-node: $*" > /dev/ttyS0; }'
   echo 'mount -t proc proc /proc && mount -t sysfs sys /sys && mount -t cgroup2 cgroup2 /sys/fs/cgroup &&'
   echo '  mount -t tmpfs run /run && mkdir /run/home || { say "could not mount proc, sys, cgroup2 or /run"; poweroff -f; }'
-  # A tree under /tmp (a CI clone, say) would be hidden by the machine's own /tmp: it is bound again at its path.
-  if [[ $REPO == /tmp/* ]]; then
+  # What the machine reads from the host under /tmp (a CI clone, or a home there and with it the caches: the tree,
+  # the kernel's modules, Go's caches) would be hidden by the machine's own /tmp: each is bound again at its path.
+  under_tmp=()
+  for d in "$REPO" "$(dirname "$CACHE")" "$(go env GOCACHE)" "$(go env GOMODCACHE)"; do
+    [[ $d == /tmp/* ]] && under_tmp+=("$d")
+  done
+  if ((${#under_tmp[@]})); then
     echo 'mkdir -p /run/host-tmp && mount --bind /tmp /run/host-tmp'
   fi
   echo 'mount -t tmpfs tmp /tmp || { say "could not mount /tmp"; poweroff -f; }'
-  if [[ $REPO == /tmp/* ]]; then
-    printf 'mkdir -p %q && mount --bind %q %q || { say "could not bind the tree %s"; poweroff -f; }\n' \
-      "$REPO" "/run/host-tmp/${REPO#/tmp/}" "$REPO" "$REPO"
-  fi
+  for d in "${under_tmp[@]}"; do
+    printf 'mkdir -p %q && mount --bind %q %q || { say "could not bind the host'"'"'s %s"; poweroff -f; }\n' \
+      "$d" "/run/host-tmp/${d#/tmp/}" "$d" "$d"
+  done
   echo 'mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs shm /dev/shm'
   echo 'mount -t debugfs none /sys/kernel/debug 2>/dev/null; mount -t tracefs none /sys/kernel/tracing 2>/dev/null'
   for d in "$STATE" /var/lib/kubelet /var/log /var/lib/cni /etc/cni /opt/containerd /usr/libexec/kubernetes \

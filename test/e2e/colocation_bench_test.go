@@ -184,7 +184,7 @@ func (r *benchRun) memoryPhase(ns, batchNS string, mix []batchWork, d time.Durat
 	stop := runBatch(e, batchNS, append(slices.Clone(mix), holder))
 	defer stop()
 	time.Sleep(3 * time.Second) // the holder's pages touched, the agent's memory samples fresh
-	threshold, total := memoryEvictThreshold(e, benchMemoryHeadroom)
+	threshold, total := memoryEvictThresholdNow(e, benchMemoryHeadroom)
 	before := r.thresholds()
 	writeSLOKeys(e, map[string]string{resourceThresholdKey: memoryEvictConfig(threshold)}, true)
 	defer writeSLOKeys(e, map[string]string{resourceThresholdKey: before}, true)

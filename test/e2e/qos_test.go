@@ -427,9 +427,55 @@ func watchMemory(ctx context.Context, threshold int64) func() time.Time {
 	return func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
 }
 
-// memoryEvictThreshold is the memoryEvictThresholdPercent that lies headroom bytes above what the node uses now,
-// with the node's memory in bytes; the test stops where that is above 90 %.
+// memoryEvictThreshold is the memoryEvictThresholdPercent that lies headroom bytes above what the node uses once
+// every earlier test's memory eater has exited (eatersGone), with the node's memory in bytes; the test stops where
+// that is above 90 %.
 func memoryEvictThreshold(e *Env, headroom int64) (threshold, total int64) {
+	e.t.Helper()
+	eatersGone(e)
+	return memoryEvictThresholdNow(e, headroom)
+}
+
+// eatersGone waits until no memory eater (test/workloads/eater) runs on the node. A test ends by deleting its pods
+// without waiting, and the kubelet kills their containers after the API has forgotten them: a 2.5 GiB eater still
+// alive when the next test read the node's use raised that test's threshold by as much, so that its own eater never
+// crossed it (seen once in a full run: no eviction in 2 minutes, threshold 18 %).
+func eatersGone(e *Env) {
+	e.t.Helper()
+	e.Eventually(2*time.Minute, func(context.Context) (bool, string) {
+		pids, err := processesNamed("eater")
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pids) == 0, fmt.Sprintf("earlier tests' memory eaters still running: pids %v", pids)
+	})
+}
+
+// processesNamed lists the processes whose command name (/proc/PID/comm) is name.
+func processesNamed(name string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm"))
+		if err != nil {
+			continue // exited since the listing
+		}
+		if strings.TrimSpace(string(comm)) == name {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// memoryEvictThresholdNow is memoryEvictThreshold without the wait: for a caller whose own eaters already run.
+func memoryEvictThresholdNow(e *Env, headroom int64) (threshold, total int64) {
 	e.t.Helper()
 	total, available, err := readMeminfo()
 	if err != nil {
