@@ -204,7 +204,7 @@ func (c *Cluster) prepareDirs(bins binaries) error {
 }
 
 // start writes the certificates and configuration, starts each component and waits for it, imports the images
-// while the control plane starts and before the kubelet does, and waits for the node to be Ready.
+// before the kubelet starts, and waits for the node to be Ready.
 func (c *Cluster) start(ctx context.Context, st *State, bins binaries) error {
 	p, err := writePKI(c.layout.PKIDir(), c.cfg.Clock.Now())
 	if err != nil {
@@ -222,27 +222,12 @@ func (c *Cluster) start(ctx context.Context, st *State, bins binaries) error {
 	if err := writeConfigs(c.layout, p, dns, v == cgroup.V1); err != nil {
 		return err
 	}
-	// The images go into containerd while the control plane starts, and before the kubelet, so that no pod ever
-	// waits for an image. One after the other, the two took 34 s and 47 s on the emulated CPUs of the cgroup v2 node.
-	var imported <-chan importResult
-	importCtx, cancelImport := context.WithCancel(ctx)
-	defer func() {
-		cancelImport()
-		if imported != nil {
-			<-imported // a start that failed first does not leave ctr running
-		}
-	}()
 	for _, comp := range components(c.layout, p) {
 		if comp.name == "kubelet" {
-			if imported == nil {
-				return errors.New("the kubelet comes before containerd in the start order: the images would not be imported")
+			// Before the kubelet, so that no pod ever waits for an image.
+			if err := c.ImportImages(ctx, c.startImages()); err != nil {
+				return err
 			}
-			r := <-imported
-			imported = nil
-			if r.err != nil {
-				return r.err
-			}
-			c.logf("imported the images in %s", r.took.Round(10*time.Millisecond))
 		}
 		t := c.cfg.Clock.Now()
 		proc, err := startProcess(comp.name, bins[comp.program], comp.args, c.layout.Log(comp.name))
@@ -257,22 +242,8 @@ func (c *Cluster) start(ctx context.Context, st *State, bins binaries) error {
 			return err
 		}
 		c.logf("%-23s ready in %s (pid %d)", comp.name, c.cfg.Clock.Since(t).Round(10*time.Millisecond), proc.PID)
-		if comp.name == "containerd" {
-			ch := make(chan importResult, 1)
-			imported = ch
-			go func() {
-				took, err := c.importImages(importCtx, c.startImages())
-				ch <- importResult{took, err}
-			}()
-		}
 	}
 	return c.waitNodeReady(ctx)
-}
-
-// importResult is how an import beside the control plane's start ended.
-type importResult struct {
-	took time.Duration
-	err  error
 }
 
 // waitReady polls the component's readiness and fails early, with its log's tail, if it exits.
@@ -388,22 +359,12 @@ func (c *Cluster) ReloadImages(ctx context.Context) error {
 // ImportImages imports an image tarball (docker-archive) into containerd's k8s.io namespace, where the kubelet
 // finds images.
 func (c *Cluster) ImportImages(ctx context.Context, tarball string) error {
-	took, err := c.importImages(ctx, tarball)
-	if err != nil {
-		return err
-	}
-	c.logf("imported the images in %s", took.Round(10*time.Millisecond))
-	return nil
-}
-
-// importImages is ImportImages without the log line, for an import that runs beside other work: it says how long
-// the import took.
-func (c *Cluster) importImages(ctx context.Context, tarball string) (time.Duration, error) {
 	t := c.cfg.Clock.Now()
 	if _, err := c.ctr(ctx, "images", "import", tarball); err != nil {
-		return 0, fmt.Errorf("importing images from %s: %w", tarball, err)
+		return fmt.Errorf("importing images from %s: %w", tarball, err)
 	}
-	return c.cfg.Clock.Since(t), nil
+	c.logf("imported the images in %s", c.cfg.Clock.Since(t).Round(10*time.Millisecond))
+	return nil
 }
 
 // ctr runs containerd's CLI against the cluster's containerd in the k8s.io namespace and returns its output.

@@ -49,12 +49,6 @@ func components(l Layout, p *pki) []component {
 			},
 			ready: httpReady("http://"+local(EtcdClientPort)+"/health", nil, "", `"health":"true"`),
 		},
-		// Second, before the control plane: the images are imported into it while the API server starts.
-		{
-			name: "containerd", program: "containerd",
-			args:  []string{"--config=" + filepath.Join(l.ConfigDir(), containerdConfigFile)},
-			ready: socketReady(l.ContainerdSocket()),
-		},
 		{
 			name: "kube-apiserver", program: "kube-apiserver",
 			args: []string{
@@ -117,6 +111,11 @@ func components(l Layout, p *pki) []component {
 				"--profiling=false",
 			},
 			ready: httpReady("https://"+local(SchedulerPort)+"/healthz", caPool, "", "ok"),
+		},
+		{
+			name: "containerd", program: "containerd",
+			args:  []string{"--config=" + filepath.Join(l.ConfigDir(), containerdConfigFile)},
+			ready: socketReady(l.ContainerdSocket()),
 		},
 		{
 			name: "kubelet", program: "kubelet",

@@ -249,7 +249,7 @@ func TestComponentsListenLocallyAndStayInTheStateDirectory(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"etcd", "containerd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"}
+	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
 	if !slices.Equal(names, want) {
 		t.Errorf("start order %v, want %v", names, want)
 	}

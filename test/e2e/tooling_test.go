@@ -59,7 +59,7 @@ func TestStatusReportsComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"etcd", "containerd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"}
+	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet"}
 	if len(s.Components) != len(want) {
 		t.Fatalf("components %+v, want %v", s.Components, want)
 	}
