@@ -382,14 +382,19 @@ func (c *Cluster) ctr(ctx context.Context, args ...string) (string, error) {
 // Kubectl runs kubectl v1.36 with the admin kubeconfig and bin/ first on PATH (so kubectl plugins such as
 // kubectl-glean are found) and returns its combined output.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.layout.BinDir(), "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig(), "KUBECACHEDIR="+c.layout.Path("kubectl-cache"),
-		"PATH="+c.layout.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
+	out, err := c.kubectlCommand(ctx, args...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return string(out), nil
+}
+
+// kubectlCommand is the command Kubectl runs.
+func (c *Cluster) kubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.layout.BinDir(), "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig(), "KUBECACHEDIR="+c.layout.Path("kubectl-cache"),
+		"PATH="+c.layout.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd
 }
 
 // Status is what Status reports.
