@@ -437,9 +437,10 @@ func memoryEvictThreshold(e *Env, headroom int64) (threshold, total int64) {
 }
 
 // eatersGone waits until no memory eater (test/workloads/eater) runs on the node. A test ends by deleting its pods
-// without waiting, and the kubelet kills their containers after the API has forgotten them: a 2.5 GiB eater still
-// alive when the next test read the node's use raised that test's threshold by as much, so that its own eater never
-// crossed it (seen once in a full run: no eviction in 2 minutes, threshold 18 %).
+// without waiting (the 2.5 GiB eater with no grace period: gone from the API at once, killed by the kubelet later),
+// and an eater still alive when the next test reads the node's use raises that test's threshold by its size, so that
+// the next eater may never cross it. That is the likely cause, not separated by an experiment, of the one full run
+// in which TestMemoryEvictionTakesTheMidTierLast saw no eviction in 2 minutes (threshold 18 %) and passed alone.
 func eatersGone(e *Env) {
 	e.t.Helper()
 	e.Eventually(2*time.Minute, func(context.Context) (bool, string) {
