@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +17,16 @@ func TestProcessLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.stop(context.Background(), time.Second) })
-	// Wait for the output and for a resident set: between the echo and the exec the shell's memory is being
-	// replaced, and /proc reads no RSS for that moment (the test once failed there).
-	for i := 0; i < 100 && (!strings.Contains(readString(log), "started") || p.RSS() == 0); i++ {
+	// Wait for the exec to finish, then read once: while the shell's memory is being replaced by sleep's, /proc
+	// reads no RSS (the test failed twice there, once after the echo and once between two reads of RSS).
+	comm := filepath.Join("/proc", strconv.Itoa(p.PID), "comm")
+	for i := 0; i < 250 && strings.TrimSpace(readString(comm)) != "sleep"; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !p.Alive() || p.StartTime == 0 || p.RSS() == 0 {
-		t.Fatalf("just started: alive %t, start time %d, rss %d", p.Alive(), p.StartTime, p.RSS())
+	alive, rss := p.Alive(), p.RSS()
+	if !alive || p.StartTime == 0 || rss == 0 {
+		t.Fatalf("just started (comm %q): alive %t, start time %d, rss %d",
+			strings.TrimSpace(readString(comm)), alive, p.StartTime, rss)
 	}
 	// The same PID with another start time is another process (the PID was reused): not ours.
 	other := p
