@@ -27,8 +27,8 @@ func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
 // TestStatusUpdatesAreAmplified goes through a node's life with amplification against the real API server: the
 // manager sets the ratio (allocatable amplified, raw saved), the kubelet writes its own value back (it becomes the
-// raw value and is amplified again in the same write), the ratio goes (the raw annotation goes; the kubelet's next
-// write brings its value back).
+// raw value and is amplified again in the same write), the ratio goes (allocatable back to the kubelet's value, the
+// raw annotation goes) and comes back before the kubelet writes again (amplified once, not twice).
 func TestStatusUpdatesAreAmplified(t *testing.T) {
 	e := env.Start(t)
 	wh := e.Webhook()
@@ -67,9 +67,18 @@ func TestStatusUpdatesAreAmplified(t *testing.T) {
 	patch(func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("7") })
 	expect(t, c, "10500m", "20Gi", `{"cpu":"7","memory":"16Gi"}`)
 
-	// Amplification turned off: the raw values are no longer saved; the kubelet's next write sets its own values.
+	// Amplification turned off: allocatable goes back to the kubelet's values in the same write, and the raw values
+	// are no longer saved.
 	patch(func(n *corev1.Node) { delete(n.Annotations, slov1alpha1.AnnotationResourceAmplificationRatio) })
-	expect(t, c, "10500m", "20Gi", "")
+	expect(t, c, "7", "16Gi", "")
+	// On again before the kubelet writes: the kubelet's values are amplified once, not the amplified ones again.
+	patch(func(n *corev1.Node) {
+		n.Annotations = map[string]string{slov1alpha1.AnnotationResourceAmplificationRatio: `{"cpu":1.50,"memory":1.25}`}
+	})
+	expect(t, c, "10500m", "20Gi", `{"cpu":"7","memory":"16Gi"}`)
+	// Off again, and the kubelet's next write carries its own values: they stand, and the webhook is no longer
+	// called.
+	patch(func(n *corev1.Node) { delete(n.Annotations, slov1alpha1.AnnotationResourceAmplificationRatio) })
 	patch(func(n *corev1.Node) {
 		n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("7")
 		n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("16Gi")

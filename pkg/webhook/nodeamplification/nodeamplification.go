@@ -57,8 +57,11 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 // Amplify sets node's allocatable cpu and memory to its raw allocatable times the node's amplification ratios, and
 // says whether it changed node. old is the node before the update (nil for none). As Koordinator's node webhook:
 //
-//   - no ratio annotation: the raw allocatable annotation is dropped (the kubelet's values are in place again at
-//     its next status update, or were never changed);
+//   - no ratio annotation (amplification turned off) with raw values saved: each saved resource goes back to its
+//     raw value, unless the update changes it (the kubelet wrote its own value), and the raw annotation is dropped
+//     in the same write. Koordinator only drops the annotation and leaves the amplified value until the kubelet's
+//     next write; a ratio set again before that write would then save the amplified value as raw and amplify it
+//     twice;
 //   - the raw allocatable of cpu and of memory, each on its own, is taken from the update when the node has none
 //     saved for it yet, or when the update changes it (the kubelet wrote its own value: a reservation changed, or
 //     it wrote back over the amplified one); otherwise the saved value stands, and the update's is the amplified
@@ -70,11 +73,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 // set to that value: the saved raw value then stands until the kubelet's value differs.
 func Amplify(old, node *corev1.Node) (bool, error) {
 	if _, ok := node.Annotations[slov1alpha1.AnnotationResourceAmplificationRatio]; !ok {
-		if _, saved := node.Annotations[slov1alpha1.AnnotationRawAllocatable]; saved {
-			delete(node.Annotations, slov1alpha1.AnnotationRawAllocatable)
-			return true, nil
-		}
-		return false, nil
+		return restore(old, node), nil
 	}
 	if node.Status.Allocatable == nil {
 		return false, nil
@@ -134,4 +133,25 @@ func allocatableChanged(old, node *corev1.Node, r corev1.ResourceName) bool {
 	o, hadOld := old.Status.Allocatable[r]
 	n, hasNew := node.Status.Allocatable[r]
 	return hadOld != hasNew || (hadOld && o.Cmp(n) != 0)
+}
+
+// restore undoes the amplification of a node whose ratio annotation is gone: allocatable cpu and memory back to the
+// saved raw values (except a resource the update changes: the kubelet's new value stands) and the raw annotation
+// dropped. A raw annotation that does not parse is dropped all the same: it holds nothing to go back to, and the
+// kubelet's next write brings its own values back.
+func restore(old, node *corev1.Node) bool {
+	if _, saved := node.Annotations[slov1alpha1.AnnotationRawAllocatable]; !saved {
+		return false
+	}
+	raw, _ := slov1alpha1.RawAllocatableOf(node.Annotations) // nil when it does not parse: nothing to restore
+	delete(node.Annotations, slov1alpha1.AnnotationRawAllocatable)
+	for _, r := range slov1alpha1.AmplifiedResources {
+		q, wasSaved := raw[r]
+		cur, has := node.Status.Allocatable[r]
+		if !wasSaved || !has || allocatableChanged(old, node, r) || cur.Cmp(q) == 0 {
+			continue
+		}
+		node.Status.Allocatable[r] = q
+	}
+	return true
 }

@@ -80,6 +80,18 @@ func TestAmplify(t *testing.T) {
 			wantChanged: true, wantAllocatable: corev1.ResourceList{"memory": *resource.NewQuantity(1428076626, resource.BinarySI)}, wantRaw: `{"memory":"1Gi"}`},
 		{name: "amplification removed: the saved raw values go", old: node(map[string]string{ratioKey: `{"cpu":1.50}`, rawKey: `{"cpu":"8"}`}, "cpu", "12"),
 			node: node(map[string]string{rawKey: `{"cpu":"8"}`}, "cpu", "8"), wantChanged: true, wantAllocatable: corev1.ResourceList{"cpu": resource.MustParse("8")}},
+		{name: "amplification removed by the manager's write: allocatable goes back to the saved raw values",
+			old:         node(map[string]string{ratioKey: `{"cpu":1.50,"memory":1.25}`, rawKey: `{"cpu":"8","memory":"16Gi"}`}, "cpu", "12", "memory", "20Gi"),
+			node:        node(map[string]string{rawKey: `{"cpu":"8","memory":"16Gi"}`}, "cpu", "12", "memory", "20Gi", "kubernetes.io/batch-cpu", "3000"),
+			wantChanged: true, wantAllocatable: corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("16Gi"), "kubernetes.io/batch-cpu": resource.MustParse("3000")}},
+		{name: "amplification removed in the kubelet's write: its new value stands, the other goes back",
+			old:         node(map[string]string{ratioKey: `{"cpu":1.50,"memory":1.25}`, rawKey: `{"cpu":"8","memory":"16Gi"}`}, "cpu", "12", "memory", "20Gi"),
+			node:        node(map[string]string{rawKey: `{"cpu":"8","memory":"16Gi"}`}, "cpu", "7", "memory", "20Gi"),
+			wantChanged: true, wantAllocatable: corev1.ResourceList{"cpu": resource.MustParse("7"), "memory": resource.MustParse("16Gi")}},
+		{name: "amplification removed with raw values that do not parse: they go, allocatable stays",
+			old:         node(map[string]string{ratioKey: `{"cpu":1.50}`, rawKey: `{"cpu":`}, "cpu", "12"),
+			node:        node(map[string]string{rawKey: `{"cpu":`}, "cpu", "12"),
+			wantChanged: true, wantAllocatable: corev1.ResourceList{"cpu": resource.MustParse("12")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,7 +209,7 @@ func TestHandlePatchesOnlyWhatItChanges(t *testing.T) {
 		{"amplification removed",
 			rawNode(ratio+","+saved, `"cpu":"12","memory":"20Gi"`),
 			rawNode(saved, `"cpu":"12","memory":"20Gi"`),
-			[]string{"remove " + rawPath}},
+			[]string{"remove " + rawPath, "replace /status/allocatable/cpu", "replace /status/allocatable/memory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
