@@ -18,7 +18,8 @@ import (
 // Apply applies a kustomization directory (`kubectl kustomize dir | kubectl apply --server-side -f -`) and waits
 // for the CRDs it holds to be established, so that objects of those kinds can be created right after. It renders
 // the directory once, for the apply and to see whether it holds CRDs: on the emulated CPUs of the cgroup v2 node a
-// second rendering took seconds.
+// second rendering took seconds. gleaner-agent's DaemonSet, where the directory holds it, is pointed at this
+// cluster's kubelet directory (withKubeletDir).
 func (c *Cluster) Apply(ctx context.Context, dir string) error {
 	start := c.cfg.Clock.Now()
 	render := c.kubectlCommand(ctx, "kustomize", dir)
@@ -27,6 +28,9 @@ func (c *Cluster) Apply(ctx context.Context, dir string) error {
 	rendered, err := render.Output()
 	if err != nil {
 		return fmt.Errorf("rendering %s: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
+	}
+	if rendered, err = withKubeletDir(rendered, c.layout.KubeletDir()); err != nil {
+		return fmt.Errorf("rendering %s: %w", dir, err)
 	}
 	apply := c.kubectlCommand(ctx, "apply", "--server-side", "--force-conflicts", "-f", "-")
 	apply.Stdin = bytes.NewReader(rendered)
@@ -48,9 +52,10 @@ func (c *Cluster) Apply(ctx context.Context, dir string) error {
 // --install`, so a second call upgrades), with the helm binary given, and waits for the CRDs it holds to be
 // established, as Apply does. helm creates the namespace when it is missing; the chart's own Namespace object then
 // adds its labels. helm keeps its configuration, cache and release index under the state directory, not in $HOME.
+// The chart's agent.flags.kubelet-root-dir is set to this cluster's kubelet directory, as Apply does.
 func (c *Cluster) InstallChart(ctx context.Context, helm, chartDir, valuesFile, release, namespace string) error {
 	cmd := c.HelmCommand(ctx, helm, "upgrade", "--install", release, chartDir, "--namespace", namespace,
-		"--create-namespace", "--values", valuesFile)
+		"--create-namespace", "--values", valuesFile, "--set", "agent.flags.kubelet-root-dir="+c.layout.KubeletDir())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("installing the chart %s with helm: %w: %s", chartDir, err, strings.TrimSpace(string(out)))
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/agent/events"
 	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
 	"github.com/gleaner-sh/gleaner/pkg/agent/executor"
+	"github.com/gleaner-sh/gleaner/pkg/agent/kubeletpolicy"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
 	"github.com/gleaner-sh/gleaner/pkg/agent/prediction"
@@ -266,7 +267,9 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		RuntimeHook: hook, Reporter: rep, SLOStatus: sloStatus,
 	}
 	if opts.Topology.Enabled {
-		a.Topology = topologyreporter.New(c, states, opts.ProcRoot, opts.SysRoot, clk, m, opts.NodeName, opts.Topology)
+		topo := opts.Topology
+		topo.PodResourcesSocket = kubeletpolicy.Socket(opts.Devices.KubeletRootDir)
+		a.Topology = topologyreporter.New(c, states, opts.ProcRoot, opts.SysRoot, clk, m, opts.NodeName, topo)
 	}
 	if !opts.PredictionOff {
 		if a.Prediction, err = prediction.NewServer(states, cache, clk, opts.predictionOptions()); err != nil {

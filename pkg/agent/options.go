@@ -173,7 +173,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.CgroupKeepOpenFiles, "cgroup-keep-open-files", o.CgroupKeepOpenFiles, "cgroup files kept open between reads, re-read with one pread each (0: open each time)")
 	fs.StringSliceVar(&o.Collectors, "collectors", o.Collectors, "collectors to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(collectorNames(), ", ")+")")
 	fs.Var(&durationMap{m: &o.CollectorIntervals}, "collector-intervals", "collection interval per collector, as name=duration pairs (e.g. podresource=2s,psi=10s)")
-	fs.StringVar(&o.Devices.KubeletRootDir, "kubelet-root-dir", o.Devices.KubeletRootDir, "the kubelet's --root-dir on the node, whose file system the storage collector reports")
+	fs.StringVar(&o.Devices.KubeletRootDir, "kubelet-root-dir", o.Devices.KubeletRootDir, "the kubelet's --root-dir on the node: the storage collector reports its file system, and the topology reporter asks the kubelet's CPU and memory manager policies on pod-resources/kubelet.sock under it (mounted at the same path)")
 	fs.StringVar(&o.Devices.RuntimeRootDir, "runtime-root-dir", o.Devices.RuntimeRootDir, "the container runtime's root directory on the node, whose file system the storage collector reports")
 	fs.IntVar(&o.Devices.CPIMaxContainers, "cpi-max-containers", o.Devices.CPIMaxContainers, "most containers the cpi collector keeps hardware counters on (two counters per CPU each)")
 	fs.DurationVar(&o.Devices.ColdAge, "cold-memory-age", o.Devices.ColdAge, "how long a page must have been idle to count as cold memory (kidled kernels)")

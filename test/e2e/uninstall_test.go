@@ -100,11 +100,12 @@ func nodeGleanerFields(t *testing.T, e *Env) []string {
 }
 
 // TestUninstallRestoresTheNode: an uninstall gives the node back what the agent wrote. The cluster starts without
-// Gleaner and the node's state is read; Gleaner is installed (config/local) with CPU idle (on by default), CPU
-// suppression by CFS quota, system-config's sysctls and network QoS on, until each is seen on the node; then `kubectl
-// delete -k config/local` uninstalls it, and once the agent has gone the node's state is what it was before the
-// install. What the manager wrote on the Node object is listed (it stays: the manager gives it back when colocation
-// is turned off, not on an uninstall yet). The next test gets the cluster from config/local again.
+// Gleaner and the node's state is read; Gleaner is installed (config/local, beside the NodeResourceTopology CRD, on
+// which the agent publishes the kubelet's managers) with CPU idle (on by default), CPU suppression by CFS quota,
+// system-config's sysctls and network QoS on, until each is seen on the node; then `kubectl delete -k config/local`
+// uninstalls it, and once the agent has gone the node's state is what it was before the install. What the manager
+// wrote on the Node object is listed (it stays: the manager gives it back when colocation is turned off, not on an
+// uninstall yet). The next test gets the cluster from config/local again.
 func TestUninstallRestoresTheNode(t *testing.T) {
 	e := suite.Env(t)
 	host := netnstest.Handle(t, netns.None())
@@ -143,6 +144,7 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 	t.Logf("before the install: %+v; node %v", before, nodeBefore)
 	t.Cleanup(func() { putSysctlsBack(t, before) })
 
+	installTopologyCRD(t, e)
 	local := filepath.Join(e.Suite.RepoRoot, "config", "local")
 	if err := e.Cluster.Apply(e.Ctx, local); err != nil {
 		t.Fatal(err)
@@ -151,6 +153,7 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	dumpOnFailure(t, e)
+	expectKubeletManagersPublished(t, e)
 	bePod := e.RunPod(testutil.Pod("uninstall-be").Container("c").Image(PauseImage).Obj())
 	turnFeaturesOn(e)
 	during := waitWritten(t, e, host, before)

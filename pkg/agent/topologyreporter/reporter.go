@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/kubeletpolicy"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
 	"github.com/gleaner-sh/gleaner/pkg/agent/system/cpuinfo"
@@ -36,6 +38,9 @@ type Options struct {
 	// Interval is how often the zones are computed again (--report-topology-interval); the object is written only
 	// when they changed. A change of the Node's cpu or memory capacity or allocatable is published at once.
 	Interval time.Duration
+	// PodResourcesSocket is the kubelet's pod-resources socket (kubeletpolicy.Socket of --kubelet-root-dir), asked
+	// at each report for the kubelet's CPU and memory manager policies; "" does not ask.
+	PodResourcesSocket string
 }
 
 // DefaultOptions are the defaults of the agent's flags.
@@ -82,9 +87,10 @@ type Reporter struct {
 	lastZones []nrt.Zone
 	lastNode  corev1.ResourceList
 	lastSync  time.Time
-	// lastCPUInfo is the slov1alpha1.AnnotationCPUBasicInfo last written ("" when the CPU could not be described),
-	// and cpuInfoErr the error last logged about describing it.
-	lastCPUInfo, cpuInfoErr string
+	// lastAnnotations are the annotations last written (annotations), and loggedErr the error last logged about
+	// each source of them (the CPU, the kubelet's managers).
+	lastAnnotations map[string]string
+	loggedErr       map[string]string
 }
 
 // New returns a reporter for nodeName that reads the host's topology under sysRoot (normally /sys) and the CPU model
@@ -185,37 +191,55 @@ func (r *Reporter) report(ctx context.Context) (string, error) {
 	if err != nil {
 		return ReportError, fmt.Errorf("computing the NUMA zones of node %q: %w", r.nodeName, err)
 	}
-	cpu := r.cpuInfo(ctx)
+	annotations := r.annotations(ctx)
 	res := nodeResources(node)
-	if r.lastZones != nil && equality.Semantic.DeepEqual(zones, r.lastZones) && cpu == r.lastCPUInfo && r.clock.Since(r.lastSync) < Resync {
+	if r.lastZones != nil && equality.Semantic.DeepEqual(zones, r.lastZones) && maps.Equal(annotations, r.lastAnnotations) && r.clock.Since(r.lastSync) < Resync {
 		r.lastNode = res
 		return ReportUnchanged, nil
 	}
-	result, err := r.write(ctx, node, zones, cpu)
+	result, err := r.write(ctx, node, zones, annotations)
 	if err != nil {
 		return result, err
 	}
-	r.lastZones, r.lastNode, r.lastSync, r.lastCPUInfo = zones, res, r.clock.Now(), cpu
+	r.lastZones, r.lastNode, r.lastSync, r.lastAnnotations = zones, res, r.clock.Now(), annotations
 	return result, nil
 }
 
-// cpuInfo is the node's slov1alpha1.AnnotationCPUBasicInfo, which gleaner-manager's CPU normalization reads, or ""
-// when the CPU cannot be described: the zones are published all the same, and the error is logged once.
-func (r *Reporter) cpuInfo(ctx context.Context) string {
+// annotations are the object's annotations that gleaner-manager reads: the node's CPU (slov1alpha1.
+// AnnotationCPUBasicInfo, for CPU normalization) and the kubelet's CPU and memory manager policies (for
+// amplification). What cannot be read is left out (the object keeps what it has), and its error is logged once.
+func (r *Reporter) annotations(ctx context.Context) map[string]string {
+	out := map[string]string{}
 	info, err := cpuinfo.Read(r.procRoot, r.sysRoot)
-	if err != nil {
-		if err.Error() != r.cpuInfoErr {
-			klog.FromContext(ctx).Error(err, "describing the CPU for the NodeResourceTopology; publishing it without "+slov1alpha1.AnnotationCPUBasicInfo)
+	r.logOnce(ctx, "cpu", err, "describing the CPU for the NodeResourceTopology; publishing it without "+slov1alpha1.AnnotationCPUBasicInfo)
+	if err == nil {
+		b, err := json.Marshal(info)
+		if err != nil {
+			panic(fmt.Sprintf("encoding a CPUBasicInfo: %v", err)) // strings and booleans always encode
 		}
-		r.cpuInfoErr = err.Error()
-		return ""
+		out[slov1alpha1.AnnotationCPUBasicInfo] = string(b)
 	}
-	r.cpuInfoErr = ""
-	b, err := json.Marshal(info)
+	if r.opts.PodResourcesSocket != "" {
+		managers, err := kubeletpolicy.Read(ctx, r.opts.PodResourcesSocket)
+		r.logOnce(ctx, "kubelet", err, "reading the kubelet's CPU and memory manager policies; publishing the NodeResourceTopology without them (gleaner-manager then amplifies the allocatable as if neither were static)")
+		maps.Copy(out, managers.Annotations())
+	}
+	return out
+}
+
+// logOnce logs err under source unless it is the error last logged there.
+func (r *Reporter) logOnce(ctx context.Context, source string, err error, msg string) {
+	if r.loggedErr == nil {
+		r.loggedErr = map[string]string{}
+	}
+	text := ""
 	if err != nil {
-		panic(fmt.Sprintf("encoding a CPUBasicInfo: %v", err)) // strings and booleans always encode
+		text = err.Error()
+		if text != r.loggedErr[source] {
+			klog.FromContext(ctx).Error(err, msg)
+		}
 	}
-	return string(b)
+	r.loggedErr[source] = text
 }
 
 // rawAllocatable is the node's cpu and memory allocatable before gleaner-manager's amplification
@@ -231,8 +255,8 @@ func rawAllocatable(node *corev1.Node) corev1.ResourceList {
 }
 
 // write creates the object or updates its Node zones, retrying on a conflict with the manager's zone writes.
-// cpu is the CPU annotation to set; "" leaves the object's as it is.
-func (r *Reporter) write(ctx context.Context, node *corev1.Node, zones []nrt.Zone, cpu string) (string, error) {
+// annotations are set on the object; any other annotation stays as it is.
+func (r *Reporter) write(ctx context.Context, node *corev1.Node, zones []nrt.Zone, annotations map[string]string) (string, error) {
 	result := ReportWritten
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cur := nrt.New()
@@ -240,7 +264,7 @@ func (r *Reporter) write(ctx context.Context, node *corev1.Node, zones []nrt.Zon
 		switch {
 		case apierrors.IsNotFound(err):
 			result = ReportWritten
-			return r.client.Create(ctx, newObject(node, zones, cpu))
+			return r.client.Create(ctx, newObject(node, zones, annotations))
 		case err != nil:
 			return err
 		}
@@ -248,11 +272,14 @@ func (r *Reporter) write(ctx context.Context, node *corev1.Node, zones []nrt.Zon
 		if err != nil {
 			return err
 		}
-		if cpu != "" && cur.GetAnnotations()[slov1alpha1.AnnotationCPUBasicInfo] != cpu {
+		for key, value := range annotations {
+			if cur.GetAnnotations()[key] == value {
+				continue
+			}
 			if !changed {
 				next = cur.DeepCopy()
 			}
-			setAnnotation(next, slov1alpha1.AnnotationCPUBasicInfo, cpu)
+			setAnnotation(next, key, value)
 			changed = true
 		}
 		if !changed {
@@ -301,12 +328,12 @@ func nodeResources(n *corev1.Node) corev1.ResourceList {
 }
 
 // newObject is the NodeResourceTopology of node with zones, owned by the Node so that deleting it deletes the object.
-// cpu, when not "", is its slov1alpha1.AnnotationCPUBasicInfo.
-func newObject(node *corev1.Node, zones []nrt.Zone, cpu string) *unstructured.Unstructured {
+// It carries annotations.
+func newObject(node *corev1.Node, zones []nrt.Zone, annotations map[string]string) *unstructured.Unstructured {
 	u := nrt.New()
 	u.SetName(node.Name)
-	if cpu != "" {
-		setAnnotation(u, slov1alpha1.AnnotationCPUBasicInfo, cpu)
+	for key, value := range annotations {
+		setAnnotation(u, key, value)
 	}
 	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}})
 	raw := make([]any, 0, len(zones))

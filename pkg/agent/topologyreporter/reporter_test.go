@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/kubeletpolicy/podresourcestest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
 	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/qosmanagertest"
 	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
@@ -133,6 +134,45 @@ func TestPublish(t *testing.T) {
 	checkManagerSplit(t, u, node)
 
 	checkRounds(t, e, r, c, clk, store, node)
+}
+
+// TestPublishKubeletManagers: the kubelet's CPU and memory manager policies go on the object, a change of them is
+// published in the next round, and a kubelet that cannot be asked leaves the last published policies in place
+// while the zones are still published.
+func TestPublishKubeletManagers(t *testing.T) {
+	e := env.Start(t)
+	e.InstallTopologyCRD(t)
+	const name = "nrt-kubelet"
+	store := statesinformer.NewStore()
+	store.SetNode(hostTwo(t, e, name))
+	c := newCounting(t, e)
+	ctx := context.Background()
+	report := func(socket string) map[string]string {
+		t.Helper()
+		opts := DefaultOptions()
+		opts.PodResourcesSocket = socket
+		r := New(c, store, "testdata/proc", "testdata/two", clocktesting.NewFakeClock(testNow), metrics.New(), name, opts)
+		if res, err := r.Report(ctx); err != nil || res == ReportError {
+			t.Fatalf("report: %s, %v", res, err)
+		}
+		u, _ := get(t, e, name)
+		return u.GetAnnotations()
+	}
+	expect := func(got map[string]string, cpu, memory string) {
+		t.Helper()
+		for key, want := range map[string]string{slov1alpha1.AnnotationKubeletCPUManagerPolicy: cpu, slov1alpha1.AnnotationKubeletMemoryManagerPolicy: memory} {
+			if got[key] != want {
+				t.Errorf("annotation %s = %q, want %q", key, got[key], want)
+			}
+		}
+	}
+	expect(report(podresourcestest.Serve(t, podresourcestest.Static())), `{"policy":"static"}`, `{"policy":"Static"}`)
+	expect(report(podresourcestest.Serve(t, podresourcestest.None())), `{"policy":"none"}`, `{"policy":"None"}`)
+	got := report(podresourcestest.Serve(t, nil))
+	expect(got, `{"policy":"none"}`, `{"policy":"None"}`)
+	if got[slov1alpha1.AnnotationCPUBasicInfo] == "" {
+		t.Errorf("the CPU description went with the kubelet's answer: %v", got)
+	}
 }
 
 // TestMalformedHost: a sysfs tree that cannot be read is a clear error, and nothing is written.

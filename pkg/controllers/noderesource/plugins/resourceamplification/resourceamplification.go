@@ -7,6 +7,12 @@
 //	no ratio at all: the annotation is removed, and the webhook puts back the raw allocatable
 //
 // The CPU normalization ratio is the one the cpunormalization plugin returned in the same reconcile, else the node's.
+//
+// Unlike Koordinator, no ratio is set for a resource the node's kubelet admits against its real capacity, as the
+// agent reports it on the NodeResourceTopology: cpu under the static CPU manager, memory under the Static memory
+// manager. Amplified, their allocatable would let the scheduler bind pods that the kubelet then rejects
+// (UnexpectedAdmissionError). A node whose managers are not known (no NodeResourceTopology, or an agent that could
+// not ask its kubelet) is amplified as configured.
 package resourceamplification
 
 import (
@@ -64,8 +70,35 @@ func (p *Plugin) Annotate(in *framework.Input, nr *framework.NodeResource) ([]fr
 			reason = fmt.Sprintf("cpu: %s x CPU normalization ratio %s", slov1alpha1.FormatRatio(configured), s)
 		}
 	}
+	refused, err := refuse(in, ratios)
+	if err != nil {
+		return []framework.AnnotationItem{{Key: key}}, err
+	}
+	reason += refused
 	if len(ratios) == 0 {
 		return []framework.AnnotationItem{{Key: key, Source: source, Reason: reason + "; allocatable is the kubelet's"}}, nil
 	}
 	return []framework.AnnotationItem{{Key: key, Value: ptr.To(slov1alpha1.FormatAmplificationRatios(ratios)), Source: source, Reason: reason}}, nil
+}
+
+// refuse removes from ratios each resource the node's kubelet admits against its real capacity, and says which.
+func refuse(in *framework.Input, ratios map[corev1.ResourceName]float64) (string, error) {
+	if in.Topology == nil || in.Topology.Object == nil {
+		return "", nil
+	}
+	managers, err := slov1alpha1.KubeletResourceManagersOf(in.Topology.Object.GetAnnotations())
+	if err != nil {
+		return "", fmt.Errorf("NodeResourceTopology %s: %w", in.Node.Name, err)
+	}
+	why := ""
+	for _, r := range []struct {
+		name    corev1.ResourceName
+		manager string
+	}{{corev1.ResourceCPU, "static CPU manager"}, {corev1.ResourceMemory, "Static memory manager"}} {
+		if ratio, ok := ratios[r.name]; ok && ratio > 1 && managers.Exclusive(r.name) {
+			delete(ratios, r.name)
+			why += fmt.Sprintf("; %s not amplified: the kubelet's %s admits pods against the node's real %s", r.name, r.manager, r.name)
+		}
+	}
+	return why, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
+	"github.com/gleaner-sh/gleaner/pkg/nrt"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -85,4 +86,74 @@ func TestAnnotate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnnotateLeavesWhatTheKubeletAdmitsExclusively: no ratio for cpu under the kubelet's static CPU manager nor
+// for memory under its Static memory manager, as the agent reports them on the NodeResourceTopology; the reason says
+// why. Managers not reported (no object, no annotations) amplify as configured; an annotation that does not parse is
+// an error (the node keeps its ratios).
+func TestAnnotateLeavesWhatTheKubeletAdmitsExclusively(t *testing.T) {
+	const config = `{"enable": true, "resourceAmplificationRatio": {"cpu": 1.5, "memory": 1.25}}`
+	tests := []struct {
+		name          string
+		topology      map[string]string // nil: no NodeResourceTopology
+		want          *string
+		wantReason    string
+		wantErr       string
+		normalization string
+	}{
+		{name: "no NodeResourceTopology", want: ptr.To(`{"cpu":1.50,"memory":1.25}`)},
+		{name: "managers not reported", topology: map[string]string{}, want: ptr.To(`{"cpu":1.50,"memory":1.25}`)},
+		{name: "the kubelet's defaults", topology: managers(`{"policy":"none"}`, `{"policy":"None"}`), want: ptr.To(`{"cpu":1.50,"memory":1.25}`)},
+		{name: "static CPU manager", topology: managers(`{"policy":"static"}`, `{"policy":"None"}`), want: ptr.To(`{"memory":1.25}`),
+			wantReason: "cpu not amplified: the kubelet's static CPU manager admits pods against the node's real cpu"},
+		{name: "static CPU manager and a CPU normalization ratio", normalization: "1.20", topology: managers(`{"policy":"static"}`, `{"policy":"None"}`),
+			want: ptr.To(`{"memory":1.25}`), wantReason: "cpu not amplified"},
+		{name: "both static", topology: managers(`{"policy":"static"}`, `{"policy":"Static"}`), want: nil,
+			wantReason: "memory not amplified: the kubelet's Static memory manager admits pods against the node's real memory; allocatable is the kubelet's"},
+		{name: "an annotation that does not parse", topology: map[string]string{slov1alpha1.AnnotationKubeletCPUManagerPolicy: "static"},
+			wantErr: "parsing annotation " + slov1alpha1.AnnotationKubeletCPUManagerPolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := sloconfig.NewStore().Apply(&corev1.ConfigMap{Data: map[string]string{sloconfig.ResourceAmplificationConfigKey: config}}).Current
+			b := testutil.Node("n1")
+			if tt.normalization != "" {
+				b = b.Annotation(slov1alpha1.AnnotationCPUNormalizationRatio, tt.normalization)
+			}
+			in := &framework.Input{Node: b.Obj(), Config: snap}
+			if tt.topology != nil {
+				u := nrt.New()
+				u.SetName("n1")
+				u.SetAnnotations(tt.topology)
+				in.Topology = &framework.Topology{Object: u}
+			}
+			items, err := New().Annotate(in, framework.NewNodeResource())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				if len(items) != 1 || items[0].Value != nil || items[0].Reason != "" {
+					t.Errorf("items = %+v, want the key alone (the node keeps its ratios)", items)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(items) != 1 {
+				t.Fatalf("items = %+v, want one", items)
+			}
+			if d := cmp.Diff(tt.want, items[0].Value); d != "" {
+				t.Errorf("ratios (-want +got):\n%s", d)
+			}
+			if !strings.Contains(items[0].Reason, tt.wantReason) {
+				t.Errorf("reason %q, want it to contain %q", items[0].Reason, tt.wantReason)
+			}
+		})
+	}
+}
+
+func managers(cpu, memory string) map[string]string {
+	return map[string]string{slov1alpha1.AnnotationKubeletCPUManagerPolicy: cpu, slov1alpha1.AnnotationKubeletMemoryManagerPolicy: memory}
 }
