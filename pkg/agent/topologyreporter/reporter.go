@@ -205,8 +205,8 @@ func (r *Reporter) report(ctx context.Context) (string, error) {
 	return result, nil
 }
 
-// annotations are the object's annotations that gleaner-manager reads: the node's CPU (slov1alpha1.
-// AnnotationCPUBasicInfo, for CPU normalization) and the kubelet's CPU and memory manager policies (for
+// annotations are the object's annotations that gleaner-manager reads: the node's CPU
+// (slov1alpha1.AnnotationCPUBasicInfo, for CPU normalization) and the kubelet's CPU and memory manager policies (for
 // amplification). What cannot be read is left out (the object keeps what it has), and its error is logged once.
 func (r *Reporter) annotations(ctx context.Context) map[string]string {
 	out := map[string]string{}
