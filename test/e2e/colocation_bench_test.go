@@ -194,6 +194,7 @@ func (r *benchRun) memoryPhase(ns, batchNS string, mix []batchWork, d time.Durat
 		pod := testutil.Pod("bench-grower").Namespace(ns).PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
 			Image(EaterImage, "--size="+benchServiceGrowth, "--step="+benchGrowthStep).Requests("cpu", "100m", "memory", "64Mi").Obj()
 		pod.UID, pod.Status = "", corev1.PodStatus{}
+		NonRoot(&pod.Spec)
 		if _, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{}); err != nil {
 			r.b.Errorf("creating the growing service pod: %v", err)
 		}
@@ -456,6 +457,7 @@ func runBatch(e *Env, ns string, works []batchWork) func() {
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels}, Spec: spec},
 			},
 		}
+		NonRoot(&dep.Spec.Template.Spec)
 		if _, err := e.Clientset.AppsV1().Deployments(ns).Create(e.Ctx, dep, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("creating the batch Deployment %s: %v", w.name, err)
 		}

@@ -50,6 +50,7 @@ func TestBatchPodsStartWhileSuppressionMoves(t *testing.T) {
 		for i := range perWave {
 			pod := batchReportPod(fmt.Sprintf("start-%d-%d", w, i), milli, 32<<20)
 			pod.Namespace = ns
+			NonRoot(&pod.Spec)
 			created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("creating %s: %v", pod.Name, err)
@@ -113,6 +114,7 @@ func (s *serviceToggle) run(ctx context.Context, e *Env, ns string) {
 			Image(BurnerImage, "--load=1.2", "--report=0").Requests("cpu", "100m", "memory", "32Mi").Obj()
 		svc.Namespace = ns
 		svc.Spec.TerminationGracePeriodSeconds = new(int64)
+		NonRoot(&svc.Spec)
 		if _, err := e.Clientset.CoreV1().Pods(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
 			s.errs = append(s.errs, err.Error())
 		}

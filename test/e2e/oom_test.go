@@ -144,6 +144,13 @@ func processOOMScore(t *testing.T, pod *corev1.Pod) int {
 	if len(pids) == 0 {
 		t.Fatalf("no process in %s", dir)
 	}
+	// The pod's process runs as the suite's user, not root: /proc/PID/oom_score_adj belongs to that user, so what
+	// the agent may write there is what it may write on a production node.
+	for _, line := range strings.Split(readFile(t, filepath.Join("/proc", pids[0], "status")), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && f[1] != strconv.Itoa(PodUser) {
+			t.Errorf("the process of pod %s runs as uid %s, want the suite's non-root %d", pod.Name, f[1], PodUser)
+		}
+	}
 	v, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join("/proc", pids[0], "oom_score_adj"))))
 	if err != nil {
 		t.Fatal(err)

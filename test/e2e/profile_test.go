@@ -64,6 +64,7 @@ func TestColocationProfileRunsADeploymentAsBatch(t *testing.T) {
 			},
 		},
 	}
+	NonRoot(&dep.Spec.Template.Spec)
 	if _, err := e.Clientset.AppsV1().Deployments(ns).Create(e.Ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the Deployment: %v", err)
 	}

@@ -70,6 +70,7 @@ func TestCPUSuppressFollowsTheService(t *testing.T) {
 	svcPod := testutil.Pod("ls-burner").PriorityClass("gleaner-prod").Label(slov1alpha1.LabelQoSClass, "LS").
 		Image(BurnerImage, "--load=1.6", "--report=0").Requests("cpu", "100m", "memory", "32Mi").Obj()
 	svcPod.Namespace = ns
+	NonRoot(&svcPod.Spec)
 	created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, svcPod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -415,6 +415,7 @@ func startLatencies(e *Env, run string, n int) []time.Duration {
 		// measures. Each pod is gone before the next is made, so it never waits for batch-cpu a deleted pod holds.
 		pod := batchReportPod(fmt.Sprintf("bench-%s-%d", run, i), benchBatchMilli, 32<<20)
 		pod.Namespace = ns
+		NonRoot(&pod.Spec)
 		created := time.Now()
 		got, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
 		if err != nil {

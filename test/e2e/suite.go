@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -330,10 +331,12 @@ func (e *Env) RunPod(pod *corev1.Pod) *corev1.Pod {
 	return e.RunPodIn(e.Namespace(), pod)
 }
 
-// RunPodIn creates the pod in namespace ns and waits until it runs.
+// RunPodIn creates the pod in namespace ns, as a non-root user unless it says otherwise (NonRoot), and waits until
+// it runs.
 func (e *Env) RunPodIn(ns string, pod *corev1.Pod) *corev1.Pod {
 	e.t.Helper()
 	pod.Namespace = ns
+	NonRoot(&pod.Spec)
 	created, err := e.Clientset.CoreV1().Pods(ns).Create(e.Ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("creating pod %s: %v", pod.Name, err)
@@ -431,3 +434,21 @@ const PauseImage = "gleaner.local/pause:dev"
 
 // BurnerImage is the image of a container that burns the CPU its --load flag asks for (test/workloads/burner).
 const BurnerImage = "gleaner.local/burner:dev"
+
+// PodUser is the user and group the suite's pods run as: nobody, as production pods run as users of their own.
+// A feature that works only for root's processes (the agent writing a process's oom_score_adj, which belongs to the
+// process's user) fails here as it would there.
+const PodUser = 65534
+
+// NonRoot has the pod run as PodUser, and refused as root (runAsNonRoot), unless its spec names a user already: the
+// suite's pods run as non-root users, and a test that needs root says so in its pod.
+func NonRoot(spec *corev1.PodSpec) {
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	sc := spec.SecurityContext
+	if sc.RunAsUser != nil {
+		return
+	}
+	sc.RunAsUser, sc.RunAsGroup, sc.RunAsNonRoot = ptr.To[int64](PodUser), ptr.To[int64](PodUser), ptr.To(true)
+}
