@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +24,18 @@ import (
 // kubelet's own status writes. The webhook's removal of the ratio then gives the kubelet's allocatable back
 // (docs/qos.md, "Amplification and the kubelet"; with gleaner-manager down at the restart the kubelet's values would
 // stand, which this test does not arrange).
+//
+// The restart is also the kubelet's start beside CPU idle (on by default for class BE): the kubelet exits at start
+// when it cannot write the besteffort QoS cgroup's cpu.shares, which the kernel refuses while that cgroup is idle.
+// The agent takes idle off while the kubelet starts (docs/qos.md, "The kubelet's start"); the kubelet is restarted
+// as its service manager would (a kubelet that exits is started again 10 s later), and the test checks that one
+// runs in the end and that the besteffort cgroup is idle again once it has settled.
 func TestAmplifiedPodsSurviveAKubeletRestart(t *testing.T) {
 	e := suite.Env(t)
+	beIdleFile := filepath.Join(cgroupDir(t, "cpu", "kubepods/besteffort"), "cpu.idle")
+	if got := strings.TrimSpace(readFile(t, beIdleFile)); got != "1" {
+		t.Fatalf("%s is %q before the restart, want 1 (class BE's default CPU idle)", beIdleFile, got)
+	}
 	node, err := e.Clientset.CoreV1().Nodes().Get(e.Ctx, localcluster.NodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +69,7 @@ func TestAmplifiedPodsSurviveAKubeletRestart(t *testing.T) {
 	}
 	waitAllocatableCPU(e, 2*raw, "amplified 2x, a kubelet status write later")
 	e.DeletePod(got)
+	waitForFile(e, beIdleFile, "1") // the agent's settle time (30 s) after the kubelet's last start
 }
 
 // waitReadySince waits for a status write of the kubelet after since (the Ready condition's heartbeat), and returns

@@ -48,6 +48,10 @@ type Plugin struct {
 	unsupported bool // this kernel has no cpu.idle: the plugin steps aside
 	adopted     bool // the values an earlier agent left were looked for
 	saidAnolis  bool
+
+	kubelet kubeletWatch
+	// kubeletStarting is set while the besteffort QoS cgroup is kept from idle for a kubelet that (re)started.
+	kubeletStarting bool
 }
 
 var (
@@ -68,7 +72,16 @@ func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 		hold:         qosmanager.NewHolder(Name, d.Executor, executor.CPUIdle(false)),
 		bad:          qosmanager.NewWarnings(d.Events, ReasonBadAnnotation),
 		partly:       qosmanager.NewWarnings(d.Events, qosmanager.ReasonAnnotationFieldsIgnored),
+		kubelet:      kubeletWatch{procRoot: procRoot(d)},
 	}, nil
+}
+
+// procRoot is the host's /proc for the kubelet watch; "" without one (the watch then never holds idle back).
+func procRoot(d qosmanager.Deps) string {
+	if d.Proc == nil || d.Clock == nil {
+		return ""
+	}
+	return d.Proc.Root()
 }
 
 // Name implements qosmanager.Plugin.
@@ -137,7 +150,8 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		p.adopt(pods)
 	}
 	var want []executor.Update
-	if idle(s.BEClass) {
+	beIdle := p.besteffortIdle(log, s)
+	if beIdle {
 		want = append(want, executor.Update{Dir: p.qosDir, Value: executor.CPUIdle(true), Reason: "class BE is cpuQOS groupIdentity -1: the besteffort QoS cgroup runs as SCHED_IDLE"})
 	}
 	live := map[string]*corev1.Pod{p.qosDir: nil}
@@ -180,7 +194,28 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	for dir := range hosts {
 		delete(live, dir)
 	}
-	return errors.Join(err, p.restoreShares(ctx, live, wasIdle), p.standIn(ctx, all, idle(s.BEClass)))
+	return errors.Join(err, p.restoreShares(ctx, live, wasIdle), p.standIn(ctx, all, beIdle))
+}
+
+// besteffortIdle reports whether the besteffort QoS cgroup is to be idle now: its class asks for it, and the
+// kubelet is not starting (kubeletWatch: the kubelet cannot start while that cgroup is idle). It logs when it holds
+// idle back for a starting kubelet, and when it lets it go again.
+func (p *Plugin) besteffortIdle(log klog.Logger, s *slov1alpha1.ResourceQOSStrategy) bool {
+	if !idle(s.BEClass) {
+		return false
+	}
+	if p.kubelet.procRoot == "" {
+		return true
+	}
+	settled, _ := p.kubelet.settled(p.d.Clock.Now())
+	if !settled && !p.kubeletStarting {
+		log.Info("the kubelet is starting: the besteffort QoS cgroup leaves SCHED_IDLE until the kubelet has set up its QoS cgroups (the kernel refuses their cpu.shares while idle, and the kubelet exits)",
+			"settle", KubeletSettle)
+	} else if settled && p.kubeletStarting {
+		log.Info("the kubelet has run for the settle time: the besteffort QoS cgroup runs as SCHED_IDLE again", "settle", KubeletSettle)
+	}
+	p.kubeletStarting = !settled
+	return settled
 }
 
 // hostApplications are the cgroups of the NodeSLO's host applications, each with its cpu.idle = 1 update when its

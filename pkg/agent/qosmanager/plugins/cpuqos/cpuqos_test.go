@@ -2,6 +2,9 @@ package cpuqos
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -547,5 +550,81 @@ func TestBadNodeSLOKeepsLastGood(t *testing.T) {
 	r.expectIdle(map[string]bool{r.beDir(): true})
 	if n := r.Log.Count("beClass.cpuQOS.groupIdentity is 5, outside [-1, 2]"); n != 1 {
 		t.Errorf("the refusal was logged %d times, want once", n)
+	}
+}
+
+// TestKubeletStartsWithoutIdle: the kubelet cannot start while the besteffort QoS cgroup is idle (the kernel refuses
+// its cpu.shares write there, and the kubelet exits), so the cgroup leaves idle while a kubelet that started again
+// has run for less than KubeletSettle, or is gone, and goes back to idle afterwards. A kubelet that started long
+// before the agent is settled at once.
+func TestKubeletStartsWithoutIdle(t *testing.T) {
+	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
+		b := batch()
+		r := newRig(t, l, true, b)
+		procRoot := r.Host.ProcRoot()
+		boot := r.Clock.Now().Add(-time.Hour)
+		// kubelet writes the kubelet process (PID 4242) started at start, and /proc/uptime as of the clock.
+		kubelet := func(start time.Time) {
+			t.Helper()
+			ticks := start.Sub(boot) / (time.Second / 100)
+			stat := fmt.Sprintf("4242 (kubelet) S 1 4242 4242 0 -1 4194560 1 0 0 0 1 1 0 0 20 0 30 0 %d 2000000 3000 18446744073709551615\n", ticks)
+			writeFile(t, filepath.Join(procRoot, "4242", "comm"), "kubelet\n")
+			writeFile(t, filepath.Join(procRoot, "4242", "stat"), stat)
+		}
+		uptime := func() {
+			t.Helper()
+			writeFile(t, filepath.Join(procRoot, "uptime"), fmt.Sprintf("%.2f 100.00\n", r.Clock.Now().Sub(boot).Seconds()))
+		}
+		uptime()
+		kubelet(boot.Add(time.Minute))
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): true})
+
+		// The kubelet starts again: the cgroup leaves idle, with the kubelet's weight back.
+		r.Clock.Step(time.Second)
+		uptime()
+		kubelet(r.Clock.Now())
+		if err := r.FS.SetCPUShares(r.beDir(), 1024); err != nil { // what the kernel leaves when idle goes
+			t.Fatal(err)
+		}
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): false})
+		if got, err := r.FS.CPUShares(r.beDir()); err != nil || cgroup.SharesToWeight(got) != cgroup.SharesToWeight(cgroup.MinShares) {
+			t.Errorf("cpu.shares of the besteffort cgroup while the kubelet starts: %d (%v), want the kubelet's %d", got, err, cgroup.MinShares)
+		}
+		if r.Log.Count("the kubelet is starting") != 1 {
+			t.Errorf("the kubelet's start was not logged once:\n%s", r.Log.String())
+		}
+		// Not yet settled a second before KubeletSettle; idle again at it.
+		r.Clock.Step(KubeletSettle - 2*time.Second)
+		uptime()
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): false})
+		r.Clock.Step(2 * time.Second)
+		uptime()
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): true})
+
+		// The kubelet is gone (it failed, or its service manager stopped it): idle goes until one has settled.
+		if err := os.RemoveAll(filepath.Join(procRoot, "4242")); err != nil {
+			t.Fatal(err)
+		}
+		r.Clock.Step(time.Second)
+		uptime()
+		r.run(spec(nil))
+		r.expectIdle(map[string]bool{r.beDir(): false})
+		if n := r.Log.Count("the kubelet is starting"); n != 2 {
+			t.Errorf("the kubelet's going was logged %d times in all, want a second time:\n%s", n, r.Log.String())
+		}
+	})
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
