@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -32,16 +31,14 @@ import (
 // runs in the end and that the besteffort cgroup is idle again once it has settled.
 func TestAmplifiedPodsSurviveAKubeletRestart(t *testing.T) {
 	e := suite.Env(t)
+	// Class BE's default CPU idle, once the kubelet of a cluster just started has run for the agent's settle time.
 	beIdleFile := filepath.Join(cgroupDir(t, "cpu", "kubepods/besteffort"), "cpu.idle")
-	if got := strings.TrimSpace(readFile(t, beIdleFile)); got != "1" {
-		t.Fatalf("%s is %q before the restart, want 1 (class BE's default CPU idle)", beIdleFile, got)
-	}
+	waitForFile(e, beIdleFile, "1")
 	node, err := e.Clientset.CoreV1().Nodes().Get(e.Ctx, localcluster.NodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw := node.Status.Allocatable.Cpu().MilliValue()
-	t.Cleanup(func() { waitAllocatableCPU(e, raw, "the kubelet's own, amplification off") })
 	setSLOConfig(e, "resource-amplification-config", `{"enable": true, "resourceAmplificationRatio": {"cpu": 2}}`,
 		func(*slov1alpha1.NodeSLOSpec) (bool, string) { return true, "" })
 	waitAllocatableCPU(e, 2*raw, "amplified 2x")
@@ -70,6 +67,10 @@ func TestAmplifiedPodsSurviveAKubeletRestart(t *testing.T) {
 	waitAllocatableCPU(e, 2*raw, "amplified 2x, a kubelet status write later")
 	e.DeletePod(got)
 	waitForFile(e, beIdleFile, "1") // the agent's settle time (30 s) after the kubelet's last start
+
+	// Amplification off: the manager's write that removes the ratio puts the kubelet's allocatable back.
+	changeSLOConfig(e, "resource-amplification-config", "", func(*slov1alpha1.NodeSLOSpec) (bool, string) { return true, "" })
+	waitAllocatableCPU(e, raw, "the kubelet's own, amplification off")
 }
 
 // waitReadySince waits for a status write of the kubelet after since (the Ready condition's heartbeat), and returns

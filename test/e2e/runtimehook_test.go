@@ -330,6 +330,7 @@ func stopAgent(e *Env) (restore func()) {
 	// The agent taken off the node with its DaemonSet in place is a restart, not an uninstall: it leaves the node
 	// as it is (CPU idle, on by default, stays on the besteffort cgroup).
 	idle := filepath.Join(cgroupDir(e.t, "cpu", "kubepods/besteffort"), "cpu.idle")
+	waitForFile(e, idle, "1") // in a cluster just started, once its kubelet has settled (docs/qos.md)
 	idleBefore, _ := os.ReadFile(idle)
 	e.Kubectl("-n", GleanerNamespace, "patch", "daemonset", "gleaner-agent", "--type=merge",
 		"-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:"true"}}}}}`, agentOffLabel))
