@@ -52,6 +52,7 @@ type Plugin struct {
 	kubelet kubeletWatch
 	// kubeletStarting is set while the besteffort QoS cgroup is kept from idle for a kubelet that (re)started.
 	kubeletStarting bool
+	saidNoKubelet   bool // that no kubelet process can be seen was logged
 }
 
 var (
@@ -207,7 +208,12 @@ func (p *Plugin) besteffortIdle(log klog.Logger, s *slov1alpha1.ResourceQOSStrat
 	if p.kubelet.procRoot == "" {
 		return true
 	}
-	settled, _ := p.kubelet.settled(p.d.Clock.Now())
+	settled := p.kubelet.settled(p.d.Clock.Now())
+	if !p.kubelet.seen && !p.saidNoKubelet {
+		p.saidNoKubelet = true
+		log.Info("no kubelet process in /proc (no host PID namespace, or a kubelet inside another binary): the besteffort QoS cgroup stays idle while a kubelet starts, and a kubelet cannot start then (docs/qos.md)",
+			"proc", p.kubelet.procRoot)
+	}
 	if !settled && !p.kubeletStarting {
 		log.Info("the kubelet is starting: the besteffort QoS cgroup leaves SCHED_IDLE until the kubelet has set up its QoS cgroups (the kernel refuses their cpu.shares while idle, and the kubelet exits)",
 			"settle", KubeletSettle)

@@ -556,9 +556,19 @@ func TestBadNodeSLOKeepsLastGood(t *testing.T) {
 // TestKubeletStartsWithoutIdle: the kubelet cannot start while the besteffort QoS cgroup is idle (the kernel refuses
 // its cpu.shares write there, and the kubelet exits), so the cgroup leaves idle while a kubelet that started again
 // has run for less than KubeletSettle, or is gone, and goes back to idle afterwards. A kubelet that started long
-// before the agent is settled at once.
+// before the agent is settled at once; a node where no kubelet process can be seen keeps the cgroup idle.
 func TestKubeletStartsWithoutIdle(t *testing.T) {
 	qosmanagertest.ForEachLayout(t, func(t *testing.T, l qosmanagertest.Layout) {
+		// No kubelet process to be seen: the cgroup is idle as asked, and that the plugin cannot tell is said once.
+		blind := newRig(t, l, true, batch())
+		blind.run(spec(nil))
+		blind.Clock.Step(time.Second)
+		blind.run(spec(nil))
+		blind.expectIdle(map[string]bool{blind.beDir(): true})
+		if n := blind.Log.Count("no kubelet process in /proc"); n != 1 {
+			t.Errorf("a node without a visible kubelet was logged %d times, want once:\n%s", n, blind.Log.String())
+		}
+
 		b := batch()
 		r := newRig(t, l, true, b)
 		procRoot := r.Host.ProcRoot()

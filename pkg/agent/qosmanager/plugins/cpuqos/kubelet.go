@@ -33,20 +33,17 @@ type kubeletWatch struct {
 	scanned  time.Time // the last look for a kubelet never seen: /proc is read again at most every KubeletSettle
 }
 
-// settled reports whether the kubelet has run for KubeletSettle at now, and whether a kubelet was ever seen.
-func (w *kubeletWatch) settled(now time.Time) (settled, seen bool) {
-	if w.procRoot == "" {
-		return true, false
-	}
+// settled reports whether the kubelet has run for KubeletSettle at now (true while no kubelet was ever seen).
+func (w *kubeletWatch) settled(now time.Time) bool {
 	switch {
 	case w.seen && w.alive():
 	case !w.seen && !w.scanned.IsZero() && now.Sub(w.scanned) < KubeletSettle:
-		return true, false
+		return true
 	case !w.find(now):
 		w.scanned = now
-		return !w.seen, w.seen
+		return !w.seen
 	}
-	return now.Sub(w.since) >= KubeletSettle, true
+	return now.Sub(w.since) >= KubeletSettle
 }
 
 // alive reports whether the process last seen still runs.
