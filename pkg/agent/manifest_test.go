@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gleaner-sh/gleaner/pkg/agent/kubeletpolicy"
 	"github.com/gleaner-sh/gleaner/pkg/agent/runtimehook"
 )
 
@@ -31,8 +32,8 @@ var rbacManifests = []string{
 
 // TestDaemonSetManifest checks the DaemonSet against the agent itself: its arguments parse and validate with the
 // agent's flags, the node name comes from the downward API, the probes hit the configured ports, the only host paths
-// are the cgroup tree where --cgroup-root points, /proc/sys/vm under --sysctl-root, the state directory and the
-// NRI socket's directory, and the privileges are exactly those the QoS plugins, the evictor and the runtime hook
+// are the cgroup tree where --cgroup-root points, /proc/sys/vm under --sysctl-root, the state directory, the NRI
+// socket's directory and the kubelet's pod-resources directory, and the privileges are exactly those the QoS plugins, the evictor and the runtime hook
 // need.
 func TestDaemonSetManifest(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(manifests, "daemonset.yaml"))
@@ -103,12 +104,14 @@ func expectHostAccess(t *testing.T, spec corev1.PodSpec, o *Options) {
 			paths = append(paths, v.HostPath.Path)
 		}
 	}
-	// The cgroup tree, the vm sysctls (not all of /proc/sys), the state directory, and with the NRI runtime hook
-	// the directory of the runtime's NRI socket.
+	// The cgroup tree, the vm sysctls (not all of /proc/sys), the state directory, with the NRI runtime hook
+	// the directory of the runtime's NRI socket, and the directory of the kubelet's pod-resources socket.
 	want := []string{"/sys/fs/cgroup", "/proc/sys/vm", o.StateDir}
 	if o.RuntimeHook.Mode == string(runtimehook.ModeNRI) {
 		want = append(want, filepath.Dir(o.RuntimeHook.NRISocket))
 	}
+	podResources := filepath.Dir(kubeletpolicy.Socket(o.Devices.KubeletRootDir))
+	want = append(want, podResources)
 	if strings.Join(paths, ",") != strings.Join(want, ",") {
 		t.Errorf("host paths = %v, want only %v", paths, want)
 	}
@@ -134,6 +137,10 @@ func expectHostAccess(t *testing.T, spec corev1.PodSpec, o *Options) {
 		if m, ok := mounts[dir]; !ok || !m.ReadOnly || m.MountPath != dir {
 			t.Errorf("the NRI socket's directory %s must be mounted read-only at the same path: %+v", dir, c.VolumeMounts)
 		}
+	}
+	// Read-only, at the same path under --kubelet-root-dir: the topology reporter only asks the kubelet's policies.
+	if m, ok := mounts[podResources]; !ok || !m.ReadOnly || m.MountPath != podResources {
+		t.Errorf("the kubelet's pod-resources directory %s must be mounted read-only at the same path (--kubelet-root-dir %s): %+v", podResources, o.Devices.KubeletRootDir, c.VolumeMounts)
 	}
 	if len(c.VolumeMounts) != len(want) {
 		t.Errorf("volume mounts %+v: want one per host path %v", c.VolumeMounts, want)

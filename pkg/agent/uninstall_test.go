@@ -51,10 +51,11 @@ func TestDaemonSetCheck(t *testing.T) {
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(e.Config)
 	// A namespace of the test's own, as the release's would be: the generated Role is for gleaner-system.
-	const ns = "uninstall-check"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	created, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "uninstall-check-"}}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	ns := created.Name
 	role := generatedAgentRole(t)
 	role.Namespace = ns
 	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
@@ -86,13 +87,21 @@ func TestDaemonSetCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The API server's authorizer reads RBAC through its own informers: a binding created or deleted a moment ago
+	// may not be seen yet, so each step is asked again until it answers as expected, for up to 10 s.
 	expect := func(cfg *rest.Config, want bool, reason string) {
 		t.Helper()
 		check, err := daemonSetCheck(cfg, ns, "gleaner-agent")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, why := check(ctx)
+		var got bool
+		var why string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if got, why = check(ctx); got == want && strings.Contains(why, reason) || time.Now().After(deadline) {
+				break
+			}
+		}
 		if got != want || !strings.Contains(why, reason) {
 			t.Errorf("check: %v (%s), want %v saying %q", got, why, want, reason)
 		}
