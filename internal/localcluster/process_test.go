@@ -17,10 +17,11 @@ func TestProcessLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.stop(context.Background(), time.Second) })
-	// Wait for the exec to finish, then read once: while the shell's memory is being replaced by sleep's, /proc
-	// reads no RSS (the test failed twice there, once after the echo and once between two reads of RSS).
+	// Wait for the exec to finish and sleep's first pages to be resident: while the shell's memory is replaced by
+	// sleep's, /proc reads no RSS, and comm names sleep before the new program has faulted in a page (the test
+	// failed three times there: after the echo, between two reads of RSS, and with comm already "sleep").
 	comm := filepath.Join("/proc", strconv.Itoa(p.PID), "comm")
-	for i := 0; i < 250 && strings.TrimSpace(readString(comm)) != "sleep"; i++ {
+	for i := 0; i < 250 && (strings.TrimSpace(readString(comm)) != "sleep" || p.RSS() == 0); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
 	alive, rss := p.Alive(), p.RSS()
