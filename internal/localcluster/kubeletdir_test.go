@@ -32,17 +32,33 @@ func TestWithKubeletDir(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(docs[2]), &got); err != nil {
 		t.Fatal(err)
 	}
-	const dir = "/var/lib/gleaner-e2e/kubelet/pod-resources"
+	expectPodResources(t, &got, "/var/lib/gleaner-e2e/kubelet")
+
+	// Without the agent: unchanged. The agent without the volume: an error naming it.
+	if out, err := withKubeletDir([]byte(other), "/k"); err != nil || string(out) != other {
+		t.Errorf("no agent: %q, %v; want the input unchanged", out, err)
+	}
+	bare := "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: gleaner-agent\nspec:\n  template:\n    spec:\n      containers:\n        - name: agent\n"
+	if _, err := withKubeletDir([]byte(bare), "/k"); err == nil || !strings.Contains(err.Error(), `no volume "pod-resources"`) {
+		t.Errorf("an agent without the volume: %v", err)
+	}
+}
+
+// expectPodResources checks that ds's agent is told the kubelet directory kubelet and mounts its pod-resources
+// directory from there, read-only at the same path.
+func expectPodResources(t *testing.T, ds *appsv1.DaemonSet, kubelet string) {
+	t.Helper()
+	dir := kubelet + "/pod-resources"
 	var agent *corev1.Container
-	for i := range got.Spec.Template.Spec.Containers {
-		if got.Spec.Template.Spec.Containers[i].Name == "agent" {
-			agent = &got.Spec.Template.Spec.Containers[i]
+	for i := range ds.Spec.Template.Spec.Containers {
+		if ds.Spec.Template.Spec.Containers[i].Name == "agent" {
+			agent = &ds.Spec.Template.Spec.Containers[i]
 		}
 	}
 	if agent == nil {
 		t.Fatal("no agent container")
 	}
-	if !slices.Contains(agent.Args, "--kubelet-root-dir=/var/lib/gleaner-e2e/kubelet") {
+	if !slices.Contains(agent.Args, "--kubelet-root-dir="+kubelet) {
 		t.Errorf("args %v lack the kubelet directory", agent.Args)
 	}
 	mounted := false
@@ -55,21 +71,12 @@ func TestWithKubeletDir(t *testing.T) {
 		t.Errorf("mounts %+v: want pod-resources read-only at %s", agent.VolumeMounts, dir)
 	}
 	found := false
-	for _, v := range got.Spec.Template.Spec.Volumes {
+	for _, v := range ds.Spec.Template.Spec.Volumes {
 		if v.Name == "pod-resources" {
 			found = v.HostPath != nil && v.HostPath.Path == dir
 		}
 	}
 	if !found {
-		t.Errorf("volumes %+v: want pod-resources from %s", got.Spec.Template.Spec.Volumes, dir)
-	}
-
-	// Without the agent: unchanged. The agent without the volume: an error naming it.
-	if out, err := withKubeletDir([]byte(other), "/k"); err != nil || string(out) != other {
-		t.Errorf("no agent: %q, %v; want the input unchanged", out, err)
-	}
-	bare := "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: gleaner-agent\nspec:\n  template:\n    spec:\n      containers:\n        - name: agent\n"
-	if _, err := withKubeletDir([]byte(bare), "/k"); err == nil || !strings.Contains(err.Error(), `no volume "pod-resources"`) {
-		t.Errorf("an agent without the volume: %v", err)
+		t.Errorf("volumes %+v: want pod-resources from %s", ds.Spec.Template.Spec.Volumes, dir)
 	}
 }

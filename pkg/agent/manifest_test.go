@@ -119,33 +119,39 @@ func expectHostAccess(t *testing.T, spec corev1.PodSpec, o *Options) {
 	for _, m := range c.VolumeMounts {
 		mounts[hostPaths[m.Name]] = m
 	}
+	expectMounts(t, mounts, o, podResources)
+	if len(c.VolumeMounts) != len(want) {
+		t.Errorf("volume mounts %+v: want one per host path %v", c.VolumeMounts, want)
+	}
+	expectPrivileges(t, spec, o)
+}
+
+// expectMounts checks each host path's mount (by host path) against the options that read it.
+func expectMounts(t *testing.T, mounts map[string]corev1.VolumeMount, o *Options, podResources string) {
+	t.Helper()
 	// Writable: the executor writes best-effort limits.
 	if m, ok := mounts["/sys/fs/cgroup"]; !ok || m.ReadOnly || m.MountPath != o.CgroupRoot {
-		t.Errorf("the cgroup tree must be mounted writable at --cgroup-root %s: %+v", o.CgroupRoot, c.VolumeMounts)
+		t.Errorf("the cgroup tree must be mounted writable at --cgroup-root %s: %+v", o.CgroupRoot, mounts)
 	}
 	// Writable: sysreconcile writes vm sysctls under --sysctl-root, and records the values it replaced in --state-dir.
 	if m, ok := mounts["/proc/sys/vm"]; !ok || m.ReadOnly || m.MountPath != filepath.Join(o.SysctlRoot, "vm") {
-		t.Errorf("/proc/sys/vm must be mounted writable at --sysctl-root %s/vm: %+v", o.SysctlRoot, c.VolumeMounts)
+		t.Errorf("/proc/sys/vm must be mounted writable at --sysctl-root %s/vm: %+v", o.SysctlRoot, mounts)
 	}
 	if m, ok := mounts[o.StateDir]; !ok || m.ReadOnly || m.MountPath != o.StateDir {
-		t.Errorf("the state directory must be mounted writable at --state-dir %s: %+v", o.StateDir, c.VolumeMounts)
+		t.Errorf("the state directory must be mounted writable at --state-dir %s: %+v", o.StateDir, mounts)
 	}
 	// Read-only, at the host's own path (the socket's path is the same inside), the directory rather than the
 	// socket file (containerd creates a new socket when it restarts).
 	if o.RuntimeHook.Mode == string(runtimehook.ModeNRI) {
 		dir := filepath.Dir(o.RuntimeHook.NRISocket)
 		if m, ok := mounts[dir]; !ok || !m.ReadOnly || m.MountPath != dir {
-			t.Errorf("the NRI socket's directory %s must be mounted read-only at the same path: %+v", dir, c.VolumeMounts)
+			t.Errorf("the NRI socket's directory %s must be mounted read-only at the same path: %+v", dir, mounts)
 		}
 	}
 	// Read-only, at the same path under --kubelet-root-dir: the topology reporter only asks the kubelet's policies.
 	if m, ok := mounts[podResources]; !ok || !m.ReadOnly || m.MountPath != podResources {
-		t.Errorf("the kubelet's pod-resources directory %s must be mounted read-only at the same path (--kubelet-root-dir %s): %+v", podResources, o.Devices.KubeletRootDir, c.VolumeMounts)
+		t.Errorf("the kubelet's pod-resources directory %s must be mounted read-only at the same path (--kubelet-root-dir %s): %+v", podResources, o.Devices.KubeletRootDir, mounts)
 	}
-	if len(c.VolumeMounts) != len(want) {
-		t.Errorf("volume mounts %+v: want one per host path %v", c.VolumeMounts, want)
-	}
-	expectPrivileges(t, spec, o)
 }
 
 // expectPrivileges checks the DaemonSet's security context and host namespaces.

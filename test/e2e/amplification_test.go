@@ -85,7 +85,7 @@ func waitReadySince(e *Env, since time.Time) time.Time {
 			return false, err.Error()
 		}
 		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastHeartbeatTime.Time.After(since) {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastHeartbeatTime.After(since) {
 				at = c.LastHeartbeatTime.Time
 				return true, ""
 			}
