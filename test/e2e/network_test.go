@@ -10,9 +10,11 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager/plugins/netqos"
 	"github.com/gleaner-sh/gleaner/test/netnstest"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -98,6 +100,7 @@ func TestNetworkQoSCapsBatchEgress(t *testing.T) {
 	})
 	batch, service := rates()
 	t.Logf("beClass egressLimit 50M: batch %.1f Mbit/s, service %.0f Mbit/s; %s", batch/1e6, service/1e6, rootQdisc(host))
+	cannotClassify(e, rates)
 
 	setSLOConfig(e, "resource-qos-config", "", func(spec *slov1alpha1.NodeSLOSpec) (bool, string) {
 		s := spec.ResourceQOSStrategy
@@ -113,6 +116,40 @@ func TestNetworkQoSCapsBatchEgress(t *testing.T) {
 		}
 		return false, msg
 	})
+}
+
+// cannotClassify: the plugin's classify check (docs/qos.md, "When pods' packets cannot be classified") on the
+// local node, where the pods' packets reach their classes, then on a node where they cannot. First the NetworkQOS
+// condition is Applied; then a table after Gleaner's hook sets the priority of every packet leaving through the
+// shaped device back to 0, as a datapath that handles pods' packets itself would, and the batch pod is no longer
+// capped: within two of the check's windows the condition is False, saying the node cannot classify, with a
+// Warning event on the NodeSLO.
+func cannotClassify(e *Env, rates func() (batch, service float64)) {
+	t := e.t
+	t.Helper()
+	waitNodeSLOStatus(e, "NetworkQOS applied", func(slo *slov1alpha1.NodeSLO) bool {
+		return hasCondition(slo, slov1alpha1.NodeSLONetworkQOS, metav1.ConditionTrue, slov1alpha1.NodeSLOReasonApplied)
+	})
+	const table = "gleaner-e2e-reprioritize"
+	netnstest.Reprioritize(t, netns.None(), table, netQOSDevice)
+	slo := waitNodeSLOStatusFor(e, 2*time.Minute, "NetworkQOS False: cannot classify", func(slo *slov1alpha1.NodeSLO) bool {
+		return hasCondition(slo, slov1alpha1.NodeSLONetworkQOS, metav1.ConditionFalse, slov1alpha1.NodeSLOReasonUnsupported,
+			"network QoS cannot classify on this node", netQOSDevice)
+	})
+	batch, _ := rates()
+	t.Logf("with the priority set back after the hook: batch %.0f Mbit/s; %s", batch/1e6, conditionsText(slo))
+	if batch < 150e6 {
+		t.Errorf("with its packets' class lost the batch pod is still held back: %.0f Mbit/s, want above 150 (the condition's claim)", batch/1e6)
+	}
+	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+		list, err := e.Clientset.CoreV1().Events("").List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=NodeSLO,reason=" + netqos.ReasonCannotClassify})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) > 0, "no " + netqos.ReasonCannotClassify + " event on the NodeSLO"
+	})
+	netnstest.DeleteTable(t, netns.None(), table)
 }
 
 // rootQdisc says what the shaped device's root qdisc is: "htb 474c:0" when it is the plugin's.

@@ -69,12 +69,18 @@ func TestNodeSLOStatusSaysWhatIsApplied(t *testing.T) {
 	})
 }
 
-// waitNodeSLOStatus waits until the local node's NodeSLO has a status of its current generation for which ok holds
-// (what says what ok waits for), and returns it.
+// waitNodeSLOStatus waits up to a minute until the local node's NodeSLO has a status of its current generation for
+// which ok holds (what says what ok waits for), and returns it.
 func waitNodeSLOStatus(e *Env, what string, ok func(*slov1alpha1.NodeSLO) bool) *slov1alpha1.NodeSLO {
 	e.t.Helper()
+	return waitNodeSLOStatusFor(e, time.Minute, what, ok)
+}
+
+// waitNodeSLOStatusFor is waitNodeSLOStatus waiting up to timeout.
+func waitNodeSLOStatusFor(e *Env, timeout time.Duration, what string, ok func(*slov1alpha1.NodeSLO) bool) *slov1alpha1.NodeSLO {
+	e.t.Helper()
 	slo := &slov1alpha1.NodeSLO{}
-	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
+	e.Eventually(timeout, func(ctx context.Context) (bool, string) {
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: localcluster.NodeName}, slo); err != nil {
 			return false, err.Error()
 		}

@@ -1,6 +1,7 @@
 // Package netnstest builds networks of namespaces for tests that need real traffic (network QoS): namespaces of the
-// test's own, veths between them, a TCP receiver that counts bytes per port, and a sender. Nothing changes in the
-// test process's own namespace unless a test puts a device there itself.
+// test's own, veths between them, a TCP receiver that counts bytes per port, a sender, and a table that takes
+// packets' priority away. Nothing changes in the test process's own namespace unless a test puts a device or a
+// table there itself.
 package netnstest
 
 import (
@@ -13,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/gleaner-sh/gleaner/test/ci"
 )
@@ -215,6 +219,65 @@ func Send(ns netns.NsHandle, addr string, d time.Duration) error {
 				return nil
 			}
 			return err
+		}
+	}
+}
+
+// Reprioritize adds the nftables table inet `table` to ns (netns.None(): the test process's namespace), whose
+// postrouting chain runs after mangle's and sets the priority of every packet leaving through dev ("" for any
+// device) back to 0 (`oifname dev meta priority set 0`), as another agent's rule or a datapath that handles
+// packets itself might; the table is removed when the test ends.
+func Reprioritize(t testing.TB, ns netns.NsHandle, table, dev string) {
+	t.Helper()
+	var opts []nftables.ConnOption
+	if ns.IsOpen() {
+		opts = append(opts, nftables.WithNetNSFd(int(ns)))
+	}
+	conn, err := nftables.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := conn.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: table})
+	ch := conn.AddChain(&nftables.Chain{Name: "postrouting", Table: tb, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityRef(*nftables.ChainPriorityMangle + 10)})
+	var exprs []expr.Any
+	if dev != "" {
+		ifname := make([]byte, unix.IFNAMSIZ)
+		copy(ifname, dev)
+		exprs = append(exprs, &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1}, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname})
+	}
+	exprs = append(exprs, &expr.Immediate{Register: 1, Data: make([]byte, 4)},
+		&expr.Meta{Key: expr.MetaKeyPRIORITY, SourceRegister: true, Register: 1})
+	conn.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: exprs})
+	if err := conn.Flush(); err != nil {
+		t.Fatalf("adding the nftables table inet %s that sets priorities back to 0: %v", table, err)
+	}
+	t.Cleanup(func() { DeleteTable(t, ns, table) })
+}
+
+// DeleteTable removes the nftables table inet `table` from ns, if it is there.
+func DeleteTable(t testing.TB, ns netns.NsHandle, table string) {
+	t.Helper()
+	var opts []nftables.ConnOption
+	if ns.IsOpen() {
+		opts = append(opts, nftables.WithNetNSFd(int(ns)))
+	}
+	conn, err := nftables.New(opts...)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	ts, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		t.Errorf("listing nftables tables: %v", err)
+		return
+	}
+	for _, tb := range ts {
+		if tb.Name == table {
+			conn.DelTable(tb)
+			if err := conn.Flush(); err != nil {
+				t.Errorf("removing the nftables table inet %s: %v", table, err)
+			}
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package netqos
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -13,12 +16,13 @@ import (
 // tableName is the nftables table the plugin owns, in the inet family; nothing else in it is anyone else's.
 const tableName = "gleaner-netqos"
 
-// classifier keeps the table that sets the priority of pods' packets leaving through the device to their leaf's
-// handle. It remembers what it last wrote, and writes only when the plan's rules differ or the table lost them.
+// classifier keeps the table that sets the priority of pods' packets leaving through the egress devices to their
+// leaf's handle. It remembers what it last wrote, and writes only when the plan's rules or the devices differ, or
+// the table lost them.
 type classifier struct {
 	nsFD    int // the network namespace's file descriptor; -1 for the agent's own
 	written []podRule
-	device  string
+	devices []string
 }
 
 func (c *classifier) conn() (*nftables.Conn, error) {
@@ -44,18 +48,20 @@ func chain(t *nftables.Table) *nftables.Chain {
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityMangle}
 }
 
-// apply makes the table hold one rule per address of rules, in one transaction: the chain is flushed and filled
-// again, so no packet sees a half-written table. It reports whether it wrote.
-func (c *classifier) apply(device string, rules []podRule) (bool, error) {
+// apply makes the table hold, for each address of rules, a rule that counts its packets (the classify check's
+// witness that netfilter sees them) and one per egress device that counts and classifies those leaving through it,
+// in one transaction: the chain is flushed and filled again, so no packet sees a half-written table. It reports
+// whether it wrote.
+func (c *classifier) apply(devices []string, rules []podRule) (bool, error) {
 	conn, err := c.conn()
 	if err != nil {
 		return false, err
 	}
 	t := table()
 	ch := chain(t)
-	if c.device == device && slices.Equal(c.written, rules) {
+	if slices.Equal(c.devices, devices) && slices.Equal(c.written, rules) {
 		got, err := conn.GetRules(t, ch)
-		if err == nil && len(got) == len(rules) {
+		if err == nil && len(got) == len(rules)*(1+len(devices)) {
 			return false, nil
 		}
 	}
@@ -63,37 +69,94 @@ func (c *classifier) apply(device string, rules []podRule) (bool, error) {
 	conn.AddChain(ch)
 	conn.FlushChain(ch)
 	for _, r := range rules {
-		conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: ruleExprs(device, r)})
+		conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: ruleExprs("", r), UserData: []byte(ruleSeen)})
+		for _, dev := range devices {
+			conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: ruleExprs(dev, r), UserData: []byte(ruleClassify)})
+		}
 	}
 	if err := conn.Flush(); err != nil {
 		c.written = nil
-		return false, fmt.Errorf("writing %d rules to the nftables table inet %s: %w", len(rules), tableName, err)
+		return false, fmt.Errorf("writing %d rules to the nftables table inet %s: %w", len(rules)*(1+len(devices)), tableName, err)
 	}
-	c.device, c.written = device, slices.Clone(rules)
+	c.devices, c.written = slices.Clone(devices), slices.Clone(rules)
 	return true, nil
 }
 
-// ruleExprs is `oifname DEVICE ip saddr IP meta priority set 474c:MINOR` (ip6 saddr for an IPv6 address).
+// The rules' kinds, in their user data.
+const (
+	ruleSeen     = "seen"     // counts the pod's packets whichever way they go
+	ruleClassify = "classify" // counts and classifies those leaving through one egress device
+)
+
+// ruleExprs is `ip saddr IP counter` for device "" (the witness), else `oifname DEVICE ip saddr IP counter meta
+// priority set 474c:MINOR` (ip6 saddr for an IPv6 address).
 func ruleExprs(device string, r podRule) []expr.Any {
 	proto, off := byte(unix.NFPROTO_IPV4), uint32(12) // the source address's offset in the IPv4 header
 	if r.ip.Is6() {
 		proto, off = unix.NFPROTO_IPV6, 8
 	}
-	ifname := make([]byte, unix.IFNAMSIZ)
-	copy(ifname, device)
-	prio := make([]byte, 4)
-	binary.NativeEndian.PutUint32(prio, uint32(major)<<16|uint32(r.minor))
 	addr := r.ip.AsSlice()
-	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname},
+	var exprs []expr.Any
+	if device != "" {
+		ifname := make([]byte, unix.IFNAMSIZ)
+		copy(ifname, device)
+		exprs = append(exprs, &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname})
+	}
+	exprs = append(exprs,
 		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: uint32(len(addr))},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: addr},
-		&expr.Immediate{Register: 1, Data: prio},
-		&expr.Meta{Key: expr.MetaKeyPRIORITY, SourceRegister: true, Register: 1},
+		&expr.Counter{})
+	if device == "" {
+		return exprs
 	}
+	prio := make([]byte, 4)
+	binary.NativeEndian.PutUint32(prio, uint32(major)<<16|uint32(r.minor))
+	return append(exprs,
+		&expr.Immediate{Register: 1, Data: prio},
+		&expr.Meta{Key: expr.MetaKeyPRIORITY, SourceRegister: true, Register: 1})
+}
+
+// counts reads the rules' packet counters, keyed by kind, address and (for classifying rules) device; nil when
+// the table or its chain is gone.
+func (c *classifier) counts() (map[string]uint64, error) {
+	conn, err := c.conn()
+	if err != nil {
+		return nil, err
+	}
+	got, err := conn.GetRules(table(), chain(table()))
+	if err != nil {
+		return nil, fmt.Errorf("reading the counters of the nftables table inet %s: %w", tableName, err)
+	}
+	out := make(map[string]uint64, len(got))
+	for _, r := range got {
+		key := []string{string(r.UserData)}
+		var packets uint64
+		var loaded expr.Any // what the next comparison compares
+		for _, e := range r.Exprs {
+			switch e := e.(type) {
+			case *expr.Meta, *expr.Payload:
+				loaded = e
+			case *expr.Cmp:
+				if m, ok := loaded.(*expr.Meta); ok && m.Key == expr.MetaKeyOIFNAME {
+					key = append(key, string(bytes.TrimRight(e.Data, "\x00")))
+				} else if a, ok := netip.AddrFromSlice(e.Data); ok && isPayload(loaded) {
+					key = append(key, a.String())
+				}
+			case *expr.Counter:
+				packets = e.Packets
+			}
+		}
+		out[strings.Join(key, " ")] = packets
+	}
+	return out, nil
+}
+
+func isPayload(e expr.Any) bool {
+	_, ok := e.(*expr.Payload)
+	return ok
 }
 
 // remove deletes the table if it exists; it reports whether it did.

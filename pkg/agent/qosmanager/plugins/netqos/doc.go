@@ -20,8 +20,11 @@
 // the host's network namespace, where the kernel detaches them from the pod's socket (and so from its cgroup)
 // before they reach the device. An nftables table of the agent's own, inet gleaner-netqos, sets each packet's
 // priority to its class's handle in the postrouting hook at mangle priority (before source NAT rewrites the
-// address), and HTB puts a packet whose priority names one of its classes into that class without a filter.
-// Pods on the host's network share the node's IP and stay in the default class.
+// address) when it leaves through the device or one of the node's tunnel devices (an overlay's packet keeps its
+// inner packet's priority), and HTB puts a packet whose priority names one of its classes into that class without a
+// filter. Pods on the host's network share the node's IP and stay in the default class. The table's counters, the
+// classes' and the pods' own devices' tell whether pods' packets reach their classes at all (check.go): a CNI that
+// moves them past netfilter is the plugin's verdict in the NodeSLO's NetworkQOS condition.
 //
 // Netlink and nftables are spoken directly (vishvananda/netlink, google/nftables); nothing runs tc or nft.
 package netqos

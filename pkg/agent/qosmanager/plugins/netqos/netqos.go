@@ -49,6 +49,10 @@ type Plugin struct {
 	shapedMu sync.Mutex
 	shaped   string // the device whose tree the metrics read (Collect runs on the scraper's goroutine)
 
+	egress   []string  // the egress devices the rules match (egressDevices), the shaped one first
+	egressAt time.Time // when they were listed
+	checked  classifyCheck
+
 	bad    *qosmanager.Warnings // pods' network QoS annotations that cannot be used
 	partly *qosmanager.Warnings // pods' network QoS annotations used with fields left out
 }
@@ -60,14 +64,14 @@ var (
 )
 
 // New returns the plugin, for the agent's own network namespace (the host's, with hostNetwork). It needs
-// Deps.States.
+// Deps.States and Deps.Clock; Events, when set, receives the classify check's verdicts (check.go).
 func New(d qosmanager.Deps) (qosmanager.RunPlugin, error) {
 	return newIn(d, netns.None())
 }
 
 // newIn returns the plugin for the network namespace ns (netns.None() for the agent's own).
 func newIn(d qosmanager.Deps, ns netns.NsHandle) (*Plugin, error) {
-	if err := d.Need(Name, "States"); err != nil {
+	if err := d.Need(Name, "States", "Clock"); err != nil {
 		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns)
@@ -171,6 +175,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	name := link.Attrs().Name
 	if p.device != "" && p.device != name {
 		p.setShaped("")
+		p.checked.reset()
 		if err := p.removeFrom(ctx, p.device); err != nil {
 			return err
 		}
@@ -194,11 +199,19 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 		return err
 	}
 	p.setShaped(name)
-	wrote, err := p.rules.apply(name, pl.rules)
-	if wrote {
-		klog.FromContext(ctx).V(1).Info("classified pods' egress", "device", name, "rules", len(pl.rules))
+	devices, err := p.egressDevices(link)
+	if err != nil {
+		return err
 	}
-	return err
+	wrote, err := p.rules.apply(devices, pl.rules)
+	if wrote {
+		klog.FromContext(ctx).V(1).Info("classified pods' egress", "devices", devices, "pods", len(pl.rules))
+	}
+	if err != nil {
+		return err
+	}
+	p.check(ctx, link, devices, pl)
+	return nil
 }
 
 // undo removes the tree and the table once after network QoS is turned off (or at the first run with it off,
@@ -224,7 +237,8 @@ func (p *Plugin) undo(ctx context.Context) error {
 		return err
 	}
 	p.setShaped("")
-	p.device, p.restored, p.looked = "", true, ""
+	p.checked.reset()
+	p.device, p.restored, p.looked, p.egress = "", true, "", nil
 	return nil
 }
 

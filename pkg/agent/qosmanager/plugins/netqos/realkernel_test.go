@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -111,6 +112,12 @@ func masquerade(t *testing.T, ns netns.NsHandle, dev string) {
 // per second.
 func measure(t *testing.T, n *testNet, r *netnstest.Receiver, d time.Duration) (batch, service float64) {
 	t.Helper()
+	return measureTo(t, n, r, peerAddr, d)
+}
+
+// measureTo is measure toward the peer's address dst.
+func measureTo(t *testing.T, n *testNet, r *netnstest.Receiver, dst string, d time.Duration) (batch, service float64) {
+	t.Helper()
 	r.Reset()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -121,7 +128,7 @@ func measure(t *testing.T, n *testNet, r *netnstest.Receiver, d time.Duration) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = netnstest.Send(from.ns, fmt.Sprintf("%s:%d", peerAddr, from.port), d)
+			errs[i] = netnstest.Send(from.ns, fmt.Sprintf("%s:%d", dst, from.port), d)
 		}()
 	}
 	wg.Wait()
@@ -162,7 +169,7 @@ func TestRealKernelBatchEgressIsCappedAndTheServiceIsNot(t *testing.T) {
 	batchPod := netPod("batch", batchAddr, slov1alpha1.QoSBE)
 	store.SetPod(batchPod)
 	store.SetPod(netPod("service", serviceAddr, slov1alpha1.QoSLS))
-	p, err := newIn(qosmanager.Deps{States: store, NetDevice: "gq0"}, n.node)
+	p, err := newIn(qosmanager.Deps{Clock: clock.RealClock{}, States: store, NetDevice: "gq0"}, n.node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +222,7 @@ func TestRealKernelBatchEgressIsCappedAndTheServiceIsNot(t *testing.T) {
 	if changed, err := p.shaper.apply(link, pl, !p.noFQCodel); err != nil || len(changed) > 0 {
 		t.Errorf("applying the same plan again changed %v (err %v)", changed, err)
 	}
-	if wrote, err := p.rules.apply("gq0", pl.rules); err != nil || wrote {
+	if wrote, err := p.rules.apply(p.egress, pl.rules); err != nil || wrote {
 		t.Errorf("applying the same rules again wrote %v (err %v)", wrote, err)
 	}
 
@@ -369,7 +376,7 @@ func TestRealKernelRefusesWhatItCannotEnforce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := newIn(qosmanager.Deps{States: statesinformer.NewStore(), NetDevice: tt.device, SysRoot: t.TempDir()}, ns)
+			p, err := newIn(qosmanager.Deps{Clock: clock.RealClock{}, States: statesinformer.NewStore(), NetDevice: tt.device, SysRoot: t.TempDir()}, ns)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,7 +397,7 @@ func TestRealKernelRefusesWhatItCannotEnforce(t *testing.T) {
 
 	// Off, with no way to look for what an earlier agent left (here: a namespace handle that is closed): said
 	// once, and the next runs do nothing.
-	p, err := newIn(qosmanager.Deps{States: statesinformer.NewStore(), NetDevice: "lo"}, ns)
+	p, err := newIn(qosmanager.Deps{Clock: clock.RealClock{}, States: statesinformer.NewStore(), NetDevice: "lo"}, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +425,7 @@ func TestRealKernelPutsBackTheRootQdisc(t *testing.T) {
 	store := statesinformer.NewStore()
 	store.SetPod(netPod("batch", batchAddr, slov1alpha1.QoSBE))
 	state := t.TempDir()
-	deps := qosmanager.Deps{States: store, NetDevice: "gq0", StateDir: state}
+	deps := qosmanager.Deps{Clock: clock.RealClock{}, States: store, NetDevice: "gq0", StateDir: state}
 	p, err := newIn(deps, n.node)
 	if err != nil {
 		t.Fatal(err)

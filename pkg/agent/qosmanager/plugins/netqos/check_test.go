@@ -1,0 +1,165 @@
+package netqos
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
+	"github.com/gleaner-sh/gleaner/pkg/agent/qosmanager"
+	"github.com/gleaner-sh/gleaner/pkg/agent/statesinformer"
+	"github.com/gleaner-sh/gleaner/test/netnstest"
+)
+
+// TestJudge: a window's counters give a verdict only when they are evidence (checkPackets packets at least), and
+// a quiet window says nothing.
+func TestJudge(t *testing.T) {
+	devices := []string{"eth0", "flannel.1"}
+	tests := []struct {
+		name  string
+		w     window
+		known bool
+		want  string // in the verdict; "" for none
+	}{
+		{"quiet", window{seen: 10, podDevices: 50}, false, ""},
+		{"classified and in the classes", window{seen: 900, classified: 800, inClasses: 800, podDevices: 900}, true, ""},
+		{"bypassed: the pods' devices took packets, netfilter saw none",
+			window{podDevices: 500, devices: map[string]bool{"cali2": true, "cali1": true}}, true, "the pods' own devices (cali1, cali2) took 500 packets"},
+		{"too few to say it is bypassed", window{podDevices: checkPackets - 1}, false, ""},
+		{"classified, lost on the way", window{seen: 600, classified: 600}, true, "600 packets of pods in the shaped classes were given their class on their way out through eth0, flannel.1"},
+		{"netfilter sees them, none leave (traffic within the node)", window{seen: 600, podDevices: 600}, true, ""},
+		{"some in the classes is enough", window{classified: 600, inClasses: 1}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, known := judge(tt.w, 30*time.Second, "eth0", devices)
+			if known != tt.known || (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("judge(%+v) = %q, %v; want %v and a verdict holding %q", tt.w, got, known, tt.known, tt.want)
+			}
+			if got != "" && !strings.HasPrefix(got, "network QoS cannot classify on this node: ") {
+				t.Errorf("verdict %q does not say what it is about first", got)
+			}
+		})
+	}
+	if d := delta(100, true, 40); d != 40 {
+		t.Errorf("a counter that went back (made again) counts from zero: delta = %d, want 40", d)
+	}
+	if d := delta(0, false, 400); d != 0 {
+		t.Errorf("a counter seen for the first time is the baseline: delta = %d, want 0", d)
+	}
+}
+
+// TestRealKernelClassifyCheck runs the plugin's classify check on testNet with a fake clock, a window at a time,
+// with the batch pod sending: first as the test node routes it (classified: no verdict), then with a tc redirect on
+// the pod's host-side device that sends its packets straight to gq0's queue, past the node's IP stack and netfilter
+// (as an eBPF datapath does: the bypass verdict, and a Warning event on the NodeSLO), then with a rule after the
+// plugin's that sets every packet's priority back to 0 (the lost-class verdict), and last as at first (the verdict
+// goes).
+func TestRealKernelClassifyCheck(t *testing.T) {
+	n := newTestNet(t)
+	store := statesinformer.NewStore()
+	store.SetPod(netPod("batch", batchAddr, slov1alpha1.QoSBE))
+	store.SetPod(netPod("service", serviceAddr, slov1alpha1.QoSLS))
+	store.SetNodeSLO(&slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "node"}})
+	clk := clocktesting.NewFakeClock(time.Now())
+	events := record.NewFakeRecorder(10)
+	p, err := newIn(qosmanager.Deps{Clock: clk, Events: events, States: store, NetDevice: "gq0"}, n.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := netSpec("50M")
+	runPlugin(t, p, spec) // the first sample: the first window begins
+	// window sends from the batch pod, then runs the plugin through one window, and returns its verdict.
+	window := func(what string) string {
+		t.Helper()
+		sendUDP(t, n.batch, fmt.Sprintf("%s:%d", peerAddr, batchPort), 1000)
+		for range checkWindow / checkEvery {
+			clk.Step(checkEvery)
+			runPlugin(t, p, spec)
+		}
+		t.Logf("%s: %q", what, p.Unsupported())
+		return p.Unsupported()
+	}
+
+	if v := window("routed through the node"); v != "" {
+		t.Fatalf("routed through the node and classified, the check says: %s", v)
+	}
+
+	gqb, err := n.nodeNL.LinkByName("gqb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gq0, err := n.nodeNL.LinkByName("gq0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingress := &netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: gqb.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_INGRESS}}
+	if err := n.nodeNL.QdiscAdd(ingress); err != nil {
+		t.Fatalf("adding an ingress qdisc to gqb: %v", err)
+	}
+	redirect := &netlink.U32{FilterAttrs: netlink.FilterAttrs{LinkIndex: gqb.Attrs().Index, Parent: netlink.MakeHandle(0xffff, 0),
+		Priority: 1, Protocol: unix.ETH_P_IP}, RedirIndex: gq0.Attrs().Index} // IPv4 only: ARP still answers
+	if err := n.nodeNL.FilterAdd(redirect); err != nil {
+		t.Fatalf("redirecting gqb's IPv4 packets to gq0: %v", err)
+	}
+	v := window("past netfilter")
+	if !strings.HasPrefix(v, "network QoS cannot classify on this node: the pods' own devices (gqb)") || !strings.Contains(v, "past netfilter") {
+		t.Errorf("with the batch pod's packets moved past netfilter, the verdict is %q, want one naming gqb and netfilter", v)
+	}
+	select {
+	case e := <-events.Events:
+		if !strings.Contains(e, ReasonCannotClassify) || !strings.Contains(e, "gqb") {
+			t.Errorf("event %q, want a %s Warning naming gqb", e, ReasonCannotClassify)
+		}
+	default:
+		t.Errorf("no event on the NodeSLO for the verdict")
+	}
+	if err := n.nodeNL.QdiscDel(ingress); err != nil {
+		t.Fatal(err)
+	}
+
+	netnstest.Reprioritize(t, n.node, "test-reprioritize", "")
+	v = window("priority set again after the plugin's rules")
+	if !strings.Contains(v, "were given their class on their way out through gq0 in the last 30s and none arrived in those classes on gq0") {
+		t.Errorf("with the priority set back to 0 after the plugin's rules, the verdict is %q", v)
+	}
+	netnstest.DeleteTable(t, n.node, "test-reprioritize")
+
+	if v := window("routed through the node again"); v != "" {
+		t.Errorf("classified again, the verdict stays: %s", v)
+	}
+}
+
+// sendUDP sends count datagrams of 200 bytes to addr from inside ns.
+func sendUDP(t *testing.T, ns netns.NsHandle, addr string, count int) {
+	t.Helper()
+	err := netnstest.Do(ns, func() error {
+		c, err := net.Dial("udp4", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 200)
+		for range count {
+			if _, err := c.Write(buf); err != nil && !isRefused(err) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("sending UDP to %s: %v", addr, err)
+	}
+}
+
+// isRefused: the peer's ICMP port unreachable for an earlier datagram, reported on a later write.
+func isRefused(err error) bool { return strings.Contains(err.Error(), "connection refused") }
