@@ -160,3 +160,20 @@ func (f Frontier) WriteTable(w io.Writer) error {
 
 // percent writes a share as a whole percentage: 0.95 is "95 %".
 func percent(share float64) string { return fmt.Sprintf("%.0f %%", 100*share) }
+
+// AlonePairs maps the index of each batch phase of phases (one with a Setting) to that of the alone phase last run
+// before it, the one its latency is compared with: the service alone drifts over a run, so the nearest alone phase
+// before a setting's phases pairs closest. A batch phase with no alone phase before it is left out.
+func AlonePairs(phases []Phase) map[int]int {
+	pairs := map[int]int{}
+	last := -1
+	for i, p := range phases {
+		switch {
+		case p.Name == AlonePhase:
+			last = i
+		case p.Setting != "" && last >= 0:
+			pairs[i] = last
+		}
+	}
+	return pairs
+}

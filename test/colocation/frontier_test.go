@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -319,5 +320,25 @@ func TestAxisRange(t *testing.T) {
 		if d := cmp.Diff([]float64{tt.from, tt.to, tt.step}, []float64{from, to, step}, cmpopts.EquateApprox(0, 1e-9)); d != "" {
 			t.Errorf("axisRange(%v, %v) (-want +got):\n%s", tt.lo, tt.hi, d)
 		}
+	}
+}
+
+// TestAlonePairs: each batch phase pairs with the alone phase last run before it, not with its round's first one;
+// a batch phase before any alone phase, and phases without a setting, pair with none.
+func TestAlonePairs(t *testing.T) {
+	phases := []Phase{
+		{Name: "defaults 1", Setting: "defaults", Round: 1}, // 0: no alone before it
+		{Name: AlonePhase, Round: 1},                        // 1
+		{Name: "defaults 1/3", Setting: "defaults", Round: 1},
+		{Name: "defaults 1", Setting: "defaults", Round: 1},
+		{Name: AlonePhase, Round: 1}, // 4: the next setting's
+		{Name: "static 1", Setting: "static", Round: 1},
+		{Name: AlonePhase, Round: 2}, // 6
+		{Name: "static 1", Setting: "static", Round: 2},
+		{Name: "memory growth", Round: 2}, // 8: no setting
+	}
+	want := map[int]int{2: 1, 3: 1, 5: 4, 7: 6}
+	if got := AlonePairs(phases); !maps.Equal(got, want) {
+		t.Errorf("AlonePairs = %v, want %v", got, want)
 	}
 }

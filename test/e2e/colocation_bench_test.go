@@ -139,10 +139,11 @@ func benchColocation(b *testing.B, e *Env) {
 	r.calibrate(sized(2.0/3), min(cfg.phase, 30*time.Second))
 	rng := rand.New(rand.NewPCG(cfg.seed, 1))
 	for round := 1; round <= cfg.rounds; round++ {
-		r.phase(benchPhase{name: colocation.AlonePhase, round: round}, cfg.phase)
-		// A random order of the settings, and of the sizes within each: one switch of the agent per setting.
+		// A random order of the settings, and of the sizes within each: one switch of the agent per setting, and an
+		// alone phase just before each setting's phases, which pair with it (frontier).
 		for _, i := range rng.Perm(len(settings)) {
 			r.apply(settings[i])
+			r.alonePhase(round, cfg.phase)
 			for _, j := range rng.Perm(len(cfg.sizes)) {
 				size := cfg.sizes[j]
 				r.phase(benchPhase{name: settings[i].name + " " + size.label, setting: settings[i].name, size: size.frac, round: round,
@@ -155,6 +156,16 @@ func benchColocation(b *testing.B, e *Env) {
 		r.memoryPhase(ns, batchNS, mix, cfg.phase)
 	}
 	r.finish(out)
+}
+
+// alonePhase measures the service alone, on all the CPUs: under a split setting the split is undone for the phase
+// and made again after it. The agent's other settings change nothing without batch pods.
+func (r *benchRun) alonePhase(round int, d time.Duration) {
+	if r.current != nil && r.current.split {
+		r.splitCPUs(false)
+		defer r.splitCPUs(true)
+	}
+	r.phase(benchPhase{name: colocation.AlonePhase, round: round}, d)
 }
 
 // phaseMemory runs once, after the rounds, with Gleaner's defaults and memory eviction on (memoryPhase): a second
@@ -1065,19 +1076,17 @@ func (r *benchRun) finish(dir string) {
 }
 
 // frontier is the run's curves: for each setting (in the order first run), a point per batch size, each from the
-// rounds' pairs of that setting's phase and the same round's alone phase.
+// rounds' pairs of that setting's phase and the alone phase last run before it (the one just before its setting's
+// phases in that round: the service alone drifts between rounds, and within one by a few minutes' distance).
 func (r *benchRun) frontier() colocation.Frontier {
 	boot := colocation.DefaultBootstrap()
 	boot.Seed = r.seed
 	f := colocation.Frontier{SLO: colocation.DefaultSLO(), Bootstrap: boot}
-	alone := map[int]int{} // round -> index of its alone phase
+	alone := colocation.AlonePairs(r.report.Phases)
 	var settings []string
 	sizes := map[string][]float64{}
-	for i, p := range r.report.Phases {
-		switch {
-		case p.Name == colocation.AlonePhase:
-			alone[p.Round] = i
-		case p.Setting != "":
+	for _, p := range r.report.Phases {
+		if p.Setting != "" {
 			if !slices.Contains(settings, p.Setting) {
 				settings = append(settings, p.Setting)
 			}
@@ -1092,7 +1101,7 @@ func (r *benchRun) frontier() colocation.Frontier {
 		for _, size := range sizes[setting] {
 			var rounds []colocation.Round
 			for i, p := range r.report.Phases {
-				a, ok := alone[p.Round]
+				a, ok := alone[i]
 				if p.Setting != setting || p.Size != size || !ok {
 					continue
 				}
