@@ -136,7 +136,7 @@ func benchColocation(b *testing.B, e *Env) {
 	}()
 	r.apply(settings[0])
 	// The batch work's own rate: units per CPU-second of each burner, with the service idle (no requests).
-	r.calibrate(sized(2.0/3), min(cfg.phase, 30*time.Second))
+	r.calibrate(sized(2.0/3), min(cfg.phase, 30*time.Second), countBurners(mix))
 	rng := rand.New(rand.NewPCG(cfg.seed, 1))
 	for round := 1; round <= cfg.rounds; round++ {
 		// A random order of the settings, and of the sizes within each: one switch of the agent per setting, and an
@@ -383,10 +383,10 @@ type batchWork struct {
 }
 
 // batchMix is the batch work of one phase for a node of cpus CPUs: a CPU burner and a cache and memory-bandwidth
-// thrasher that each try to use every CPU (their requests are set by sizeMix) and count their work (GET /work on
-// benchBurnerPort), and a disk writer.
+// thrasher that each try to use every CPU they may run on (all of the node's, or the static split's one; their
+// requests are set by sizeMix) and count their work (GET /work on benchBurnerPort), and a disk writer.
 func batchMix(cpus int) []batchWork {
-	load, listen := fmt.Sprintf("--load=%d", cpus), fmt.Sprintf("--listen=:%d", benchBurnerPort)
+	load, listen := "--load=all", fmt.Sprintf("--listen=:%d", benchBurnerPort)
 	return []batchWork{
 		{name: "bench-burner", image: BurnerImage, args: []string{load, "--report=0", listen}, memory: "64Mi"},
 		{name: "bench-thrasher", image: BurnerImage, args: []string{load, "--report=0", "--thrash=64Mi", listen},
@@ -813,8 +813,12 @@ type benchPhase struct {
 
 // calibrate runs the batch work for d with the service idle and records each burner's units of work per CPU-second
 // it used: the rate that normalises a phase's batch work to cores of batch work as if alone.
-func (r *benchRun) calibrate(batch func() func(), d time.Duration) {
+func (r *benchRun) calibrate(batch func() func(), d time.Duration, burners int) {
 	r.b.Helper()
+	if r.current != nil && r.current.split { // alone means on every CPU, as for the service's alone phases
+		r.splitCPUs(false)
+		defer r.splitCPUs(true)
+	}
 	stop := batch()
 	defer stop()
 	time.Sleep(benchSettle)
@@ -831,6 +835,20 @@ func (r *benchRun) calibrate(batch func() func(), d time.Duration) {
 		r.b.Logf("batch alone: %s did %.0f units per CPU-second, on %.2f cores", name, r.unitsPerCPU[name],
 			(w.CPUSeconds-w0.CPUSeconds)/w.at.Sub(w0.at).Seconds())
 	}
+	if len(r.unitsPerCPU) != burners { // else every phase's batch work would read 0
+		r.b.Fatalf("calibrating the batch work: %d of the mix's %d burners answered GET /work (the log above says why)", len(r.unitsPerCPU), burners)
+	}
+}
+
+// countBurners is how many works of mix count their work (GET /work).
+func countBurners(mix []batchWork) int {
+	n := 0
+	for _, w := range mix {
+		if slices.Contains(w.args, fmt.Sprintf("--listen=:%d", benchBurnerPort)) {
+			n++
+		}
+	}
+	return n
 }
 
 // burnerWork is what each running burner of the batch mix has done so far (GET /work), by work name.

@@ -30,7 +30,7 @@ import (
 
 func main() {
 	fs := flag.NewFlagSet("burner", flag.ExitOnError)
-	load := fs.String("load", "500m", "CPU load to keep, in cores as Kubernetes writes CPU: 250m, 1, 1.5")
+	load := fs.String("load", "500m", "CPU load to keep, in cores as Kubernetes writes CPU: 250m, 1, 1.5; all: every CPU the burner may run on")
 	period := fs.Duration("period", 100*time.Millisecond, "duty-cycle period: each worker spins for its share of it")
 	report := fs.Duration("report", 10*time.Second, "how often to log the CPU really used; 0 turns it off")
 	thrash := fs.String("thrash", "0", "bytes of buffer each worker walks while busy (64Mi: larger than the caches); 0 spins only")
@@ -71,7 +71,11 @@ func main() {
 }
 
 // parseLoad reads a CPU quantity ("500m", "1.5") as cores; it must be positive and at most the machine's CPUs.
+// "all" is every CPU the burner may run on (its affinity at start: a pod's cpuset, not the node's CPUs).
 func parseLoad(s string) (float64, error) {
+	if s == "all" {
+		return float64(runtime.NumCPU()), nil
+	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
 		return 0, fmt.Errorf("--load %q: %w", s, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func TestParseLoad(t *testing.T) {
 		{in: "-1", wantErr: true},
 		{in: "half", wantErr: true},
 		{in: "100000", wantErr: true}, // more than any machine's CPUs
+		{in: "all", want: float64(runtime.NumCPU())},
 	}
 	for _, tt := range tests {
 		got, err := parseLoad(tt.in)
