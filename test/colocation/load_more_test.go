@@ -181,13 +181,13 @@ func TestRunDelay(t *testing.T) {
 	}
 }
 
-// Every thread of the process runs at SCHED_FIFO after RealtimeThreads, and at SCHED_OTHER after its restore.
+// Every thread of the process runs at SCHED_RR after RealtimeThreads, and at SCHED_OTHER after its restore.
 func TestRealtimeThreads(t *testing.T) {
 	if _, err := RealtimeThreads(0); err == nil {
 		t.Error("priority 0 accepted")
 	}
 	if os.Geteuid() != 0 {
-		ci.Skipf(t, "SCHED_FIFO needs CAP_SYS_NICE (uid %d)", os.Geteuid())
+		ci.Skipf(t, "SCHED_RR needs CAP_SYS_NICE (uid %d)", os.Geteuid())
 	}
 	policies := func() map[uint32]int {
 		tids, err := threads("/proc/self/task")
@@ -210,8 +210,8 @@ func TestRealtimeThreads(t *testing.T) {
 	if errRestore := restore(); errRestore != nil {
 		t.Fatal(errRestore)
 	}
-	if got[unix.SCHED_FIFO] == 0 || len(got) != 1 {
-		t.Errorf("threads by policy after RealtimeThreads: %v, want all at SCHED_FIFO (%d)", got, unix.SCHED_FIFO)
+	if got[unix.SCHED_RR] == 0 || len(got) != 1 {
+		t.Errorf("threads by policy after RealtimeThreads: %v, want all at SCHED_RR (%d)", got, unix.SCHED_RR)
 	}
 	if after := policies(); after[unix.SCHED_NORMAL] == 0 || len(after) != 1 {
 		t.Errorf("threads by policy after restore: %v, want all at SCHED_OTHER (%d)", after, unix.SCHED_NORMAL)

@@ -12,12 +12,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RealtimeThreads puts every thread of this process at SCHED_FIFO priority prio, where a remote client's requests
+// RealtimeThreads puts every thread of this process at SCHED_RR priority prio, where a remote client's requests
 // are on a real node: nothing a pod runs (batch work at the lowest weight included) delays them, as nothing on the
 // node delays packets arriving from another machine, which the kernel handles in softirq before any task. Threads the
 // process makes later inherit the policy. The returned func puts the threads back to SCHED_OTHER. It needs
 // CAP_SYS_NICE; the kernel's real-time throttling (sched_rt_runtime_us) still leaves the rest of the node 5 % of
-// each CPU should the process spin.
+// each CPU should the process spin. Round-robin, not SCHED_FIFO: at one FIFO priority a thread runs until it blocks,
+// so a Go runtime thread spinning for a lock or a P held by a thread queued behind it on the same CPU never lets that
+// thread run; with both CPUs of a 2-CPU node taken so, the process livelocked in a benchmark run here (one thread at a
+// whole core for ten minutes, no phase ended, SIGQUIT not handled). SCHED_RR gives each 100 ms and moves on.
 func RealtimeThreads(prio int) (restore func() error, err error) {
 	set := func(policy uint32, prio uint32) error {
 		tids, err := threads("/proc/self/task")
@@ -35,7 +38,7 @@ func RealtimeThreads(prio int) (restore func() error, err error) {
 	if prio < 1 || prio > 99 {
 		return nil, fmt.Errorf("real-time priority %d: want 1 to 99", prio)
 	}
-	if err := set(unix.SCHED_FIFO, uint32(prio)); err != nil {
+	if err := set(unix.SCHED_RR, uint32(prio)); err != nil {
 		_ = set(unix.SCHED_NORMAL, 0)
 		return nil, err
 	}

@@ -49,7 +49,7 @@ const (
 	benchConns = 32
 	// benchTimeout bounds a request; one that runs past it counts at its latency, as an error.
 	benchTimeout = time.Second
-	// benchRealtime is the load generator's SCHED_FIFO priority (colocation.RealtimeThreads says why).
+	// benchRealtime is the load generator's SCHED_RR priority (colocation.RealtimeThreads says why).
 	benchRealtime = 10
 	// benchWindow is the width of the windows the timeline's p99 is taken over.
 	benchWindow = 5 * time.Second
@@ -94,7 +94,7 @@ func benchColocation(b *testing.B, e *Env) {
 	}
 	restore, err := colocation.RealtimeThreads(benchRealtime)
 	if err != nil {
-		b.Fatalf("the load generator at SCHED_FIFO: %v", err)
+		b.Fatalf("the load generator at SCHED_RR: %v", err)
 	}
 	defer func() {
 		if err := restore(); err != nil {
