@@ -143,11 +143,11 @@ func cannotClassify(e *Env, rates func() (batch, service float64)) {
 	}
 	e.Eventually(time.Minute, func(ctx context.Context) (bool, string) {
 		list, err := e.Clientset.CoreV1().Events("").List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.kind=NodeSLO,reason=" + netqos.ReasonCannotClassify})
+			FieldSelector: "involvedObject.kind=NodeSLO,involvedObject.uid=" + string(slo.UID) + ",reason=" + netqos.ReasonCannotClassify})
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(list.Items) > 0, "no " + netqos.ReasonCannotClassify + " event on the NodeSLO"
+		return len(list.Items) > 0, "no " + netqos.ReasonCannotClassify + " event on this NodeSLO"
 	})
 	netnstest.DeleteTable(t, netns.None(), table)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -19,7 +20,7 @@ import (
 // a program that sets their priority again before the device's queue, leaves them all in the system class while
 // every write succeeds. The check compares, over a window:
 //
-//   - seen: the pods' packets the table's witness rules counted, whichever device they leave by;
+//   - seen: the pods' packets the table's witness rules counted in prerouting, forwarded or for the node itself;
 //   - classified: those its classifying rules gave a class on their way out through an egress device;
 //   - inClasses: the packets the LS and BE classes of the tree sent;
 //   - podDevices: the packets the pods' own host-side devices took from them, where a routed CNI gives each pod a
@@ -28,8 +29,9 @@ import (
 // A window in which the pods' devices took packets and netfilter saw none says netfilter is bypassed; one in which
 // packets were classified and none arrived in the classes says their class was lost on the way. Either is the
 // plugin's verdict (the NetworkQOS condition False, a Warning event on the NodeSLO) until a window shows pods'
-// packets in netfilter or in their classes. A window too quiet to tell (fewer than checkPackets packets) leaves
-// the verdict as it was.
+// packets in netfilter (a bypass) or in their classes (a lost class). A window too quiet to tell (fewer than
+// checkPackets packets) leaves the verdict as it was, and so does a window with the same finding: the condition's
+// message and the event are the first window's, not renewed every window with its counts.
 const (
 	checkEvery   = 5 * time.Second  // how often the counters are sampled
 	checkWindow  = 30 * time.Second // how long a window sums before it is judged
@@ -59,7 +61,24 @@ type classifyCheck struct {
 	classes          uint64
 	podDevs          map[int]uint64 // by interface index
 	sum              window
-	verdict          string // why the pods' packets do not reach their classes; "" when they do or it is not known
+	rewritten        bool    // the table was written again since the last sample
+	verdict          verdict // why the pods' packets do not reach their classes; none when they do or it is not known
+}
+
+// verdictKind is what a window says of the pods' packets.
+type verdictKind int
+
+const (
+	classifies verdictKind = iota // they reach their classes, or nothing says otherwise yet
+	bypassed                      // netfilter does not see them
+	classLost                     // classified, and their class lost before the device's queue
+)
+
+// verdict is the check's finding: its kind, and the message of the window that found it (kept while the kind
+// holds, so that the NodeSLO's condition and the event do not change with each window's counts).
+type verdict struct {
+	kind    verdictKind
+	message string
 }
 
 // reset forgets everything: network QoS was turned off, or moved to another device.
@@ -105,8 +124,13 @@ func (p *Plugin) check(ctx context.Context, link netlink.Link, devices []string,
 	}
 	for key, cur := range rules {
 		prev, known := c.rules[key]
-		if first {
-			known = true // the table was written a moment ago: its counters are this window's
+		switch {
+		case first:
+			known = false // every counter's first sample is its baseline, the classes' as the rules'
+		case c.rewritten:
+			// The table was written since the last sample: its counters count from the write, whatever the last
+			// sample read (a delta from it would lose the packets since).
+			prev, known = 0, true
 		}
 		switch {
 		case strings.HasPrefix(key, ruleSeen+" "):
@@ -123,43 +147,46 @@ func (p *Plugin) check(ctx context.Context, link netlink.Link, devices []string,
 			c.sum.devices[names[idx]] = true
 		}
 	}
-	c.sampled, c.rules, c.classes, c.podDevs = now, rules, classes, podDevs
+	c.sampled, c.rules, c.classes, c.podDevs, c.rewritten = now, rules, classes, podDevs, false
 	if first {
 		c.started = now
 	}
 	if now.Sub(c.started) < checkWindow {
 		return
 	}
-	verdict, known := judge(c.sum, now.Sub(c.started), link.Attrs().Name, devices)
+	v, known := judge(c.sum, now.Sub(c.started), link.Attrs().Name, devices, c.verdict.kind)
 	c.started, c.sum = now, window{}
-	if !known || verdict == c.verdict {
+	if !known || v.kind == c.verdict.kind {
 		return
 	}
-	c.verdict = verdict
-	if verdict == "" {
+	c.verdict = v
+	if v.kind == classifies {
 		log.Info("network QoS classifies pods' packets on this node again", "device", link.Attrs().Name)
 		return
 	}
-	log.Info(verdict)
+	log.Info(v.message)
 	if slo := p.d.States.GetNodeSLO(); slo != nil && p.d.Events != nil {
-		p.d.Events.Eventf(slo, corev1.EventTypeWarning, ReasonCannotClassify, "%s", verdict)
+		p.d.Events.Eventf(slo, corev1.EventTypeWarning, ReasonCannotClassify, "%s", v.message)
 	}
 }
 
-// judge reads a window of length d: the verdict and whether the window says anything.
-func judge(w window, d time.Duration, device string, devices []string) (string, bool) {
+// judge reads a window of length d, given the verdict in force: the window's verdict and whether it says
+// anything. Each finding is undone only by its own counter-evidence: a bypass by pods' packets seen in netfilter, a
+// lost class by packets in the classes (pods' packets seen in netfilter say nothing of their class).
+func judge(w window, d time.Duration, device string, devices []string, current verdictKind) (verdict, bool) {
 	const prefix = "network QoS cannot classify on this node: "
 	switch {
 	case w.podDevices >= checkPackets && w.seen == 0:
-		return fmt.Sprintf(prefix+"the pods' own devices (%s) took %d packets from pods in the shaped classes in the last %s and none reached netfilter's postrouting hook, where their class is chosen: the CNI's datapath moves pods' packets past netfilter (an eBPF datapath such as Cilium's or Calico's eBPF mode, or Open vSwitch), and %s shapes them as the system class",
-			strings.Join(sortedKeys(w.devices), ", "), w.podDevices, d.Round(time.Second), device), true
+		return verdict{bypassed, fmt.Sprintf(prefix+"the pods' own devices (%s) took %d packets from pods in the shaped classes in the last %s and none reached netfilter (its prerouting hook; their class is chosen in postrouting): the CNI's datapath moves pods' packets past netfilter (an eBPF datapath such as Cilium's or Calico's eBPF mode, or Open vSwitch), and %s shapes them as the system class",
+			strings.Join(sortedKeys(w.devices), ", "), w.podDevices, d.Round(time.Second), device)}, true
 	case w.classified >= checkPackets && w.inClasses == 0:
-		return fmt.Sprintf(prefix+"%d packets of pods in the shaped classes were given their class on their way out through %s in the last %s and none arrived in those classes on %s: something between netfilter and the device's queue sets their priority again (a tc or eBPF program on the device, a tunnel that does not keep it), and %s shapes them as the system class",
-			w.classified, strings.Join(devices, ", "), d.Round(time.Second), device, device), true
-	case w.seen >= checkPackets || w.inClasses > 0:
-		return "", true
+		return verdict{classLost, fmt.Sprintf(prefix+"%d packets of pods in the shaped classes were given their class on their way out through %s in the last %s and none arrived in those classes on %s: something between netfilter and the device's queue sets their priority again (a tc or eBPF program on the device, a tunnel that does not keep it), and %s shapes them as the system class",
+			w.classified, strings.Join(devices, ", "), d.Round(time.Second), device, device)}, true
+	case current == bypassed && w.seen > 0, current == classLost && w.inClasses > 0,
+		current == classifies && (w.seen >= checkPackets || w.inClasses > 0):
+		return verdict{}, true
 	}
-	return "", false
+	return verdict{}, false
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -180,8 +207,8 @@ func (p *Plugin) podDevices(pl plan, egress []string) (map[int]uint64, map[int]s
 	for _, r := range pl.rules {
 		classified[r.ip.String()] = true
 	}
-	podsOn := map[int]int{} // interface index -> pods routed there
-	mine := map[int]bool{}  // interface index -> routes to a classified pod
+	podsOn := map[int]map[types.UID]bool{} // interface index -> pods routed there (a dual-stack pod's two addresses: one pod)
+	mine := map[int]bool{}                 // interface index -> routes to a classified pod
 	for _, m := range p.d.States.GetAllPods() {
 		if m.Pod.Spec.HostNetwork {
 			continue
@@ -192,7 +219,10 @@ func (p *Plugin) podDevices(pl plan, egress []string) (map[int]uint64, map[int]s
 				continue
 			}
 			idx := routes[0].LinkIndex
-			podsOn[idx]++
+			if podsOn[idx] == nil {
+				podsOn[idx] = map[types.UID]bool{}
+			}
+			podsOn[idx][m.Pod.UID] = true
 			if classified[ip.IP] {
 				mine[idx] = true
 			}
@@ -200,7 +230,7 @@ func (p *Plugin) podDevices(pl plan, egress []string) (map[int]uint64, map[int]s
 	}
 	counts, names := map[int]uint64{}, map[int]string{}
 	for idx := range mine {
-		if podsOn[idx] != 1 {
+		if len(podsOn[idx]) != 1 {
 			continue
 		}
 		link, err := p.shaper.nl.LinkByIndex(idx)
@@ -237,4 +267,4 @@ func (p *Plugin) egressDevices(link netlink.Link) ([]string, error) {
 }
 
 // Unsupported implements qosmanager.SteppingAside: the classify check's verdict.
-func (p *Plugin) Unsupported() string { return p.checked.verdict }
+func (p *Plugin) Unsupported() string { return p.checked.verdict.message }

@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -20,33 +21,40 @@ import (
 	"github.com/gleaner-sh/gleaner/test/netnstest"
 )
 
-// TestJudge: a window's counters give a verdict only when they are evidence (checkPackets packets at least), and
-// a quiet window says nothing.
+// TestJudge: a window's counters give a verdict only when they are evidence (checkPackets packets at least), a
+// quiet window says nothing, and a finding is undone only by its own counter-evidence.
 func TestJudge(t *testing.T) {
 	devices := []string{"eth0", "flannel.1"}
 	tests := []struct {
-		name  string
-		w     window
-		known bool
-		want  string // in the verdict; "" for none
+		name    string
+		current verdictKind
+		w       window
+		known   bool
+		kind    verdictKind
+		want    string // in the message; "" for none
 	}{
-		{"quiet", window{seen: 10, podDevices: 50}, false, ""},
-		{"classified and in the classes", window{seen: 900, classified: 800, inClasses: 800, podDevices: 900}, true, ""},
-		{"bypassed: the pods' devices took packets, netfilter saw none",
-			window{podDevices: 500, devices: map[string]bool{"cali2": true, "cali1": true}}, true, "the pods' own devices (cali1, cali2) took 500 packets"},
-		{"too few to say it is bypassed", window{podDevices: checkPackets - 1}, false, ""},
-		{"classified, lost on the way", window{seen: 600, classified: 600}, true, "600 packets of pods in the shaped classes were given their class on their way out through eth0, flannel.1"},
-		{"netfilter sees them, none leave (traffic within the node)", window{seen: 600, podDevices: 600}, true, ""},
-		{"some in the classes is enough", window{classified: 600, inClasses: 1}, true, ""},
+		{"quiet", classifies, window{seen: 10, podDevices: 50}, false, classifies, ""},
+		{"classified and in the classes", classifies, window{seen: 900, classified: 800, inClasses: 800, podDevices: 900}, true, classifies, ""},
+		{"bypassed: the pods' devices took packets, netfilter saw none", classifies,
+			window{podDevices: 500, devices: map[string]bool{"cali2": true, "cali1": true}}, true, bypassed, "the pods' own devices (cali1, cali2) took 500 packets"},
+		{"too few to say it is bypassed", classifies, window{podDevices: checkPackets - 1}, false, classifies, ""},
+		{"classified, lost on the way", classifies, window{seen: 600, classified: 600}, true, classLost, "600 packets of pods in the shaped classes were given their class on their way out through eth0, flannel.1"},
+		{"netfilter sees them, none leave (traffic within the node)", classifies, window{seen: 600, podDevices: 600}, true, classifies, ""},
+		{"some in the classes is enough", classifies, window{classified: 600, inClasses: 1}, true, classifies, ""},
+		{"a bypass undone by pods' packets in netfilter", bypassed, window{seen: 5, podDevices: 40}, true, classifies, ""},
+		{"a bypass not undone by packets in the classes alone", bypassed, window{inClasses: 900}, false, classifies, ""},
+		{"a lost class not undone by packets seen in netfilter", classLost, window{seen: 900, classified: 100}, false, classifies, ""},
+		{"a lost class undone by packets in the classes", classLost, window{seen: 900, classified: 100, inClasses: 3}, true, classifies, ""},
+		{"a lost class that is still lost", classLost, window{seen: 700, classified: 700}, true, classLost, "700 packets"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, known := judge(tt.w, 30*time.Second, "eth0", devices)
-			if known != tt.known || (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-				t.Errorf("judge(%+v) = %q, %v; want %v and a verdict holding %q", tt.w, got, known, tt.known, tt.want)
+			got, known := judge(tt.w, 30*time.Second, "eth0", devices, tt.current)
+			if known != tt.known || got.kind != tt.kind || (tt.want == "") != (got.message == "") || !strings.Contains(got.message, tt.want) {
+				t.Errorf("judge(%+v, %d) = %+v, %v; want %v, kind %d and a message holding %q", tt.w, tt.current, got, known, tt.known, tt.kind, tt.want)
 			}
-			if got != "" && !strings.HasPrefix(got, "network QoS cannot classify on this node: ") {
-				t.Errorf("verdict %q does not say what it is about first", got)
+			if got.message != "" && !strings.HasPrefix(got.message, "network QoS cannot classify on this node: ") {
+				t.Errorf("verdict %q does not say what it is about first", got.message)
 			}
 		})
 	}
@@ -67,8 +75,13 @@ func TestJudge(t *testing.T) {
 func TestRealKernelClassifyCheck(t *testing.T) {
 	n := newTestNet(t)
 	store := statesinformer.NewStore()
-	store.SetPod(netPod("batch", batchAddr, slov1alpha1.QoSBE))
+	// The batch pod is dual-stack, as pods of a dual-stack cluster are: its two addresses route to its one device,
+	// which is still a device of one pod.
+	batch := netPod("batch", batchAddr, slov1alpha1.QoSBE)
+	batch.Status.PodIPs = append(batch.Status.PodIPs, corev1.PodIP{IP: batchAddr6})
+	store.SetPod(batch)
 	store.SetPod(netPod("service", serviceAddr, slov1alpha1.QoSLS))
+	routeTo(t, n.nodeNL, "gqb", batchAddr6+"/128")
 	store.SetNodeSLO(&slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: "node"}})
 	clk := clocktesting.NewFakeClock(time.Now())
 	events := record.NewFakeRecorder(10)
@@ -112,7 +125,8 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 		t.Fatalf("redirecting gqb's IPv4 packets to gq0: %v", err)
 	}
 	v := window("past netfilter")
-	if !strings.HasPrefix(v, "network QoS cannot classify on this node: the pods' own devices (gqb)") || !strings.Contains(v, "past netfilter") {
+	// The service's device may be named too: its namespace sends a few IPv6 neighbour and router messages of its own.
+	if !strings.HasPrefix(v, "network QoS cannot classify on this node: the pods' own devices (gqb") || !strings.Contains(v, "past netfilter") {
 		t.Errorf("with the batch pod's packets moved past netfilter, the verdict is %q, want one naming gqb and netfilter", v)
 	}
 	select {
@@ -122,6 +136,16 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 		}
 	default:
 		t.Errorf("no event on the NodeSLO for the verdict")
+	}
+	// The same finding in the next window: the verdict's message stays the first window's (the NodeSLO is not
+	// written again with new counts), and no second event.
+	if again := window("past netfilter, a second window"); again != v {
+		t.Errorf("the same finding renewed the verdict: %q, then %q", v, again)
+	}
+	select {
+	case e := <-events.Events:
+		t.Errorf("a second event for the same finding: %q", e)
+	default:
 	}
 	if err := n.nodeNL.QdiscDel(ingress); err != nil {
 		t.Fatal(err)
@@ -136,6 +160,25 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 
 	if v := window("routed through the node again"); v != "" {
 		t.Errorf("classified again, the verdict stays: %s", v)
+	}
+}
+
+// batchAddr6 is the batch pod's IPv6 address in the classify check's test: a route on the node, no packets.
+const batchAddr6 = "fd00:9::2"
+
+// routeTo routes dst to the device named dev in the namespace of nl.
+func routeTo(t *testing.T, nl *netlink.Handle, dev, dst string) {
+	t.Helper()
+	link, err := nl.LinkByName(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ipnet, err := net.ParseCIDR(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nl.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: ipnet}); err != nil {
+		t.Fatalf("routing %s to %s: %v", dst, dev, err)
 	}
 }
 

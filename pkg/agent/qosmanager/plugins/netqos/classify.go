@@ -41,16 +41,25 @@ func table() *nftables.Table {
 	return &nftables.Table{Family: nftables.TableFamilyINet, Name: tableName}
 }
 
-// chain is the table's one chain: postrouting at mangle priority, which runs before source NAT (priority 100)
-// rewrites a pod's address to the node's.
+// chain is the table's classifying chain: postrouting at mangle priority, which runs before source NAT (priority
+// 100) rewrites a pod's address to the node's.
 func chain(t *nftables.Table) *nftables.Chain {
 	return &nftables.Chain{Name: "postrouting", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityMangle}
 }
 
-// apply makes the table hold, for each address of rules, a rule that counts its packets (the classify check's
-// witness that netfilter sees them) and one per egress device that counts and classifies those leaving through it,
-// in one transaction: the chain is flushed and filled again, so no packet sees a half-written table. It reports
+// witnessChain is the table's counting chain: prerouting, where every packet a pod sends into the node's IP stack
+// passes, whether it is forwarded or for the node itself (node-local DNS, a host-network service), and dropped
+// or not later; a datapath that moves the packet past netfilter moves it past this hook too.
+func witnessChain(t *nftables.Table) *nftables.Chain {
+	return &nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityMangle}
+}
+
+// apply makes the table hold, for each address of rules, a rule that counts its packets in prerouting (the
+// classify check's witness that netfilter sees them) and one per egress device in postrouting that counts and
+// classifies those leaving through it, in one transaction: the chains are flushed and filled again, so no packet
+// sees a half-written table. It reports
 // whether it wrote.
 func (c *classifier) apply(devices []string, rules []podRule) (bool, error) {
 	conn, err := c.conn()
@@ -58,18 +67,21 @@ func (c *classifier) apply(devices []string, rules []podRule) (bool, error) {
 		return false, err
 	}
 	t := table()
-	ch := chain(t)
+	ch, wch := chain(t), witnessChain(t)
 	if slices.Equal(c.devices, devices) && slices.Equal(c.written, rules) {
 		got, err := conn.GetRules(t, ch)
-		if err == nil && len(got) == len(rules)*(1+len(devices)) {
+		seen, errSeen := conn.GetRules(t, wch)
+		if err == nil && errSeen == nil && len(got) == len(rules)*len(devices) && len(seen) == len(rules) {
 			return false, nil
 		}
 	}
 	conn.AddTable(t)
 	conn.AddChain(ch)
 	conn.FlushChain(ch)
+	conn.AddChain(wch)
+	conn.FlushChain(wch)
 	for _, r := range rules {
-		conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: ruleExprs("", r), UserData: []byte(ruleSeen)})
+		conn.AddRule(&nftables.Rule{Table: t, Chain: wch, Exprs: ruleExprs("", r), UserData: []byte(ruleSeen)})
 		for _, dev := range devices {
 			conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: ruleExprs(dev, r), UserData: []byte(ruleClassify)})
 		}
@@ -84,7 +96,7 @@ func (c *classifier) apply(devices []string, rules []podRule) (bool, error) {
 
 // The rules' kinds, in their user data.
 const (
-	ruleSeen     = "seen"     // counts the pod's packets whichever way they go
+	ruleSeen     = "seen"     // counts the pod's packets entering the node's IP stack, whichever way they go
 	ruleClassify = "classify" // counts and classifies those leaving through one egress device
 )
 
@@ -130,6 +142,11 @@ func (c *classifier) counts() (map[string]uint64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the counters of the nftables table inet %s: %w", tableName, err)
 	}
+	seen, err := conn.GetRules(table(), witnessChain(table()))
+	if err != nil {
+		return nil, fmt.Errorf("reading the counters of the nftables table inet %s: %w", tableName, err)
+	}
+	got = append(got, seen...)
 	out := make(map[string]uint64, len(got))
 	for _, r := range got {
 		key := []string{string(r.UserData)}

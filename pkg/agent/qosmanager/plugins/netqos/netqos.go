@@ -206,6 +206,7 @@ func (p *Plugin) Run(ctx context.Context, spec *slov1alpha1.NodeSLOSpec) error {
 	wrote, err := p.rules.apply(devices, pl.rules)
 	if wrote {
 		klog.FromContext(ctx).V(1).Info("classified pods' egress", "devices", devices, "pods", len(pl.rules))
+		p.checked.rewritten = true // its rules were made again: their counters start from zero
 	}
 	if err != nil {
 		return err
