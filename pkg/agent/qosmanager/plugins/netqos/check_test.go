@@ -91,10 +91,11 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 	}
 	spec := netSpec("50M")
 	runPlugin(t, p, spec) // the first sample: the first window begins
-	// window sends from the batch pod, then runs the plugin through one window, and returns its verdict.
-	window := func(what string) string {
+	// window sends count datagrams from the batch pod, then runs the plugin through one window, and returns its
+	// verdict.
+	window := func(what string, count int) string {
 		t.Helper()
-		sendUDP(t, n.batch, fmt.Sprintf("%s:%d", peerAddr, batchPort), 1000)
+		sendUDP(t, n.batch, fmt.Sprintf("%s:%d", peerAddr, batchPort), count)
 		for range checkWindow / checkEvery {
 			clk.Step(checkEvery)
 			runPlugin(t, p, spec)
@@ -103,7 +104,7 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 		return p.Unsupported()
 	}
 
-	if v := window("routed through the node"); v != "" {
+	if v := window("routed through the node", 1000); v != "" {
 		t.Fatalf("routed through the node and classified, the check says: %s", v)
 	}
 
@@ -124,7 +125,7 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 	if err := n.nodeNL.FilterAdd(redirect); err != nil {
 		t.Fatalf("redirecting gqb's IPv4 packets to gq0: %v", err)
 	}
-	v := window("past netfilter")
+	v := window("past netfilter", 1000)
 	// The service's device may be named too: its namespace sends a few IPv6 neighbour and router messages of its own.
 	if !strings.HasPrefix(v, "network QoS cannot classify on this node: the pods' own devices (gqb") || !strings.Contains(v, "past netfilter") {
 		t.Errorf("with the batch pod's packets moved past netfilter, the verdict is %q, want one naming gqb and netfilter", v)
@@ -137,9 +138,9 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 	default:
 		t.Errorf("no event on the NodeSLO for the verdict")
 	}
-	// The same finding in the next window: the verdict's message stays the first window's (the NodeSLO is not
-	// written again with new counts), and no second event.
-	if again := window("past netfilter, a second window"); again != v {
+	// The same finding in the next window, with other counts: the verdict's message stays the first window's (the
+	// NodeSLO is not written again with new counts), and no second event.
+	if again := window("past netfilter, a second window", 600); again != v {
 		t.Errorf("the same finding renewed the verdict: %q, then %q", v, again)
 	}
 	select {
@@ -152,13 +153,13 @@ func TestRealKernelClassifyCheck(t *testing.T) {
 	}
 
 	netnstest.Reprioritize(t, n.node, "test-reprioritize", "")
-	v = window("priority set again after the plugin's rules")
+	v = window("priority set again after the plugin's rules", 1000)
 	if !strings.Contains(v, "were given their class on their way out through gq0 in the last 30s and none arrived in those classes on gq0") {
 		t.Errorf("with the priority set back to 0 after the plugin's rules, the verdict is %q", v)
 	}
 	netnstest.DeleteTable(t, n.node, "test-reprioritize")
 
-	if v := window("routed through the node again"); v != "" {
+	if v := window("routed through the node again", 1000); v != "" {
 		t.Errorf("classified again, the verdict stays: %s", v)
 	}
 }
