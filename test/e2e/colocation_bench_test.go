@@ -844,11 +844,16 @@ func (r *benchRun) calibrate(batch func() func(), d time.Duration, burners int) 
 func countBurners(mix []batchWork) int {
 	n := 0
 	for _, w := range mix {
-		if slices.Contains(w.args, fmt.Sprintf("--listen=:%d", benchBurnerPort)) {
+		if countsWork(w.args) {
 			n++
 		}
 	}
 	return n
+}
+
+// countsWork says whether a batch container of these arguments answers GET /work on benchBurnerPort.
+func countsWork(args []string) bool {
+	return slices.Contains(args, fmt.Sprintf("--listen=:%d", benchBurnerPort))
 }
 
 // burnerWork is what each running burner of the batch mix has done so far (GET /work), by work name.
@@ -861,7 +866,7 @@ func (r *benchRun) burnerWork() map[string]burnerCount {
 	out := map[string]burnerCount{}
 	for _, p := range pods.Items {
 		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || p.Status.PodIP == "" ||
-			!slices.Contains(p.Spec.Containers[0].Args, fmt.Sprintf("--listen=:%d", benchBurnerPort)) {
+			!countsWork(p.Spec.Containers[0].Args) {
 			continue
 		}
 		resp, err := client.Get(fmt.Sprintf("http://%s:%d/work", p.Status.PodIP, benchBurnerPort))

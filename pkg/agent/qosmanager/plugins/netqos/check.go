@@ -123,11 +123,8 @@ func (p *Plugin) check(ctx context.Context, link netlink.Link, devices []string,
 		c.sum.devices = map[string]bool{}
 	}
 	for key, cur := range rules {
-		prev, known := c.rules[key]
-		switch {
-		case first:
-			known = false // every counter's first sample is its baseline, the classes' as the rules'
-		case c.rewritten:
+		prev, known := c.rules[key] // none at the first sample: every counter's first sample is its baseline
+		if c.rewritten && !first {
 			// The table was written since the last sample: its counters count from the write, whatever the last
 			// sample read (a delta from it would lose the packets since).
 			prev, known = 0, true
