@@ -182,6 +182,8 @@ func Schema() ([]byte, error) {
 		"priorityClasses": object(map[string]schema{"create": typed("boolean"), "koordinatorNames": typed("boolean")}),
 		"policies":        object(map[string]schema{"enabled": typed("boolean")}),
 		"rbac":            object(map[string]schema{"readerRoles": typed("boolean")}),
+		"giveBack": object(map[string]schema{"enabled": typed("boolean"), "timeout": {"type": "string",
+			"description": "how long the pre-delete Job waits for the manager to take its resources off the Nodes (a Go duration: 2m)"}}),
 		"sloConfig": {"type": []string{"object", "null"}, "additionalProperties": typed("string", "object"),
 			"description": "slo-controller-config's data keys (docs/configuration.md), each a JSON string or an object"},
 		"image": object(map[string]schema{

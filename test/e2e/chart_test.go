@@ -31,7 +31,8 @@ import (
 // cluster's values added to helm (registryInstall). Then: the pods run the pushed images, pulled by containerd from
 // the registry; helm records the release as deployed; the namespace helm creates carries the chart's Pod Security
 // labels; the agent reports the node's NodeMetric and the manager turns it into batch resources on the node; a second
-// `helm upgrade --install` leaves the webhook's caBundle, which the manager injected, to the manager. The next test gets
+// `helm upgrade --install` leaves the webhook's caBundle, which the manager injected, to the manager; `helm uninstall`
+// gives the Node back through the chart's pre-delete hook. The next test gets
 // the cluster from config/local again.
 func TestInstallFromRegistry(t *testing.T) {
 	e := suite.Env(t)
@@ -66,6 +67,22 @@ func TestInstallFromRegistry(t *testing.T) {
 	expectChartRelease(t, e, helm)
 	expectBatchResources(t, e)
 	expectUpgradeKeepsCABundle(t, e, helm)
+	expectUninstallGivesBack(t, e, helm)
+}
+
+// expectUninstallGivesBack: `helm uninstall` runs the chart's pre-delete hook first, whose Job has the running
+// manager take the batch resources off the Node (expectBatchResources saw them) before helm deletes the manager.
+func expectUninstallGivesBack(t *testing.T, e *Env, helm string) {
+	t.Helper()
+	start := time.Now()
+	out, err := e.Cluster.HelmCommand(e.Ctx, helm, "uninstall", ChartRelease, "--namespace", GleanerNamespace, "--timeout", "4m").CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	t.Logf("helm uninstall, its give-back hook included, in %s", time.Since(start).Round(time.Second))
+	if left := managerFields(t, e); len(left) > 0 {
+		t.Errorf("after helm uninstall the Node still holds %v", left)
+	}
 }
 
 // e2eVersion is the version `make push` stamps on what it pushes in TestInstallFromRegistry; its chart's version

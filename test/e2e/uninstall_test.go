@@ -18,6 +18,7 @@ import (
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/internal/localcluster"
+	"github.com/gleaner-sh/gleaner/pkg/manager"
 	"github.com/gleaner-sh/gleaner/test/netnstest"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -99,13 +100,16 @@ func nodeGleanerFields(t *testing.T, e *Env) []string {
 	return fields
 }
 
-// TestUninstallRestoresTheNode: an uninstall gives the node back what the agent wrote. The cluster starts without
+// TestUninstallRestoresTheNode: an uninstall gives the node back what Gleaner wrote. The cluster starts without
 // Gleaner and the node's state is read; Gleaner is installed (config/local, beside the NodeResourceTopology CRD, on
 // which the agent publishes the kubelet's managers) with CPU idle (on by default), CPU suppression by CFS quota,
-// system-config's sysctls and network QoS on, until each is seen on the node; then `kubectl delete -k config/local`
-// uninstalls it, and once the agent has gone the node's state is what it was before the install. What the manager
-// wrote on the Node object is listed (it stays: the manager gives it back when colocation is turned off, not on an
-// uninstall yet). The next test gets the cluster from config/local again.
+// system-config's sysctls, network QoS and cpu amplification on, until each is seen on the node and the manager
+// publishes batch-cpu. The uninstall is the documented one: config/local/uninstall's give-back Job first (the chart's
+// pre-delete hook), which turns colocation off and waits until the manager has taken the batch and mid resources,
+// the ratios and the raw allocatable off the Node, then `kubectl delete -k config/local`. Once the agent has gone,
+// the node's state and the manager's part of the Node object are what they were before the install; what the agent's
+// topology reporter wrote on the Node stays, as docs/operations.md says, and is logged. The next test gets the
+// cluster from config/local again.
 func TestUninstallRestoresTheNode(t *testing.T) {
 	e := suite.Env(t)
 	host := netnstest.Handle(t, netns.None())
@@ -141,6 +145,7 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 	}
 	before := readNodeState(t, host)
 	nodeBefore := nodeGleanerFields(t, e)
+	rawCPU := allocatableCPU(t, e)
 	t.Logf("before the install: %+v; node %v", before, nodeBefore)
 	t.Cleanup(func() { putSysctlsBack(t, before) })
 
@@ -156,13 +161,28 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 	expectKubeletManagersPublished(t, e)
 	bePod := e.RunPod(testutil.Pod("uninstall-be").Container("c").Image(PauseImage).Obj())
 	turnFeaturesOn(e)
+	changeSLOConfig(e, "resource-amplification-config", `{"enable": true, "resourceAmplificationRatio": {"cpu": 2}}`,
+		func(*slov1alpha1.NodeSLOSpec) (bool, string) { return true, "" })
+	waitAllocatableCPU(e, 2*rawCPU, "amplified 2x")
 	during := waitWritten(t, e, host, before)
 	t.Logf("installed, every feature written: %+v", during)
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		left := managerFields(t, e)
+		return slices.Contains(left, "allocatable kubernetes.io/batch-cpu"), fmt.Sprintf("the manager's fields on the Node: %v", left)
+	})
 	e.DeletePod(bePod)
 
 	start := time.Now()
+	giveBack(t, e)
+	t.Logf("given back in %s", time.Since(start).Round(time.Second))
+	if left := managerFields(t, e); len(left) > 0 {
+		t.Errorf("the give-back Job succeeded, and the Node still holds %v", left)
+	}
 	if _, err := e.Cluster.Kubectl(e.Ctx, "delete", "-k", local, "--wait=true", "--timeout=3m"); err != nil {
 		t.Fatalf("uninstalling: %v", err)
+	}
+	if _, err := e.Cluster.Kubectl(e.Ctx, "delete", "-k", filepath.Join(local, "uninstall"), "--ignore-not-found", "--wait=true", "--timeout=1m"); err != nil {
+		t.Errorf("deleting the give-back's objects: %v", err)
 	}
 	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
 		pods, err := e.Clientset.CoreV1().Pods(GleanerNamespace).List(ctx, metav1.ListOptions{})
@@ -176,10 +196,56 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("the node after the uninstall differs from before the install (-before +after):\n%s", diff)
 	}
+	if left := managerFields(t, e); len(left) > 0 {
+		t.Errorf("the manager's fields on the Node after the uninstall: %v", left)
+	}
+	if got := allocatableCPU(t, e); got != rawCPU {
+		t.Errorf("allocatable cpu after the uninstall: %dm, before the install %dm", got, rawCPU)
+	}
 	nodeAfter := nodeGleanerFields(t, e)
 	if left := slices.DeleteFunc(slices.Clone(nodeAfter), func(f string) bool { return slices.Contains(nodeBefore, f) }); len(left) > 0 {
-		t.Logf("left on the Node object by the manager (given back when colocation is turned off before the uninstall, docs/install.md): %v", left)
+		t.Logf("left on the Node object by the agent's topology reporter (owned by the Node, they stay: docs/operations.md#uninstalling): %v", left)
 	}
+}
+
+// managerFields is manager.LeftOnNode of the local node: what the manager and its node webhook wrote on it.
+func managerFields(t *testing.T, e *Env) []string {
+	t.Helper()
+	node, err := e.Clientset.CoreV1().Nodes().Get(e.Ctx, localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return manager.LeftOnNode(node)
+}
+
+// allocatableCPU is the local node's allocatable cpu in millicores.
+func allocatableCPU(t *testing.T, e *Env) int64 {
+	t.Helper()
+	node, err := e.Clientset.CoreV1().Nodes().Get(e.Ctx, localcluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.Status.Allocatable.Cpu().MilliValue()
+}
+
+// giveBack runs an uninstall's first step as docs/operations.md has it for kustomize: config/local/uninstall's Job,
+// until it has succeeded; a failed Job fails the test with its log.
+func giveBack(t *testing.T, e *Env) {
+	t.Helper()
+	if err := e.Cluster.Apply(e.Ctx, filepath.Join(e.Suite.RepoRoot, "config", "local", "uninstall")); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(3*time.Minute, func(ctx context.Context) (bool, string) {
+		job, err := e.Clientset.BatchV1().Jobs(GleanerNamespace).Get(ctx, "gleaner-give-back", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if job.Status.Failed > 0 {
+			logs, _ := e.Cluster.Kubectl(ctx, "-n", GleanerNamespace, "logs", "job/gleaner-give-back")
+			t.Fatalf("the give-back Job failed:\n%s", logs)
+		}
+		return job.Status.Succeeded > 0, fmt.Sprintf("give-back Job: %d active, %d succeeded", job.Status.Active, job.Status.Succeeded)
+	})
 }
 
 // turnFeaturesOn turns on, besides CPU idle (on by default), CPU suppression by CFS quota, system-config's sysctls

@@ -127,16 +127,18 @@ func TestChartLint(t *testing.T) {
 }
 
 // TestChartMatchesKustomize: with its default values the chart renders the objects `kubectl kustomize
-// config/default` renders, field by field, but for helm's own labels and the images' tags; with
-// config/local/helm-values.yaml those of config/local, which `gleaner-local --from-chart` installs.
+// config/default` renders, field by field, but for helm's own labels and hook annotations and the images' tags,
+// and as its pre-delete hooks those of config/uninstall; with config/local/helm-values.yaml those of config/local and
+// config/local/uninstall, which `gleaner-local --from-chart` installs.
 func TestChartMatchesKustomize(t *testing.T) {
-	for _, c := range []struct{ dir, values string }{
-		{"default", ""},
-		{"local", filepath.Join(root, "config", "local", "helm-values.yaml")},
+	for _, c := range []struct{ dir, uninstall, values string }{
+		{"default", "uninstall", ""},
+		{"local", filepath.Join("local", "uninstall"), filepath.Join(root, "config", "local", "helm-values.yaml")},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			dir := filepath.Join(root, "config", c.dir)
 			kustomized := build(t, dir)
+			kustomized.objects = append(kustomized.objects, build(t, filepath.Join(root, "config", c.uninstall)).objects...)
 			var args []string
 			if c.values != "" {
 				args = []string{"-f", c.values}
@@ -251,6 +253,17 @@ func normalize(t *testing.T, u *unstructured.Unstructured) {
 		unstructured.RemoveNestedField(u.Object, "metadata", "labels")
 	} else {
 		u.SetLabels(labels)
+	}
+	annotations := u.GetAnnotations()
+	for k := range annotations {
+		if strings.HasPrefix(k, "helm.sh/hook") {
+			delete(annotations, k)
+		}
+	}
+	if len(annotations) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	} else {
+		u.SetAnnotations(annotations)
 	}
 	if u.GetKind() == "ConfigMap" {
 		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
