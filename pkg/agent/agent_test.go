@@ -219,6 +219,8 @@ func TestAgentWritesNodeMetric(t *testing.T) {
 	expectBatchPluginAccepts(t, nm, app, uids)
 
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_collector_runs_total{collector="podresource",result="success"}`)
+	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_pod_cpu_usage_seconds_total{namespace="default",pod="web-agent-node"} `)
+	// Deprecated, kept one release: the last sample's cores.
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_pod_cpu_usage_cores{namespace="default",pod="web-agent-node"} 0.8`)
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", `gleaner_agent_nodemetric_reports_total{result="written"}`)
 	waitHTTP(t, done, "http://"+o.MetricsAddr+"/metrics", "gleaner_agent_metric_cache_bytes")

@@ -152,7 +152,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "how long running work may take to finish after a stop signal")
 	fs.StringSliceVar(&o.NodeResource.Plugins, "noderesource-plugins", o.NodeResource.Plugins, "node-resource plugins to run: '*' for all, 'name' to add one, '-name' to leave one out")
 	fs.IntVar(&o.NodeResource.Workers, "noderesource-workers", o.NodeResource.Workers, "nodes the noderesource controller reconciles at once")
-	fs.BoolVar(&o.NodeResource.TermMetrics, "noderesource-term-metrics", o.NodeResource.TermMetrics, "export every derivation term as gleaner_noderesource_term (about 50 series per node; costs scrape CPU on large clusters)")
+	fs.BoolVar(&o.NodeResource.TermMetrics, "noderesource-term-metrics", o.NodeResource.TermMetrics, "export every derivation term as gleaner_noderesource_term_cpu_cores and _memory_bytes (about 50 series per node, twice that while the deprecated gleaner_noderesource_term is kept; costs scrape CPU on large clusters)")
 	fs.Float32Var(&o.NodeResource.ExplanationQPS, "noderesource-explanation-qps", o.NodeResource.ExplanationQPS, "requests per second that write the NodeResourceExplanations (kubectl glean explain), a rate limit of their own beside --kube-api-qps")
 	fs.StringVar(&o.SLOConfigName, "slo-config-name", o.SLOConfigName, "name of the SLO ConfigMap in --namespace")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "port of the admission webhook server (TLS); 0 disables it")

@@ -20,7 +20,7 @@ const DiskWriterImage = "gleaner.local/diskwriter:dev"
 
 // TestAgentReportsStorageAndPodDiskIO: on the real node the agent names the node's block devices and the file system
 // under the kubelet's root, and a pod writing 4 MiB/s to an emptyDir on that file system shows in the pod's disk
-// rate, read from its blkio cgroup, at about that rate. CPI is not checked here: this machine (a VM) has no hardware
+// counter, read from its blkio cgroup, growing at about that rate. CPI is not checked here: this machine (a VM) has no hardware
 // counters, and the CPI collector is off by default (docs/agent.md).
 //
 // On cgroup v1 a recent kernel (6.18 here) keeps the blkio.throttle statistics of a device only once some cgroup has a
@@ -55,10 +55,24 @@ func TestAgentReportsStorageAndPodDiskIO(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	writer := e.RunPod(pod)
 
-	// 4 MiB/s written; a busy machine may lag the writer, and the agent's rate is over its collection interval.
-	const want = 4 << 20
-	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
-		rate, lines := podDiskRate(agentMetrics(e), writer.Namespace, writer.Name, "write")
+	// 4 MiB/s written; a busy machine may lag the writer. The rate is taken as PromQL's rate() takes it, from two
+	// readings of the counter a window apart; the agent reads the cgroup every 5 s (podio), so a 30 s window is
+	// within a sixth of the rate.
+	const want, window = 4 << 20, 30 * time.Second
+	var start float64
+	var startAt time.Time
+	e.Eventually(3*time.Minute, func(ctx context.Context) (bool, string) {
+		total, lines := podDiskBytes(agentMetrics(e), writer.Namespace, writer.Name, "write")
+		now := time.Now()
+		if startAt.IsZero() || total < start {
+			start, startAt = total, now
+			return false, fmt.Sprintf("pod disk write counter at %.0f bytes; series: %v", total, lines)
+		}
+		if now.Sub(startAt) < window {
+			return false, fmt.Sprintf("pod disk write counter at %.0f bytes, %s into the window; series: %v", total, now.Sub(startAt), lines)
+		}
+		rate := (total - start) / now.Sub(startAt).Seconds()
+		start, startAt = total, now
 		return rate > want/4 && rate < want*1.5, fmt.Sprintf("pod disk write rate %.0f bytes/s, want about %d; series: %v", rate, want, lines)
 	})
 }
@@ -95,13 +109,13 @@ func grepLines(text, s string) string {
 	return strings.Join(out, "\n")
 }
 
-// podDiskRate sums gleaner_agent_pod_disk_bytes_per_second of one pod and direction over its devices, with the
-// series it read.
-func podDiskRate(metrics, namespace, pod, direction string) (float64, []string) {
+// podDiskBytes sums the counter gleaner_agent_pod_disk_bytes_total of one pod and direction over its devices,
+// with the series it read.
+func podDiskBytes(metrics, namespace, pod, direction string) (float64, []string) {
 	var sum float64
 	var lines []string
 	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "gleaner_agent_pod_disk_bytes_per_second{") ||
+		if !strings.HasPrefix(line, "gleaner_agent_pod_disk_bytes_total{") ||
 			!strings.Contains(line, `namespace="`+namespace+`"`) || !strings.Contains(line, `pod="`+pod+`"`) ||
 			!strings.Contains(line, `direction="`+direction+`"`) {
 			continue

@@ -193,6 +193,7 @@ func TestCollectorsOnSimulatedHost(t *testing.T) {
 			}
 			near(t, "node cpu gauge", testutil.ToFloat64(r.metrics.NodeCPUUsage), 3.05, 0.02)
 			near(t, "pod cpu gauge", testutil.ToFloat64(r.metrics.PodCPUUsage.WithLabelValues("default", "ls")), 1.5, 1e-6)
+			near(t, "pod cpu seconds", counterValue(t, r.metrics.PodCPUSeconds, map[string]string{"namespace": "default"}, "pod", "ls"), 5*1.5, 1e-6)
 			near(t, "LS cpu gauge", testutil.ToFloat64(r.metrics.QoSCPUUsage.WithLabelValues("LS")), 1.5, 1e-6)
 			near(t, "BE cpu gauge", testutil.ToFloat64(r.metrics.QoSCPUUsage.WithLabelValues("BE")), 0.8, 1e-6)
 			near(t, "BE memory gauge", testutil.ToFloat64(r.metrics.QoSMemoryUsage.WithLabelValues("BE")), 512*mi, 0)
@@ -335,8 +336,10 @@ func TestRecreatedPodKeepsItsGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	near(t, "web-0 cpu gauge", testutil.ToFloat64(r.metrics.PodCPUUsage.WithLabelValues("default", "web-0")), 0.5, 1e-6)
-	if n := testutil.CollectAndCount(r.metrics.PodCPUUsage); n != 1 {
-		t.Errorf("pod cpu gauges = %d, want 1", n)
+	// The counter is the new cgroup's: 2 s at 0.5 cores, down from the old pod's 2 s at 1 (a reset).
+	near(t, "web-0 cpu seconds", counterValue(t, r.metrics.PodCPUSeconds, map[string]string{"namespace": "default"}, "pod", "web-0"), 1, 1e-6)
+	if n, c := testutil.CollectAndCount(r.metrics.PodCPUUsage), testutil.CollectAndCount(r.metrics.PodCPUSeconds); n != 1 || c != 1 {
+		t.Errorf("pod cpu gauges = %d, counters = %d, want 1 each", n, c)
 	}
 }
 

@@ -65,6 +65,7 @@ func (p *podResource) Collect(ctx context.Context, round *Round) error {
 		p.d.Metrics.PodMemoryUsage.WithLabelValues(pod.Namespace, pod.Name).Set(memUsage)
 		qosMemory[m.QoS] += memUsage
 		p.names[pod.UID] = [2]string{pod.Namespace, pod.Name}
+		p.d.Metrics.PodCPUSeconds.Set(usage.Seconds(), pod.Namespace, pod.Name)
 		if cores, ok := p.pods.rate(pod.UID, usage, now); ok {
 			samples = append(samples, metriccache.Sample{Key: metriccache.PodKey(metriccache.PodCPUUsage, uid), Value: cores})
 			p.d.Metrics.PodCPUUsage.WithLabelValues(pod.Namespace, pod.Name).Set(cores)
@@ -78,8 +79,9 @@ func (p *podResource) Collect(ctx context.Context, round *Round) error {
 	p.pods.retain()
 	p.ctrs.retain()
 	p.dirs.retain()
-	// Gauges are labelled by namespace and name: a pod recreated under the same name (a StatefulSet's) owns the
-	// gauges of its predecessor, which must not be deleted with it.
+	// Series are labelled by namespace and name: a pod recreated under the same name (a StatefulSet's) owns the
+	// series of its predecessor, which must not be deleted with it (its CPU counter starts again from the new
+	// cgroup's: a reset).
 	liveNames := make(map[[2]string]bool, len(pods))
 	for _, m := range pods {
 		liveNames[[2]string{m.Pod.Namespace, m.Pod.Name}] = true

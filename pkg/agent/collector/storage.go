@@ -68,9 +68,9 @@ func (s *storageInfo) Collect(ctx context.Context, round *Round) error {
 // PodIOName is the name of the pod disk I/O collector.
 const PodIOName = "podio"
 
-// podIO samples each pod's disk throughput and operations per device from its cgroup's I/O statistics (blkio on
-// v1, io.stat on v2), children included. Devices are named after the storage collector's list when it has run,
-// else by major:minor.
+// podIO reads each pod's disk bytes and operations per device from its cgroup's I/O statistics (blkio on v1,
+// io.stat on v2), children included: the counters as read, and their rates for the cache. Devices are named after
+// the storage collector's list when it has run, else by major:minor.
 type podIO struct {
 	d     Deps
 	dirs  *podDirs
@@ -124,20 +124,21 @@ func (p *podIO) Collect(ctx context.Context, round *Round) error {
 				name = dev.String()
 			}
 			for i, v := range [4]uint64{s.ReadBytes, s.WriteBytes, s.ReadOps, s.WriteOps} {
+				counter, rate, dir := m.PodDiskBytes, m.PodDiskBytesRate, "read"
+				if i >= 2 {
+					counter, rate = m.PodDiskOperations, m.PodDiskOpsRate
+				}
+				if i%2 == 1 {
+					dir = "write"
+				}
+				counter.Set(float64(v), pod.Namespace, pod.Name, name, dir)
 				r, ok := p.rates.rate(ioKey{uid, dev.String(), i}, v, round.Time)
 				if !ok {
 					complete = false
 					continue
 				}
 				total[i] += r
-				g, dir := m.PodDiskBytes, "read"
-				if i >= 2 {
-					g = m.PodDiskOps
-				}
-				if i%2 == 1 {
-					dir = "write"
-				}
-				g.WithLabelValues(pod.Namespace, pod.Name, name, dir).Set(r)
+				rate.WithLabelValues(pod.Namespace, pod.Name, name, dir).Set(r)
 			}
 		}
 		// A pod's first round, or a device that just appeared, only remembers the counters: its total would be
@@ -158,7 +159,9 @@ func (p *podIO) Collect(ctx context.Context, round *Round) error {
 		if !liveNames[n] { // a pod recreated under the same name owns the series now
 			labels := prometheus.Labels{"namespace": n[0], "pod": n[1]}
 			m.PodDiskBytes.DeletePartialMatch(labels)
-			m.PodDiskOps.DeletePartialMatch(labels)
+			m.PodDiskOperations.DeletePartialMatch(labels)
+			m.PodDiskBytesRate.DeletePartialMatch(labels)
+			m.PodDiskOpsRate.DeletePartialMatch(labels)
 		}
 		delete(p.names, uid)
 	}

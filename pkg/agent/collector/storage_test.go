@@ -1,12 +1,15 @@
 package collector
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/metriccache"
 	"github.com/gleaner-sh/gleaner/pkg/agent/metrics"
@@ -35,7 +38,8 @@ func newDeviceRig(t *testing.T, cfg hostsim.Config, opts DeviceOptions, selectio
 }
 
 // The storage collector lists the simulated disk and the file systems of the kubelet's and the runtime's roots;
-// the pod I/O collector turns each pod's cumulative blkio / io.stat counters into rates, named after that disk.
+// the pod I/O collector exports each pod's cumulative blkio / io.stat counters and turns them into rates, named
+// after that disk.
 func TestStorageAndPodIO(t *testing.T) {
 	for _, cfg := range []hostsim.Config{
 		{Version: cgroup.V1, Driver: cgroup.Cgroupfs},
@@ -59,11 +63,18 @@ func TestStorageAndPodIO(t *testing.T) {
 			near(t, "quiet write B/s", r.last(metriccache.PodKey(metriccache.PodDiskWriteBytes, "uid-quiet")), 0, 0)
 			near(t, "idle read B/s", r.last(metriccache.PodKey(metriccache.PodDiskReadBytes, "uid-idle")), 0, 0)
 			d := r.metrics.Devices
-			if got := testutil.ToFloat64(d.PodDiskBytes.WithLabelValues("default", "writer", "vda", "write")); got != 4<<20 {
-				t.Errorf("write throughput gauge = %v, want %v", got, 4<<20)
+			writer1 := map[string]string{"namespace": "default", "pod": "writer", "device": "vda"}
+			if got := counterValue(t, d.PodDiskBytes, writer1, "direction", "write"); got != 3*4<<20 {
+				t.Errorf("bytes written counter = %v, want %v (3 s at 4 MiB/s)", got, 3*4<<20)
 			}
-			if got := testutil.ToFloat64(d.PodDiskOps.WithLabelValues("default", "writer", "vda", "read")); got != 256 {
-				t.Errorf("read operations gauge = %v, want 256 (1 MiB/s in 4 KiB)", got)
+			if got := counterValue(t, d.PodDiskOperations, writer1, "direction", "read"); got != 3*256 {
+				t.Errorf("read operations counter = %v, want %v (3 s at 1 MiB/s in 4 KiB)", got, 3*256)
+			}
+			if got := testutil.ToFloat64(d.PodDiskBytesRate.WithLabelValues("default", "writer", "vda", "write")); got != 4<<20 {
+				t.Errorf("deprecated write throughput gauge = %v, want %v", got, 4<<20)
+			}
+			if got := testutil.ToFloat64(d.PodDiskOpsRate.WithLabelValues("default", "writer", "vda", "read")); got != 256 {
+				t.Errorf("deprecated read operations gauge = %v, want 256 (1 MiB/s in 4 KiB)", got)
 			}
 			if got := testutil.ToFloat64(d.BlockDevice.WithLabelValues("vda", "253:0", "", "false")); got != 1 {
 				t.Errorf("block device info of vda = %v, want 1", got)
@@ -89,8 +100,10 @@ func TestStorageAndPodIO(t *testing.T) {
 			if err := r.cycles(t, 1); err != nil {
 				t.Fatal(err)
 			}
-			if n := testutil.CollectAndCount(d.PodDiskBytes); n != 2 {
-				t.Errorf("%d throughput series after the writer left, want the quiet pod's read and write on vda", n)
+			for _, c := range []prometheus.Collector{d.PodDiskBytes, d.PodDiskOperations, d.PodDiskBytesRate, d.PodDiskOpsRate} {
+				if n := testutil.CollectAndCount(c); n != 2 {
+					t.Errorf("%d series after the writer left, want the quiet pod's read and write on vda", n)
+				}
 			}
 		})
 	}
@@ -134,4 +147,33 @@ func TestStorageUnsupported(t *testing.T) {
 	if got := testutil.ToFloat64(r.metrics.CollectorRuns.WithLabelValues(StorageName, metrics.ResultUnsupported)); got != 2 {
 		t.Errorf("unsupported runs = %v, want 2", got)
 	}
+}
+
+// counterValue is the value of the counter series of c whose labels are labels and name=value; the test fails
+// without one.
+func counterValue(t *testing.T, c prometheus.Collector, labels map[string]string, name, value string) float64 {
+	t.Helper()
+	want := maps.Clone(labels)
+	want[name] = value
+	ch := make(chan prometheus.Metric, 1024)
+	c.Collect(ch)
+	close(ch)
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, l := range pb.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if maps.Equal(got, want) {
+			if pb.GetCounter() == nil {
+				t.Fatalf("the series %v is not a counter", want)
+			}
+			return pb.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no series %v", want)
+	return 0
 }

@@ -12,10 +12,13 @@ type Devices struct {
 	BlockDeviceSize *prometheus.GaugeVec
 	// FileSystem is 1 per role ("kubelet", "runtime") with the file system holding that directory.
 	FileSystem *prometheus.GaugeVec
-	// PodDiskBytes is each pod's disk throughput by device and direction (read, write), bytes per second.
-	PodDiskBytes *prometheus.GaugeVec
-	// PodDiskOps is each pod's disk operations by device and direction, per second.
-	PodDiskOps *prometheus.GaugeVec
+	// PodDiskBytes is the bytes each pod's cgroup has read and written, by device and direction (read, write).
+	PodDiskBytes *CumulativeVec
+	// PodDiskOperations is the read and write operations of each pod's cgroup, by device and direction.
+	PodDiskOperations *CumulativeVec
+	// PodDiskBytesRate and PodDiskOpsRate are PodDiskBytes and PodDiskOperations per second over the last
+	// collection interval. Deprecated (a rate is PromQL's to take); kept one release.
+	PodDiskBytesRate, PodDiskOpsRate *prometheus.GaugeVec
 
 	// ContainerCPI is each sampled container's cycles per instruction over the last interval.
 	ContainerCPI *prometheus.GaugeVec
@@ -55,9 +58,17 @@ func newDevices(reg prometheus.Registerer) *Devices {
 		BlockDeviceSize: gauge("gleaner_agent_block_device_size_bytes", "Size of a block device.", "device"),
 		FileSystem: gauge("gleaner_agent_filesystem_info", "1 per role (kubelet, runtime): the file system holding that root directory.",
 			"role", "path", "mountpoint", "fstype", "source", "major_minor"),
-		PodDiskBytes: gauge("gleaner_agent_pod_disk_bytes_per_second", "Disk throughput of a pod's cgroup, by device and direction (read, write).",
+		PodDiskBytes: NewCumulativeVec("gleaner_agent_pod_disk_bytes_total",
+			"Bytes a pod's cgroup has read from and written to a device since it was made (blkio on cgroup v1, io.stat on v2; children included), by device and direction (read, write), as last read.",
 			append(pod, "device", "direction")...),
-		PodDiskOps: gauge("gleaner_agent_pod_disk_ops_per_second", "Disk operations of a pod's cgroup, by device and direction (read, write).",
+		PodDiskOperations: NewCumulativeVec("gleaner_agent_pod_disk_operations_total",
+			"Read and write operations of a pod's cgroup on a device since it was made (blkio on cgroup v1, io.stat on v2; children included), by device and direction (read, write), as last read.",
+			append(pod, "device", "direction")...),
+		PodDiskBytesRate: gauge("gleaner_agent_pod_disk_bytes_per_second",
+			"Deprecated: use rate() of gleaner_agent_pod_disk_bytes_total; removed after one release. Disk throughput of a pod's cgroup, by device and direction (read, write).",
+			append(pod, "device", "direction")...),
+		PodDiskOpsRate: gauge("gleaner_agent_pod_disk_ops_per_second",
+			"Deprecated: use rate() of gleaner_agent_pod_disk_operations_total; removed after one release. Disk operations of a pod's cgroup, by device and direction (read, write).",
 			append(pod, "device", "direction")...),
 		ContainerCPI: gauge("gleaner_agent_container_cpi", "Cycles per instruction of a container over the last CPI interval (perf counters on its cgroup).", ctr...),
 		QoSCPI:       gauge("gleaner_agent_qos_cpi", "Cycles per instruction of the sampled containers of a QoS class together.", "qos"),
@@ -75,7 +86,8 @@ func newDevices(reg prometheus.Registerer) *Devices {
 		ContainerGPUUtilization: gauge("gleaner_agent_container_gpu_utilization_ratio", "Share of a GPU's SMs a container's processes used, by GPU, 0..1.",
 			append(ctr, "gpu")...),
 	}
-	reg.MustRegister(d.BlockDevice, d.BlockDeviceSize, d.FileSystem, d.PodDiskBytes, d.PodDiskOps, d.ContainerCPI, d.QoSCPI,
+	reg.MustRegister(d.BlockDevice, d.BlockDeviceSize, d.FileSystem, d.PodDiskBytes, d.PodDiskOperations, d.PodDiskBytesRate,
+		d.PodDiskOpsRate, d.ContainerCPI, d.QoSCPI,
 		d.CPIContainers, d.NodeColdMemory, d.PodColdMemory, d.SystemHotMemory, d.GPUInfo, d.GPUMemoryTotal, d.GPUMemoryUsed,
 		d.GPUUtilization, d.ContainerGPUMemory, d.ContainerGPUUtilization)
 	return d

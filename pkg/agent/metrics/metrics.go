@@ -29,8 +29,10 @@ const (
 // Metrics are the agent's metrics, registered in Registry.
 type Metrics struct {
 	// Registry holds every metric below plus the Go runtime and process collectors and the binary's
-	// gleaner_build_info.
+	// gleaner_build_info; nil when NewIn made the metrics.
 	Registry *prometheus.Registry
+	// reg is where the metrics are registered: Registry, or NewIn's registerer.
+	reg prometheus.Registerer
 	// CollectorDuration is how long one run of a collector took, by collector.
 	CollectorDuration *prometheus.HistogramVec
 	// CollectorRuns counts collector runs by collector and result (success, error, unsupported).
@@ -39,7 +41,10 @@ type Metrics struct {
 	NodeCPUUsage prometheus.Gauge
 	// NodeMemoryUsage is the node's memory usage without page cache, bytes, from the last sample.
 	NodeMemoryUsage prometheus.Gauge
-	// PodCPUUsage is each pod's CPU usage, cores, by namespace and pod.
+	// PodCPUSeconds is the CPU time each pod's cgroup has used, seconds, by namespace and pod.
+	PodCPUSeconds *CumulativeVec
+	// PodCPUUsage is each pod's CPU usage at the last sample, cores, by namespace and pod. Deprecated for
+	// PodCPUSeconds, whose rate() loses no peak between two scrapes; kept one release.
 	PodCPUUsage *prometheus.GaugeVec
 	// PodMemoryUsage is each pod's memory usage without page cache, bytes, by namespace and pod.
 	PodMemoryUsage *prometheus.GaugeVec
@@ -55,10 +60,19 @@ type Metrics struct {
 	Devices *Devices
 }
 
-// New returns the metrics in a fresh registry.
+// New returns the metrics in a fresh registry, Registry, which the agent serves.
 func New() *Metrics {
+	r := prometheus.NewRegistry()
+	m := NewIn(r)
+	m.Registry = r
+	return m
+}
+
+// NewIn returns the metrics registered in reg, with Registry nil: for a registry that is not the agent's own (the
+// metrics reference, internal/metricsref, lists what the agent registers without running one).
+func NewIn(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
+		reg: reg,
 		CollectorDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gleaner_agent_collector_duration_seconds",
 			Help:    "Duration of one run of a collector.",
@@ -76,9 +90,12 @@ func New() *Metrics {
 			Name: "gleaner_agent_node_memory_usage_bytes",
 			Help: "Memory the node uses (MemTotal - MemAvailable), at the last sample.",
 		}),
+		PodCPUSeconds: NewCumulativeVec("gleaner_agent_pod_cpu_usage_seconds_total",
+			"CPU time a pod's cgroup has used since it was made (cpuacct.usage on cgroup v1, cpu.stat usage_usec on v2), as last read.",
+			"namespace", "pod"),
 		PodCPUUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gleaner_agent_pod_cpu_usage_cores",
-			Help: "CPU a pod uses, in cores, at the last sample.",
+			Help: "Deprecated: use rate() of gleaner_agent_pod_cpu_usage_seconds_total, which loses no peak between two scrapes; removed after one release. CPU a pod uses, in cores, at the last sample.",
 		}, []string{"namespace", "pod"}),
 		PodMemoryUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gleaner_agent_pod_memory_usage_bytes",
@@ -101,18 +118,18 @@ func New() *Metrics {
 			Help: "NodeResourceTopology reports by result: written, unchanged (nothing to send), not_ready (Node not known yet), no_crd (the cluster has no NodeResourceTopology CRD), error.",
 		}, []string{"result"}),
 	}
-	m.Registry.MustRegister(
+	reg.MustRegister(
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.NewCollector(version.Get()),
-		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUUsage, m.PodMemoryUsage,
+		m.CollectorDuration, m.CollectorRuns, m.NodeCPUUsage, m.NodeMemoryUsage, m.PodCPUSeconds, m.PodCPUUsage, m.PodMemoryUsage,
 		m.QoSCPUUsage, m.QoSMemoryUsage, m.Reports, m.TopologyReports,
 	)
-	m.Devices = newDevices(m.Registry)
+	m.Devices = newDevices(reg)
 	return m
 }
 
 // RegisterCacheSize adds gauges of the metric cache's size, read from stats at every scrape.
 func (m *Metrics) RegisterCacheSize(stats func() (series int, bytes int64)) {
-	m.Registry.MustRegister(
+	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gleaner_agent_metric_cache_series",
 			Help: "Series in the metric cache.",
@@ -124,8 +141,9 @@ func (m *Metrics) RegisterCacheSize(stats func() (series int, bytes int64)) {
 	)
 }
 
-// DeletePod removes a pod's usage gauges.
+// DeletePod removes a pod's usage series.
 func (m *Metrics) DeletePod(namespace, name string) {
+	m.PodCPUSeconds.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "pod": name})
 	m.PodCPUUsage.DeleteLabelValues(namespace, name)
 	m.PodMemoryUsage.DeleteLabelValues(namespace, name)
 }

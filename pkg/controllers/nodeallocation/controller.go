@@ -76,6 +76,16 @@ func New(cfg Config) *Controller {
 // Name implements manager.Controller.
 func (c *Controller) Name() string { return Name }
 
+// RegisterMetrics registers the controller's metrics in Config.Registerer. SetupWithManager calls it; the metrics
+// reference (internal/metricsref) calls it to list them without a cluster.
+func (c *Controller) RegisterMetrics() error {
+	reg := c.cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return c.metrics.register(reg)
+}
+
 // SetupWithManager registers the metrics and the watches: Nodes (allocatable changes), pods (the pod cache's changes,
 // mapped to their node), and deletions of NodeAllocations (to put back one deleted by hand).
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
@@ -85,11 +95,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	c.cfg.Pods = pods
-	reg := c.cfg.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	if err := c.metrics.register(reg); err != nil {
+	if err := c.RegisterMetrics(); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

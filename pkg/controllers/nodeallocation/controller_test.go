@@ -182,10 +182,10 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 	}
 	// The gauges are set right after the write the test just saw.
 	testenv.Eventually(t, "the allocation gauges are set", func() error {
-		if v, ok := f.gauge("gleaner_node_allocated_requests", "life", "cpu"); !ok || v != 1 {
+		if v, ok := f.gauge("gleaner_node_allocated_requests_cpu_cores", "life", "cpu"); !ok || v != 1 {
 			return fmt.Errorf("requests gauge for cpu = %v (present %v), want 1", v, ok)
 		}
-		if v, ok := f.gauge("gleaner_node_allocated_limits", "life", "cpu"); !ok || v != 2 {
+		if v, ok := f.gauge("gleaner_node_allocated_limits_cpu_cores", "life", "cpu"); !ok || v != 2 {
 			return fmt.Errorf("limits gauge for cpu = %v (present %v), want 2", v, ok)
 		}
 		return nil
@@ -241,7 +241,7 @@ func TestNodeAllocationFollowsPodsAndNode(t *testing.T) {
 	}
 	f.expectNoAllocation("life")
 	testenv.Eventually(t, "the deleted node's gauges are removed", func() error {
-		if _, ok := f.gauge("gleaner_node_allocated_requests", "life", "cpu"); ok {
+		if _, ok := f.gauge("gleaner_node_allocated_requests_cpu_cores", "life", "cpu"); ok {
 			return errors.New("the deleted node's requests series is still exported")
 		}
 		return nil

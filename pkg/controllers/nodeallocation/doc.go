@@ -9,7 +9,8 @@
 // that change neither the pod's node, whether it counts (its phase), nor its requests and limits. The status is
 // written only when the summary changed. A NodeAllocation is owned by its Node and deleted with it.
 //
-// Metrics: gleaner_node_allocated_requests and gleaner_node_allocated_limits (per node and resource),
+// Metrics: gleaner_node_allocated_requests_* and gleaner_node_allocated_limits_* (per node and resource, one family
+// per unit: _cpu_cores, _bytes, _extended; the deprecated gleaner_node_allocated_requests and _limits mix them),
 // gleaner_nodeallocation_reconcile_duration_seconds, gleaner_nodeallocation_status_writes_total and
-// gleaner_nodeallocation_retries_total.
+// gleaner_nodeallocation_retries_total. docs/metrics.md lists them all.
 package nodeallocation

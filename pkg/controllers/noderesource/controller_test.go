@@ -276,7 +276,7 @@ func TestRestartKeepsTheForcedUpdateClock(t *testing.T) {
 	h := start(t)
 	// The first reconcile calculates 3000 and does not write: within 10% of 2900, and the last write a minute ago.
 	testenv.Eventually(t, "the controller calculates 3000 for node restarted", func() error {
-		if v := h.gauge(t, "gleaner_noderesource_value", map[string]string{"node": "restarted", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
+		if v := h.gauge(t, "gleaner_noderesource_cpu_cores", map[string]string{"node": "restarted", "resource": string(slov1alpha1.BatchCPU)}); v != 3 {
 			return fmt.Errorf("gauge = %v", v)
 		}
 		return nil
@@ -353,8 +353,8 @@ func TestPublishesBatchResources(t *testing.T) {
 	if d.MetricTime == nil || !d.MetricTime.Time.Equal(h.clock.Now()) {
 		t.Errorf("metric time = %v, want %v", d.MetricTime, h.clock.Now())
 	}
-	if v := h.gauge(t, "gleaner_noderesource_value", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3000 {
-		t.Errorf("value gauge = %v, want 3000", v)
+	if v := h.gauge(t, "gleaner_noderesource_cpu_cores", map[string]string{"node": "publish", "resource": string(slov1alpha1.BatchCPU)}); v != 3 {
+		t.Errorf("value gauge = %v, want 3 (cores)", v)
 	}
 
 	// kubectl glean explain shows the numbers that are on the node, and no warning for an in-range report.
@@ -512,8 +512,8 @@ func TestDiffThreshold(t *testing.T) {
 	// gauge shows it) and does not write.
 	h.writeMetric(t, "diff", prod, "900m")
 	testenv.Eventually(t, "the controller calculates 2900", func() error {
-		if v := h.gauge(t, "gleaner_noderesource_value", labels); v != 2900 {
-			return fmt.Errorf("gauge = %v, want 2900", v)
+		if v := h.gauge(t, "gleaner_noderesource_cpu_cores", labels); v != 2.9 {
+			return fmt.Errorf("gauge = %v, want 2.9", v)
 		}
 		return nil
 	})

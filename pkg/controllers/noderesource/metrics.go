@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gleaner-sh/gleaner/pkg/allocation"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource/framework"
 )
 
@@ -21,11 +22,23 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, terms bool) (*metrics, error) {
 	m := &metrics{
 		derivations: &derivationCollector{
+			cpu: prometheus.NewDesc("gleaner_noderesource_cpu_cores",
+				"CPU a node-resource plugin calculated for a node, in cores, by resource (kubernetes.io/batch-cpu, kubernetes.io/mid-cpu); absent when removed.",
+				[]string{"node", "resource"}, nil),
+			memory: prometheus.NewDesc("gleaner_noderesource_memory_bytes",
+				"Memory a node-resource plugin calculated for a node, in bytes, by resource (kubernetes.io/batch-memory, kubernetes.io/mid-memory); absent when removed.",
+				[]string{"node", "resource"}, nil),
+			termCPU: prometheus.NewDesc("gleaner_noderesource_term_cpu_cores",
+				"One term of the derivation of a CPU resource of a node, in cores, as kubectl glean explain shows it (with --noderesource-term-metrics).",
+				[]string{"node", "resource", "term"}, nil),
+			termMemory: prometheus.NewDesc("gleaner_noderesource_term_memory_bytes",
+				"One term of the derivation of a memory resource of a node, in bytes, as kubectl glean explain shows it (with --noderesource-term-metrics).",
+				[]string{"node", "resource", "term"}, nil),
 			value: prometheus.NewDesc("gleaner_noderesource_value",
-				"Reclaimed resource calculated for a node (CPU in millicores, memory in bytes); absent when removed.",
+				"Deprecated: use gleaner_noderesource_cpu_cores and gleaner_noderesource_memory_bytes, one unit each; removed after one release. Reclaimed resource calculated for a node (CPU in millicores, memory in bytes); absent when removed.",
 				[]string{"node", "resource"}, nil),
 			term: prometheus.NewDesc("gleaner_noderesource_term",
-				"One term of the derivation of a reclaimed resource (CPU in cores, memory in bytes), as kubectl glean explain shows it.",
+				"Deprecated: use gleaner_noderesource_term_cpu_cores and gleaner_noderesource_term_memory_bytes, one unit each; removed after one release. One term of the derivation of a reclaimed resource (CPU in cores, memory in bytes), as kubectl glean explain shows it.",
 				[]string{"node", "resource", "term"}, nil),
 			degraded: prometheus.NewDesc("gleaner_noderesource_degraded",
 				"1 when colocation is on for a node but its NodeMetric cannot be used (missing, without usage, older than degradeTimeMinutes, stamped ahead): its batch and mid resources are removed; else 0.",
@@ -80,10 +93,14 @@ type nodeStatus struct {
 // instead of one Prometheus gauge per series: with ~50 series per node, gauges cost about 25 KiB per node (48 MiB
 // at 2,000 nodes), these floats about 1 KiB. The price is paid at scrape time instead: building the series of
 // 2,000 nodes takes about half a second of CPU (docs/benchmarks.md), which --noderesource-term-metrics=false saves.
+//
+// A resource's value and terms are in the family of its unit: cpu (cores) or memory (bytes). The deprecated value
+// and term families, which mixed the two, are exported beside them for one release.
 type derivationCollector struct {
-	value, term             *prometheus.Desc
-	degraded, metricUpdated *prometheus.Desc
-	withTerms               bool
+	cpu, memory, termCPU, termMemory *prometheus.Desc
+	value, term                      *prometheus.Desc
+	degraded, metricUpdated          *prometheus.Desc
+	withTerms                        bool
 
 	mu     sync.RWMutex
 	nodes  map[string][]resourceTerms
@@ -92,8 +109,12 @@ type derivationCollector struct {
 
 type resourceTerms struct {
 	resource string
-	value    float64
-	terms    []namedValue
+	// unit is the resource's (allocation.InUnit), value its value in that unit, raw the published quantity's
+	// integer (millicores for CPU), which the deprecated value family exports.
+	unit       allocation.Unit
+	value, raw float64
+	// terms are in unit already: the plugins give them as quantities of cpu or memory.
+	terms []namedValue
 }
 
 type namedValue struct {
@@ -107,7 +128,8 @@ func (c *derivationCollector) set(node string, nr *framework.NodeResource) {
 		if d.Value == nil {
 			continue
 		}
-		r := resourceTerms{resource: string(d.Resource), value: float64(d.Value.Value())}
+		v, unit := allocation.InUnit(d.Resource, *d.Value)
+		r := resourceTerms{resource: string(d.Resource), unit: unit, value: v, raw: float64(d.Value.Value())}
 		if c.withTerms {
 			r.terms = make([]namedValue, len(d.Terms))
 			for i, t := range d.Terms {
@@ -125,6 +147,17 @@ func (c *derivationCollector) set(node string, nr *framework.NodeResource) {
 	c.nodes[node] = rs
 }
 
+// byUnit are the value and term families of a resource of unit u; nil for a unit with none.
+func (c *derivationCollector) byUnit(u allocation.Unit) (value, term *prometheus.Desc) {
+	switch u {
+	case allocation.Cores:
+		return c.cpu, c.termCPU
+	case allocation.Bytes:
+		return c.memory, c.termMemory
+	}
+	return nil, nil
+}
+
 // setStatus keeps a node's NodeMetric state; nil drops it.
 func (c *derivationCollector) setStatus(node string, st *nodeStatus) {
 	c.mu.Lock()
@@ -138,10 +171,15 @@ func (c *derivationCollector) setStatus(node string, st *nodeStatus) {
 
 // Describe implements prometheus.Collector.
 func (c *derivationCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.value
-	ch <- c.term
-	ch <- c.degraded
-	ch <- c.metricUpdated
+	for _, d := range []*prometheus.Desc{c.cpu, c.memory, c.termCPU, c.termMemory, c.value, c.term, c.degraded, c.metricUpdated} {
+		ch <- d
+	}
+}
+
+// MetricType says the type of the metric d describes: each of the collector's is a gauge. The metrics reference
+// (internal/metricsref) asks, since the collector has no series before its first calculation to show it.
+func (c *derivationCollector) MetricType(*prometheus.Desc) prometheus.ValueType {
+	return prometheus.GaugeValue
 }
 
 // Collect implements prometheus.Collector.
@@ -150,9 +188,17 @@ func (c *derivationCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.RUnlock()
 	for node, rs := range c.nodes {
 		for _, r := range rs {
-			ch <- prometheus.MustNewConstMetric(c.value, prometheus.GaugeValue, r.value, node, r.resource)
+			ch <- prometheus.MustNewConstMetric(c.value, prometheus.GaugeValue, r.raw, node, r.resource)
 			for _, t := range r.terms {
 				ch <- prometheus.MustNewConstMetric(c.term, prometheus.GaugeValue, t.value, node, r.resource, t.name)
+			}
+			value, term := c.byUnit(r.unit)
+			if value == nil {
+				continue // no plugin publishes a resource counted in neither cores nor bytes
+			}
+			ch <- prometheus.MustNewConstMetric(value, prometheus.GaugeValue, r.value, node, r.resource)
+			for _, t := range r.terms {
+				ch <- prometheus.MustNewConstMetric(term, prometheus.GaugeValue, t.value, node, r.resource, t.name)
 			}
 		}
 	}

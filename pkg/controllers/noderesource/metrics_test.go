@@ -17,8 +17,11 @@ import (
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
 )
 
+// derived is a derivation of batch-cpu ("cpu"), batch-memory ("mem") or mid-cpu ("mid-cpu"), published as value
+// ("" for removed), with a term of 1.5 cores (1.5 bytes for memory) for each name in terms.
 func derived(r string, value string, terms ...string) slov1alpha1.ResourceDerivation {
-	d := slov1alpha1.ResourceDerivation{Resource: corev1.ResourceName("x/" + r)}
+	name := map[string]corev1.ResourceName{"cpu": slov1alpha1.BatchCPU, "mem": slov1alpha1.BatchMemory, "mid-cpu": slov1alpha1.MidCPU}[r]
+	d := slov1alpha1.ResourceDerivation{Resource: name}
 	if value != "" {
 		q := resource.MustParse(value)
 		d.Value = &q
@@ -42,27 +45,63 @@ func TestMetricsFollowTheCalculation(t *testing.T) {
 	nr := func(ds ...slov1alpha1.ResourceDerivation) *framework.NodeResource {
 		return &framework.NodeResource{Derivations: ds}
 	}
-	count := func(name string) int { return promtest.CollectAndCount(m.derivations, name) }
+	count := func(names ...string) int {
+		n := 0
+		for _, name := range names {
+			n += promtest.CollectAndCount(m.derivations, name)
+		}
+		return n
+	}
+	const (
+		cpu, mem, termCPU, termMem = "gleaner_noderesource_cpu_cores", "gleaner_noderesource_memory_bytes",
+			"gleaner_noderesource_term_cpu_cores", "gleaner_noderesource_term_memory_bytes"
+		oldValue, oldTerm = "gleaner_noderesource_value", "gleaner_noderesource_term"
+	)
 
 	m.observe("n1", nr(derived("cpu", "1200", "capacity", "hpUsed"), derived("mem", "5", "capacity")), nodeStatus{})
 	m.observe("n2", nr(derived("cpu", "300", "capacity", "hpUsed")), nodeStatus{})
-	if n := count("gleaner_noderesource_term"); n != 5 {
-		t.Fatalf("%d term series, want 5", n)
+	for _, c := range []struct {
+		names []string
+		want  int
+	}{{[]string{cpu}, 2}, {[]string{mem}, 1}, {[]string{termCPU}, 4}, {[]string{termMem}, 1}, {[]string{oldValue}, 3}, {[]string{oldTerm}, 5}} {
+		if n := count(c.names...); n != c.want {
+			t.Errorf("%d %v series, want %d", n, c.names, c.want)
+		}
 	}
-	if n := count("gleaner_noderesource_value"); n != 3 {
-		t.Fatalf("%d value series, want 3", n)
+	// Each family in its one unit; the deprecated one as it was (CPU in millicores).
+	want := `
+# HELP gleaner_noderesource_cpu_cores CPU a node-resource plugin calculated for a node, in cores, by resource (kubernetes.io/batch-cpu, kubernetes.io/mid-cpu); absent when removed.
+# TYPE gleaner_noderesource_cpu_cores gauge
+gleaner_noderesource_cpu_cores{node="n1",resource="kubernetes.io/batch-cpu"} 1.2
+gleaner_noderesource_cpu_cores{node="n2",resource="kubernetes.io/batch-cpu"} 0.3
+# HELP gleaner_noderesource_memory_bytes Memory a node-resource plugin calculated for a node, in bytes, by resource (kubernetes.io/batch-memory, kubernetes.io/mid-memory); absent when removed.
+# TYPE gleaner_noderesource_memory_bytes gauge
+gleaner_noderesource_memory_bytes{node="n1",resource="kubernetes.io/batch-memory"} 5
+`
+	if err := promtest.CollectAndCompare(m.derivations, strings.NewReader(want), cpu, mem); err != nil {
+		t.Error(err)
 	}
+	if err := promtest.CollectAndCompare(m.derivations, strings.NewReader(`
+# HELP gleaner_noderesource_term_memory_bytes One term of the derivation of a memory resource of a node, in bytes, as kubectl glean explain shows it (with --noderesource-term-metrics).
+# TYPE gleaner_noderesource_term_memory_bytes gauge
+gleaner_noderesource_term_memory_bytes{node="n1",resource="kubernetes.io/batch-memory",term="capacity"} 1.5
+# HELP gleaner_noderesource_value Deprecated: use gleaner_noderesource_cpu_cores and gleaner_noderesource_memory_bytes, one unit each; removed after one release. Reclaimed resource calculated for a node (CPU in millicores, memory in bytes); absent when removed.
+# TYPE gleaner_noderesource_value gauge
+gleaner_noderesource_value{node="n1",resource="kubernetes.io/batch-cpu"} 1200
+gleaner_noderesource_value{node="n1",resource="kubernetes.io/batch-memory"} 5
+gleaner_noderesource_value{node="n2",resource="kubernetes.io/batch-cpu"} 300
+`), termMem, oldValue); err != nil {
+		t.Error(err)
+	}
+
 	// n1's memory is reset and its cpu loses a term: their series go, n2's stay.
 	m.observe("n1", nr(derived("cpu", "1100", "capacity"), derived("mem", "")), nodeStatus{})
-	if n := count("gleaner_noderesource_term"); n != 3 {
-		t.Errorf("%d term series after the reset, want 3", n)
-	}
-	if n := count("gleaner_noderesource_value"); n != 2 {
-		t.Errorf("%d value series after the reset, want 2", n)
+	if n, o := count(cpu, mem, termCPU, termMem), count(oldValue, oldTerm); n != 5 || o != 5 {
+		t.Errorf("%d series, %d deprecated after the reset, want 5 and 5", n, o)
 	}
 	m.forget("n1")
 	m.forget("n2")
-	if n := count("gleaner_noderesource_term") + count("gleaner_noderesource_value") + count("gleaner_noderesource_degraded"); n != 0 {
+	if n := count(cpu, mem, termCPU, termMem, oldValue, oldTerm, "gleaner_noderesource_degraded"); n != 0 {
 		t.Errorf("%d series left after the nodes went", n)
 	}
 }
@@ -73,10 +112,12 @@ func TestTermMetricsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.observe("n1", &framework.NodeResource{Derivations: []slov1alpha1.ResourceDerivation{derived("cpu", "1200", "capacity", "hpUsed")}}, nodeStatus{})
-	if n := promtest.CollectAndCount(m.derivations, "gleaner_noderesource_term"); n != 0 {
-		t.Errorf("%d term series with term metrics off", n)
+	for _, name := range []string{"gleaner_noderesource_term_cpu_cores", "gleaner_noderesource_term"} {
+		if n := promtest.CollectAndCount(m.derivations, name); n != 0 {
+			t.Errorf("%d %s series with term metrics off", n, name)
+		}
 	}
-	if n := promtest.CollectAndCount(m.derivations, "gleaner_noderesource_value"); n != 1 {
+	if n := promtest.CollectAndCount(m.derivations, "gleaner_noderesource_cpu_cores"); n != 1 {
 		t.Errorf("%d value series, want 1", n)
 	}
 }

@@ -88,16 +88,25 @@ func (c *Controller) WithClock(clk clock.PassiveClock) *Controller {
 // Name returns Name.
 func (c *Controller) Name() string { return Name }
 
-// SetupWithManager watches the ConfigMap, and enqueues it once at start so that its absence is loaded too (a
-// missing ConfigMap produces no watch event, and the other controllers wait for the first load).
-func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	c.client, c.reader = mgr.GetClient(), mgr.GetAPIReader()
-	c.recorder = mgr.GetEventRecorder("gleaner-manager")
+// RegisterMetrics registers the controller's metrics in the registry New was given. SetupWithManager calls it; the
+// metrics reference (internal/metricsref) calls it to list them without a cluster.
+func (c *Controller) RegisterMetrics() error {
 	m, err := registerMetrics(c.registry)
 	if err != nil {
 		return err
 	}
 	c.metrics = m
+	return nil
+}
+
+// SetupWithManager watches the ConfigMap, and enqueues it once at start so that its absence is loaded too (a
+// missing ConfigMap produces no watch event, and the other controllers wait for the first load).
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	c.client, c.reader = mgr.GetClient(), mgr.GetAPIReader()
+	c.recorder = mgr.GetEventRecorder("gleaner-manager")
+	if err := c.RegisterMetrics(); err != nil {
+		return err
+	}
 	req := reconcile.Request{NamespacedName: c.configMap}
 	isOurs := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == c.configMap.Namespace && o.GetName() == c.configMap.Name

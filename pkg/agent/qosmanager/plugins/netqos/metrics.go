@@ -28,6 +28,10 @@ func (p *Plugin) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// MetricType says the type of the metric d describes: each of the plugin's is a counter. The metrics reference
+// (internal/metricsref) asks, since the plugin has no series while it shapes no device.
+func (p *Plugin) MetricType(*prometheus.Desc) prometheus.ValueType { return prometheus.CounterValue }
+
 // Collect implements prometheus.Collector: the counters of each class of the tree on the device the plugin last
 // shaped; nothing while it shapes none. A device that cannot be read is logged and left out, so that the rest of
 // the agent's metrics are still scraped.
