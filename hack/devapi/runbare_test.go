@@ -89,7 +89,7 @@ func TestRunBareStopLeavesNothing(t *testing.T) {
 }
 
 // controllersStarted are the controllers gleaner-manager runs by default, each logging "Starting workers" once.
-var controllersStarted = []string{"sloconfig", "nodeallocation", "nodeslo", "nodemetric", "noderesource"}
+var controllersStarted = []string{"sloconfig", "nodeallocation", "nodeslo", "nodemetric", "noderesource", "colocationprofile"}
 
 func freePort(t *testing.T) string {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gleaner-sh/gleaner/pkg/controllers/colocationprofile"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodeallocation"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/nodemetric"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/noderesource"
@@ -50,6 +51,7 @@ func controllers(d Deps) []Controller {
 		nodeslo.New(d.SLOConfig),
 		nodemetric.New(d.SLOConfig),
 		noderesource.New(d.SLOConfig, d.Clock, d.Metrics, d.Options.NodeResource).WithPods(d.Pods),
+		colocationprofile.New(colocationprofile.Config{Clock: d.Clock, Pods: d.Pods}),
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/controllers/sloconfigmap"
 	"github.com/gleaner-sh/gleaner/pkg/version"
@@ -196,7 +197,7 @@ func TestManagerServesAndStops(t *testing.T) {
 	o.ShutdownTimeout = 5 * time.Second
 	// A selection without a word about the config: the loader runs anyway (its metric below), since noderesource
 	// reads what it loads.
-	o.Controllers = []string{"nodeallocation", "noderesource", "nodeslo", "nodemetric"}
+	o.Controllers = []string{"nodeallocation", "noderesource", "nodeslo", "nodemetric", "colocationprofile"}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(runCtx, o) }()
@@ -253,6 +254,7 @@ func TestManagerServesAndStops(t *testing.T) {
 	for _, obj := range []client.Object{&slov1alpha1.NodeAllocation{}, &slov1alpha1.NodeSLO{}, &slov1alpha1.NodeMetric{}} {
 		eventually(t, func() error { return e.Client.Get(ctx, client.ObjectKey{Name: "rbac-node"}, obj) })
 	}
+	expectProfileCounted(t, e)
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.LeaderElectionID}
@@ -281,6 +283,31 @@ func TestManagerServesAndStops(t *testing.T) {
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("lease still held by %q after shutdown; the next replica would wait for it to expire", *h)
 	}
+}
+
+// expectProfileCounted checks the colocationprofile controller of a running manager: it counts a profile's pods, one
+// bound to a node (the pod cache) and one waiting for a node (its own cache of those), and writes the profile's
+// status.
+func expectProfileCounted(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	profile := &configv1alpha1.ColocationProfile{ObjectMeta: metav1.ObjectMeta{Name: "rbac-profile"}, Spec: configv1alpha1.ColocationProfileSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rbac-profile"}}}}
+	if err := e.Client.Create(ctx, profile); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), profile) })
+	e.CreatePod(t, testutil.Pod("rbac-bound").Node("rbac-node").Label(configv1alpha1.LabelColocationProfile, profile.Name).Container("app").Obj())
+	e.CreatePod(t, testutil.Pod("rbac-waiting").Label(configv1alpha1.LabelColocationProfile, profile.Name).Container("app").Obj())
+	eventually(t, func() error {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(profile), profile); err != nil {
+			return err
+		}
+		if st := profile.Status; st.ObservedGeneration != 1 || st.MatchedPods != 2 {
+			return fmt.Errorf("profile %s: observedGeneration %d, matchedPods %d; want 1 and 2", profile.Name, st.ObservedGeneration, st.MatchedPods)
+		}
+		return nil
+	})
 }
 
 func freeAddr(t *testing.T) string {

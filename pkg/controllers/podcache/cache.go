@@ -4,8 +4,9 @@
 // bytes, its name and UID, and a shared Shape.
 //
 // A reflector of its own lists and watches the pods (by spec.nodeName != "", in protobuf) straight into the cache:
-// no informer store of full pods, no delta queue. Controllers read one node's pods (OnNode) and watch changes
-// through Source, which maps a change to the nodes it touches.
+// no informer store of full pods, no delta queue. Controllers read one node's pods (OnNode), or how many pods a
+// ColocationProfile made batch pods (ProfilePods), and watch changes through Source, which maps a change to the
+// nodes it touches, or SourceFunc, which maps it to what the controller says.
 package podcache
 
 import (
@@ -28,11 +29,13 @@ import (
 type Cache struct {
 	lw toolscache.ListerWatcher
 
-	mu       sync.RWMutex
-	pods     map[podKey]*Pod
-	byNode   map[string][]*Pod
-	handlers []func(old, new *Pod)
-	synced   chan struct{} // closed by the first Replace
+	mu     sync.RWMutex
+	pods   map[podKey]*Pod
+	byNode map[string][]*Pod
+	// profilePods counts, by Shape.Profile, the pods of a ColocationProfile that have not finished (Counted).
+	profilePods map[string]int
+	handlers    []func(old, new *Pod)
+	synced      chan struct{} // closed by the first Replace
 
 	// internMu guards the tables of shared shapes and strings, apart from mu: a pod is made a Pod outside mu, so
 	// that readers of the cache do not wait on it (a relist makes 60,000 of them).
@@ -131,12 +134,13 @@ func (p *listedPod) DeepCopyObject() runtime.Object {
 
 func newCache(lw toolscache.ListerWatcher) *Cache {
 	return &Cache{
-		lw:      lw,
-		pods:    map[podKey]*Pod{},
-		byNode:  map[string][]*Pod{},
-		shapes:  internTable[*Shape]{max: 4096},
-		strings: internTable[string]{max: 65536},
-		synced:  make(chan struct{}),
+		lw:          lw,
+		pods:        map[podKey]*Pod{},
+		byNode:      map[string][]*Pod{},
+		profilePods: map[string]int{},
+		shapes:      internTable[*Shape]{max: 4096},
+		strings:     internTable[string]{max: 65536},
+		synced:      make(chan struct{}),
 	}
 }
 
@@ -176,6 +180,14 @@ func (c *Cache) OnNode(node string) []*Pod {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return append([]*Pod(nil), c.byNode[node]...)
+}
+
+// ProfilePods is the number of pods in the cache that the ColocationProfile named profile made batch pods
+// (Shape.Profile) and that have not finished (Counted): the bound part of the profile's status.matchedPods.
+func (c *Cache) ProfilePods(profile string) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.profilePods[profile]
 }
 
 // Len is the number of pods in the cache.
@@ -328,6 +340,7 @@ func (c *Cache) put(p *Pod) *Pod {
 	}
 	c.pods[k] = p
 	c.byNode[p.NodeName] = append(c.byNode[p.NodeName], p)
+	c.countProfile(p, 1)
 	return old
 }
 
@@ -341,8 +354,19 @@ func (c *Cache) remove(k podKey) *Pod {
 	return old
 }
 
-// unlink takes p out of its node's list. Under c.mu.
+// countProfile adds n to the count of p's profile, when p has one and counts. Under c.mu.
+func (c *Cache) countProfile(p *Pod, n int) {
+	if p.Profile == "" || !p.Counted() {
+		return
+	}
+	if c.profilePods[p.Profile] += n; c.profilePods[p.Profile] == 0 {
+		delete(c.profilePods, p.Profile)
+	}
+}
+
+// unlink takes p out of its node's list and its profile's count. Under c.mu.
 func (c *Cache) unlink(p *Pod) {
+	c.countProfile(p, -1)
 	on := c.byNode[p.NodeName]
 	for i, q := range on {
 		if q == p {

@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/test/testutil"
 )
@@ -105,8 +108,8 @@ func TestCacheFollowsTheWatch(t *testing.T) {
 	expect("bad input", "n1", []string{"e"}, []string{}...)
 }
 
-// TestCacheSharesOnlyEqualShapes: pods equal in class, requests and limits share one Shape; a pod that differs in
-// any of them, or only in how a quantity is written (which decides how a node's sum prints), does not.
+// TestCacheSharesOnlyEqualShapes: pods equal in class, requests, limits and profile share one Shape; a pod that
+// differs in any of them, or only in how a quantity is written (which decides how a node's sum prints), does not.
 func TestCacheSharesOnlyEqualShapes(t *testing.T) {
 	base := func(name string) *testutil.PodBuilder {
 		return testutil.Pod(name).Node("n").Label(slov1alpha1.LabelPriorityClass, "batch").Container("app").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "2")
@@ -122,6 +125,7 @@ func TestCacheSharesOnlyEqualShapes(t *testing.T) {
 		"format":  testutil.Pod("format").Node("n").Label(slov1alpha1.LabelPriorityClass, "batch").Container("app").Requests("cpu", "1", "memory", "1073741824").Limits("cpu", "2").Obj(),
 		"label":   base("label").Label(slov1alpha1.LabelPriorityClass, "mid").Obj(),
 		"qos":     base("qos").Label(slov1alpha1.LabelQoSClass, "BE").Obj(),
+		"profile": base("profile").Label(configv1alpha1.LabelColocationProfile, "batch").Obj(),
 	}
 	c := newCache(nil)
 	for _, p := range pods {
@@ -138,13 +142,68 @@ func TestCacheSharesOnlyEqualShapes(t *testing.T) {
 			t.Errorf("pod %q does not share the shape of a pod equal to it", name)
 		}
 	}
-	for _, name := range []string{"request", "limit", "format", "label", "qos"} {
+	for _, name := range []string{"request", "limit", "format", "label", "qos", "profile"} {
 		if cached[name].Shape == cached["first"].Shape {
 			t.Errorf("pod %q shares the shape of a pod that differs from it", name)
 		}
 	}
 	if cached["first"].Namespace != cached["same"].Namespace || cached["first"].NodeName != "n" {
 		t.Error("namespace or node differ")
+	}
+}
+
+// TestProfilePodsCountsUnfinishedPods: ProfilePods counts the pods carrying a profile's label that have not finished,
+// through every change the watch reports: a new pod, a finished one, a label taken off or moved to another profile,
+// a deletion and a relist.
+func TestProfilePodsCountsUnfinishedPods(t *testing.T) {
+	c := newCache(nil)
+	pod := func(name, profile string, phase corev1.PodPhase) *corev1.Pod {
+		b := testutil.Pod(name).Node("n1").Phase(phase)
+		if profile != "" {
+			b = b.Label(configv1alpha1.LabelColocationProfile, profile)
+		}
+		return b.Obj()
+	}
+	expect := func(step string, want map[string]int) {
+		t.Helper()
+		got := map[string]int{}
+		for _, p := range []string{"etl", "spark", ""} {
+			if n := c.ProfilePods(p); n != 0 {
+				got[p] = n
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: ProfilePods (-want +got):\n%s", step, diff)
+		}
+	}
+	if err := c.Replace([]any{pod("a", "etl", corev1.PodRunning), pod("b", "etl", corev1.PodPending), pod("c", "", corev1.PodRunning),
+		pod("d", "spark", corev1.PodSucceeded)}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	expect("list", map[string]int{"etl": 2})
+	steps := []struct {
+		name string
+		do   func() error
+		want map[string]int
+	}{
+		{"new pod", func() error { return c.Add(pod("e", "spark", corev1.PodRunning)) }, map[string]int{"etl": 2, "spark": 1}},
+		{"finished", func() error { return c.Update(pod("a", "etl", corev1.PodFailed)) }, map[string]int{"etl": 1, "spark": 1}},
+		{"label taken off", func() error { return c.Update(pod("b", "", corev1.PodRunning)) }, map[string]int{"spark": 1}},
+		{"label to another profile", func() error { return c.Update(pod("e", "etl", corev1.PodRunning)) }, map[string]int{"etl": 1}},
+		{"unknown phase counts", func() error { return c.Update(pod("e", "etl", corev1.PodUnknown)) }, map[string]int{"etl": 1}},
+		{"deleted", func() error { return c.Delete(pod("e", "etl", corev1.PodUnknown)) }, map[string]int{}},
+		{"relist", func() error {
+			return c.Replace([]any{pod("f", "spark", corev1.PodRunning), pod("g", "spark", corev1.PodPending)}, "2")
+		}, map[string]int{"spark": 2}},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatal(err)
+		}
+		expect(s.name, s.want)
+	}
+	if len(c.profilePods) != 1 {
+		t.Errorf("the counts keep %d profiles, want 1: a count that fell to 0 is forgotten", len(c.profilePods))
 	}
 }
 
@@ -211,6 +270,57 @@ func TestSourceEnqueuesTheNodes(t *testing.T) {
 		if got := drain(); !slices.Equal(got, s.want) {
 			t.Errorf("%s: enqueued %v, want %v", s.name, got, s.want)
 		}
+	}
+}
+
+// TestSourceFuncEnqueuesWhatItIsTold: SourceFunc hands the controller's function every change, old nil for a new
+// pod and new nil for one gone, and enqueues each request it returns.
+func TestSourceFuncEnqueuesWhatItIsTold(t *testing.T) {
+	c := newCache(nil)
+	if err := c.Replace(nil, "1"); err != nil {
+		t.Fatal(err)
+	}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	var seen []string
+	src := c.SourceFunc(func(old, new *Pod) []reconcile.Request {
+		seen = append(seen, change(old, new))
+		var reqs []reconcile.Request
+		for _, p := range []*Pod{old, new} {
+			if p != nil && p.Profile != "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Profile}})
+			}
+		}
+		return reqs
+	})
+	if err := src.Start(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	for _, do := range []func() error{
+		func() error {
+			return c.Add(testutil.Pod("a").Node("n1").Label(configv1alpha1.LabelColocationProfile, "etl").Obj())
+		},
+		func() error {
+			return c.Update(testutil.Pod("a").Node("n1").Label(configv1alpha1.LabelColocationProfile, "spark").Obj())
+		},
+		func() error { return c.Add(testutil.Pod("b").Node("n1").Obj()) },
+		func() error { return c.Delete(testutil.Pod("b").Node("n1").Obj()) },
+	} {
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"- -> n1/a", "n1/a -> n1/a", "- -> n1/b", "n1/b -> -"}; !slices.Equal(seen, want) {
+		t.Errorf("the function saw %q, want %q", seen, want)
+	}
+	var got []string
+	for q.Len() > 0 {
+		r, _ := q.Get()
+		got = append(got, r.Name)
+		q.Done(r)
+	}
+	if slices.Sort(got); !slices.Equal(got, []string{"etl", "spark"}) {
+		t.Errorf("enqueued %v, want etl and spark", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/allocation"
 )
@@ -35,8 +36,8 @@ func (p *Pod) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
 }
 
-// Shape is what decides a pod's share of its node: its class and its requests and limits. Equal shapes are one
-// value in the cache (see Cache), so every list in it is read-only.
+// Shape is what decides a pod's share of its node: its class and its requests and limits, and the ColocationProfile
+// that made them, if one did. Equal shapes are one value in the cache (see Cache), so every list in it is read-only.
 type Shape struct {
 	// Class is the pod's priority and QoS class (slov1alpha1.ClassOf).
 	Class slov1alpha1.PodClass
@@ -46,6 +47,10 @@ type Shape struct {
 	// Effective is the pod's requests as the scheduler counts them, an in-place resize included (the requests the
 	// node-resource plugins count).
 	Effective corev1.ResourceList
+	// Profile is the name of the ColocationProfile that made the pod a batch pod (its label
+	// configv1alpha1.LabelColocationProfile), empty for a pod no profile changed. The pods of one workload share it,
+	// so it costs a pod nothing.
+	Profile string
 }
 
 // FromPod works out what the controllers read of pod. The result shares nothing with pod and nothing with other
@@ -63,6 +68,7 @@ func FromPod(pod *corev1.Pod) *Pod {
 			Requests:  reqs,
 			Limits:    limits,
 			Effective: resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}),
+			Profile:   pod.Labels[configv1alpha1.LabelColocationProfile],
 		},
 	}
 }
@@ -108,6 +114,8 @@ func (s *Shape) key() string {
 		b.WriteByte('|')
 		writeList(&b, list)
 	}
+	// A label value has no '|'.
+	b.WriteString("|" + s.Profile)
 	return b.String()
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/allocation"
 	"github.com/gleaner-sh/gleaner/test/testutil"
@@ -40,6 +41,7 @@ func readPods() []*corev1.Pod {
 		testutil.Pod("batch-label").Label(slov1alpha1.LabelPriorityClass, "batch").Label(slov1alpha1.LabelQoSClass, "BE").Obj(),
 		testutil.Pod("koord-labels").Label(slov1alpha1.LabelPriorityClassAlias, "koord-mid").Label(slov1alpha1.LabelQoSClassAlias, "LSR").Obj(),
 		testutil.Pod("unknown-class").Label(slov1alpha1.LabelPriorityClass, "gold").Obj(),
+		testutil.Pod("profiled").Label(configv1alpha1.LabelColocationProfile, "etl").Label(slov1alpha1.LabelQoSClass, "BE").Requests("kubernetes.io/batch-cpu", "500").Obj(),
 		testutil.Pod("resize-status").Requests("cpu", "1").Running("c1").StatusRequests("c0", "cpu", "2").Obj(),
 	}
 	resized := testutil.Pod("resized").Requests("cpu", "1").Obj()
@@ -75,12 +77,13 @@ func TestPodKeepsWhatIsRead(t *testing.T) {
 			Counted, Active       bool
 			Class                 slov1alpha1.PodClass
 			Requests, Limits, Eff corev1.ResourceList
+			Profile               string
 		}
 		want := reads{full.Namespace, full.Name, full.Spec.NodeName, string(full.UID), full.Status.Phase,
 			allocation.Counted(full), slices.Contains([]corev1.PodPhase{corev1.PodRunning, corev1.PodPending, ""}, full.Status.Phase),
 			slov1alpha1.ClassOf(full), reqs, limits,
-			resourcehelper.PodRequests(full, resourcehelper.PodResourcesOptions{UseStatusResources: true})}
-		got := reads{p.Namespace, p.Name, p.NodeName, string(p.UID), p.Phase, p.Counted(), p.Active(), p.Class, p.Requests, p.Limits, p.Effective}
+			resourcehelper.PodRequests(full, resourcehelper.PodResourcesOptions{UseStatusResources: true}), full.Labels[configv1alpha1.LabelColocationProfile]}
+		got := reads{p.Namespace, p.Name, p.NodeName, string(p.UID), p.Phase, p.Counted(), p.Active(), p.Class, p.Requests, p.Limits, p.Effective, p.Profile}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: what the controllers read differs (-full pod +cached):\n%s", full.Name, diff)
 		}

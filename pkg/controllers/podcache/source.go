@@ -13,29 +13,42 @@ import (
 // changed reports true for, enqueues the node of the pod (both nodes, for a pod that moved). The controller waits for
 // the cache's first list before it reconciles.
 func (c *Cache) Source(changed func(old, new *Pod) bool) source.SyncingSource {
-	return &nodeSource{cache: c, changed: changed}
-}
-
-type nodeSource struct {
-	cache   *Cache
-	changed func(old, new *Pod) bool
-}
-
-func (s *nodeSource) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	s.cache.subscribe(func(old, new *Pod) {
-		if old != nil && new != nil && old.NodeName == new.NodeName && !s.changed(old, new) {
-			return
+	return c.SourceFunc(func(old, new *Pod) []reconcile.Request {
+		if old != nil && new != nil && old.NodeName == new.NodeName && !changed(old, new) {
+			return nil
 		}
+		var reqs []reconcile.Request
 		if old != nil {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: old.NodeName}})
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: old.NodeName}})
 		}
 		if new != nil && (old == nil || new.NodeName != old.NodeName) {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: new.NodeName}})
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: new.NodeName}})
+		}
+		return reqs
+	})
+}
+
+// SourceFunc is a controller's watch of the cache that enqueues what requests returns for each change: old nil for
+// a new pod, new nil for one gone, both for an update. requests runs on the reflector's goroutine, under no lock of
+// the cache, and must not block. The controller waits for the cache's first list before it reconciles.
+func (c *Cache) SourceFunc(requests func(old, new *Pod) []reconcile.Request) source.SyncingSource {
+	return &funcSource{cache: c, requests: requests}
+}
+
+type funcSource struct {
+	cache    *Cache
+	requests func(old, new *Pod) []reconcile.Request
+}
+
+func (s *funcSource) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.cache.subscribe(func(old, new *Pod) {
+		for _, r := range s.requests(old, new) {
+			q.Add(r)
 		}
 	})
 	return nil
 }
 
-func (s *nodeSource) WaitForSync(ctx context.Context) error { return s.cache.WaitForSync(ctx) }
+func (s *funcSource) WaitForSync(ctx context.Context) error { return s.cache.WaitForSync(ctx) }
 
-func (s *nodeSource) String() string { return "podcache" }
+func (s *funcSource) String() string { return "podcache" }

@@ -211,11 +211,12 @@ func TestProfileMakesSelectedPodsBatchPods(t *testing.T) {
 		t.Errorf("containers' resources (-want +got):\n%s", diff)
 	}
 	wantLabels := map[string]string{
-		"app":                          "etl-batch", // the profile's labels win over the pod's
-		"gleaner.sh/profile":           "etl",
-		slov1alpha1.LabelQoSClass:      "BE",
-		slov1alpha1.LabelQoSClassAlias: "BE",    // kept, agreeing
-		slov1alpha1.LabelPriorityClass: "batch", // a prod label would keep the pod out of the batch band
+		"app":                                 "etl-batch", // the profile's labels win over the pod's
+		"gleaner.sh/profile":                  "etl",
+		configv1alpha1.LabelColocationProfile: "etl", // the mark the profile's status counts by
+		slov1alpha1.LabelQoSClass:             "BE",
+		slov1alpha1.LabelQoSClassAlias:        "BE",    // kept, agreeing
+		slov1alpha1.LabelPriorityClass:        "batch", // a prod label would keep the pod out of the batch band
 	}
 	if diff := cmp.Diff(wantLabels, got.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
@@ -499,10 +500,18 @@ func TestInvalidProfilesAreRefused(t *testing.T) {
 			"spec.labels: Invalid value: the QoS and priority-class labels are set from qosClass and priorityClassName, not from labels"},
 		{"a priority class name that is not a name", configv1alpha1.ColocationProfileSpec{Selector: sel, PriorityClassName: "Batch_Class"},
 			`spec.priorityClassName: Invalid value: "Batch_Class": spec.priorityClassName in body should match`},
+		{"another profile's mark in labels", configv1alpha1.ColocationProfileSpec{Selector: sel, Labels: map[string]string{configv1alpha1.LabelColocationProfile: "batch"}},
+			"spec.labels may set gleaner.sh/colocation-profile only to the profile's own name, which the webhook sets anyway"},
+		{"a name too long for a label value", configv1alpha1.ColocationProfileSpec{Selector: sel},
+			"a profile's name is at most 63 characters: the pods it makes batch pods carry it as the value of the label gleaner.sh/colocation-profile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &configv1alpha1.ColocationProfile{ObjectMeta: metav1.ObjectMeta{Name: "invalid"}, Spec: tt.spec}
+			name := "invalid"
+			if strings.Contains(tt.name, "too long") {
+				name = strings.Repeat("x", 64)
+			}
+			p := &configv1alpha1.ColocationProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: tt.spec}
 			err := e.Client.Create(context.Background(), p)
 			if err == nil {
 				_ = e.Client.Delete(context.Background(), p)
@@ -516,6 +525,10 @@ func TestInvalidProfilesAreRefused(t *testing.T) {
 
 	p := &configv1alpha1.ColocationProfile{ObjectMeta: metav1.ObjectMeta{Name: "minimal"}, Spec: configv1alpha1.ColocationProfileSpec{Selector: sel}}
 	createProfile(t, e, nil, p)
+	// A name of 63 characters, and the mark in labels with the profile's own name (as an earlier sample had it).
+	own := strings.Repeat("y", 63)
+	createProfile(t, e, nil, &configv1alpha1.ColocationProfile{ObjectMeta: metav1.ObjectMeta{Name: own},
+		Spec: configv1alpha1.ColocationProfileSpec{Selector: sel, Labels: map[string]string{configv1alpha1.LabelColocationProfile: own}}})
 	if p.Spec.QoSClass != slov1alpha1.QoSBE || p.Spec.PriorityClassName != configv1alpha1.DefaultPriorityClassName {
 		t.Errorf("defaults: qosClass %q, priorityClassName %q; want BE and %s", p.Spec.QoSClass, p.Spec.PriorityClassName, configv1alpha1.DefaultPriorityClassName)
 	}

@@ -96,6 +96,7 @@ func TestHandlePatchesOnlyWhatItChanges(t *testing.T) {
 				"replace /metadata/labels/gleaner.sh~1priority-class",
 				"add /metadata/labels/gleaner.sh~1qos-class",
 				"add /metadata/labels/gleaner.sh~1profile",
+				"add /metadata/labels/gleaner.sh~1colocation-profile",
 				"add /metadata/annotations/example.com~1owner",
 				"replace /spec/priorityClassName",
 				"replace /spec/priority",
@@ -119,6 +120,7 @@ func TestHandlePatchesOnlyWhatItChanges(t *testing.T) {
 			want: []string{
 				"add /metadata/labels/gleaner.sh~1qos-class",
 				"add /metadata/labels/gleaner.sh~1profile",
+				"add /metadata/labels/gleaner.sh~1colocation-profile",
 				"add /metadata/annotations",
 				"add /spec/priorityClassName",
 				"add /spec/priority",

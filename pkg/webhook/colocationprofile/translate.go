@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -42,19 +40,21 @@ func Sampled(profile, namespace, key string, probability int32) bool {
 
 // Translate makes pod a batch pod as profile says, in place: the QoS class label (and the priority-class labels
 // the pod already carries, set to the batch band), the priority class pc with its priority and preemption policy,
-// the scheduler name, the profile's labels and annotations, and every container's and init container's cpu and
-// memory requests and limits moved to kubernetes.io/batch-cpu (integer millicores) and kubernetes.io/batch-memory
-// (bytes). pc is the PriorityClass the profile names, nil when it does not exist.
+// the scheduler name, the profile's labels and annotations, the label configv1alpha1.LabelColocationProfile set to
+// the profile's name, and every container's and init container's cpu and memory requests and limits moved to
+// kubernetes.io/batch-cpu (integer millicores) and kubernetes.io/batch-memory (bytes). pc is the PriorityClass the
+// profile names, nil when it does not exist.
 //
 // A pod that cannot be translated gets an error saying why and is left as it was: pod-level resources (they can
 // only hold cpu and memory), a container that asks for both cpu and batch-cpu (or memory and batch-memory), a
 // priority class that is missing or outside the batch band, or a label or annotation the API server would refuse.
+// The last two are *ProfileErrors, as Check returns them: no pod of that profile can pass.
 func Translate(pod *corev1.Pod, profile *configv1alpha1.ColocationProfile, pc *schedulingv1.PriorityClass) error {
 	spec := profile.Spec
 	if err := checkPriorityClass(priorityClassName(spec), pc); err != nil {
 		return err
 	}
-	if err := checkMetadata(spec); err != nil {
+	if err := checkMetadata(profile); err != nil {
 		return err
 	}
 	if r := pod.Spec.Resources; r != nil && (hasCPUOrMemory(r.Requests) || hasCPUOrMemory(r.Limits)) {
@@ -95,6 +95,8 @@ func Translate(pod *corev1.Pod, profile *configv1alpha1.ColocationProfile, pc *s
 	for k, v := range spec.Labels {
 		out.Labels[k] = v
 	}
+	// The mark the profile's status counts its pods by; set after the profile's labels, which may only repeat it.
+	out.Labels[configv1alpha1.LabelColocationProfile] = profile.Name
 	if len(spec.Annotations) > 0 && out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
@@ -119,38 +121,6 @@ func priorityClassName(spec configv1alpha1.ColocationProfileSpec) string {
 		return configv1alpha1.DefaultPriorityClassName
 	}
 	return spec.PriorityClassName
-}
-
-func checkPriorityClass(name string, pc *schedulingv1.PriorityClass) error {
-	if pc == nil {
-		return fmt.Errorf("%w: %q does not exist", errNoPriorityClass, name)
-	}
-	if pc.Value < batchPriorityMin || pc.Value > batchPriorityMax {
-		return fmt.Errorf("priority class %q has the value %d, outside the batch band %d-%d", pc.Name, pc.Value, batchPriorityMin, batchPriorityMax)
-	}
-	return nil
-}
-
-// checkMetadata refuses labels and annotations the API server would refuse: the pod would not be created at all.
-func checkMetadata(spec configv1alpha1.ColocationProfileSpec) error {
-	var errs []string
-	for k, v := range spec.Labels {
-		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, fmt.Sprintf("label key %q: %s", k, msg))
-		}
-		for _, msg := range validation.IsValidLabelValue(v) {
-			errs = append(errs, fmt.Sprintf("label %q value %q: %s", k, v, msg))
-		}
-	}
-	for k := range spec.Annotations {
-		for _, msg := range validation.IsQualifiedName(strings.ToLower(k)) {
-			errs = append(errs, fmt.Sprintf("annotation key %q: %s", k, msg))
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("the profile's metadata is invalid: %s", strings.Join(errs, "; "))
-	}
-	return nil
 }
 
 func hasCPUOrMemory(l corev1.ResourceList) bool {
