@@ -313,20 +313,23 @@ func (c *Cluster) unmountAll(hostPaths []string) error {
 	return nil
 }
 
-// ownMounts returns the mount points under the state directory or a created host path, deepest first.
+// ownMounts returns the mount points under the state directory or at or under a created host path, deepest first.
+// A mount at the state directory itself is not the cluster's: whoever chose the directory put it there (the cgroup v2
+// node's tmpfs, so that nothing the cluster writes reaches the host's disk through 9p), and the next start writes
+// into it.
 func (c *Cluster) ownMounts(hostPaths []string) []string {
 	mounts, err := procfs.GetMounts()
 	if err != nil {
 		return nil
 	}
-	roots := []string{c.layout.Dir}
-	for _, p := range hostPaths {
-		roots = append(roots, resolvePath(p))
-	}
 	var out []string
 	for _, m := range mounts {
-		for _, r := range roots {
-			if m.MountPoint == r || strings.HasPrefix(m.MountPoint, r+"/") {
+		if strings.HasPrefix(m.MountPoint, c.layout.Dir+"/") {
+			out = append(out, m.MountPoint)
+			continue
+		}
+		for _, p := range hostPaths {
+			if r := resolvePath(p); m.MountPoint == r || strings.HasPrefix(m.MountPoint, r+"/") {
 				out = append(out, m.MountPoint)
 				break
 			}

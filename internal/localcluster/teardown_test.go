@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
 	"github.com/gleaner-sh/gleaner/test/ci"
@@ -96,12 +97,17 @@ func TestMissingPathsAndResolve(t *testing.T) {
 }
 
 // Mounts under the state directory (containers' rootfs, shm, network namespaces) are found and unmounted, the
-// deepest first.
+// deepest first; a mount at the state directory itself (the cgroup v2 node's tmpfs) is not the cluster's and stays.
 func TestUnmountAll(t *testing.T) {
 	if os.Geteuid() != 0 {
 		ci.Skipf(t, "mounting needs root; effective uid is %d", os.Geteuid())
 	}
-	c, err := New(Config{StateDir: t.TempDir()})
+	state := t.TempDir()
+	if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=4m"); err != nil {
+		ci.Skipf(t, "root cannot mount tmpfs here (a container without CAP_SYS_ADMIN?): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(state, unix.MNT_DETACH) })
+	c, err := New(Config{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +115,7 @@ func TestUnmountAll(t *testing.T) {
 	inner := filepath.Join(outer, "inner")
 	mkdirs(t, "/", outer)
 	if err := unix.Mount("tmpfs", outer, "tmpfs", 0, "size=1m"); err != nil {
-		ci.Skipf(t, "root cannot mount tmpfs here (a container without CAP_SYS_ADMIN?): %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(outer, unix.MNT_DETACH) })
 	mkdirs(t, "/", inner)
@@ -129,6 +135,13 @@ func TestUnmountAll(t *testing.T) {
 	}
 	if got := c.ownMounts(nil); len(got) != 0 {
 		t.Errorf("still mounted after unmountAll: %v", got)
+	}
+	mounts, err := procfs.GetMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(mounts, func(m *procfs.MountInfo) bool { return m.MountPoint == state }) {
+		t.Errorf("unmountAll unmounted the state directory's own tmpfs %s", state)
 	}
 }
 

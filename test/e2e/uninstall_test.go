@@ -140,8 +140,15 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 	}
 	e = suite.Env(t)
 	// A node that never ran Gleaner: what agents of the suite's earlier clusters kept (stopped, not uninstalled) goes.
-	if err := os.RemoveAll(agentStateDir); err != nil {
+	// The directory's entries, not the directory: on the cgroup v2 node it is a mount point (the machine's tmpfs).
+	entries, err := os.ReadDir(agentStateDir)
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
+	}
+	for _, en := range entries {
+		if err := os.RemoveAll(filepath.Join(agentStateDir, en.Name())); err != nil {
+			t.Fatal(err)
+		}
 	}
 	before := readNodeState(t, host)
 	nodeBefore := nodeGleanerFields(t, e)
