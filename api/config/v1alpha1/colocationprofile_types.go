@@ -30,7 +30,7 @@ import (
 // +kubebuilder:printcolumn:name="QoS",type=string,JSONPath=`.spec.qosClass`
 // +kubebuilder:printcolumn:name="PriorityClass",type=string,JSONPath=`.spec.priorityClassName`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a profile's name is at most 63 characters: the pods it makes batch pods carry it as the value of the label gleaner.sh/colocation-profile"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 63",optionalOldSelf=true,message="a profile's name is at most 63 characters: the pods it makes batch pods carry it as the value of the label gleaner.sh/colocation-profile"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.labels) || !('gleaner.sh/colocation-profile' in self.spec.labels) || self.spec.labels['gleaner.sh/colocation-profile'] == self.metadata.name",message="spec.labels may set gleaner.sh/colocation-profile only to the profile's own name, which the webhook sets anyway"
 type ColocationProfile struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -62,14 +62,11 @@ func checkPriorityClass(name string, pc *schedulingv1.PriorityClass) error {
 	return nil
 }
 
-// checkMetadata refuses labels and annotations the API server would refuse, the profile's name as the value of
-// configv1alpha1.LabelColocationProfile included: the pod would not be created at all. The CRD's schema refuses a
-// name too long for a label value, but not in a profile created before it did.
+// checkMetadata refuses labels and annotations the API server would refuse: the pod would not be created at all. The
+// profile's name as the value of configv1alpha1.LabelColocationProfile is not among them: Translate leaves the label
+// out where the name cannot be a label value (a profile created before the CRD bounded names).
 func checkMetadata(profile *configv1alpha1.ColocationProfile) error {
 	var errs []string
-	for _, msg := range validation.IsValidLabelValue(profile.Name) {
-		errs = append(errs, fmt.Sprintf("the profile's name as label %s: %s", configv1alpha1.LabelColocationProfile, msg))
-	}
 	for k, v := range profile.Spec.Labels {
 		for _, msg := range validation.IsQualifiedName(k) {
 			errs = append(errs, fmt.Sprintf("label key %q: %s", k, msg))

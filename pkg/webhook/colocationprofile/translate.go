@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	configv1alpha1 "github.com/gleaner-sh/gleaner/api/config/v1alpha1"
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -41,7 +42,7 @@ func Sampled(profile, namespace, key string, probability int32) bool {
 // Translate makes pod a batch pod as profile says, in place: the QoS class label (and the priority-class labels
 // the pod already carries, set to the batch band), the priority class pc with its priority and preemption policy,
 // the scheduler name, the profile's labels and annotations, the label configv1alpha1.LabelColocationProfile set to
-// the profile's name, and every container's and init container's cpu and memory requests and limits moved to
+// the profile's name (where it can be a label value), and every container's and init container's cpu and memory requests and limits moved to
 // kubernetes.io/batch-cpu (integer millicores) and kubernetes.io/batch-memory (bytes). pc is the PriorityClass the
 // profile names, nil when it does not exist.
 //
@@ -95,8 +96,12 @@ func Translate(pod *corev1.Pod, profile *configv1alpha1.ColocationProfile, pc *s
 	for k, v := range spec.Labels {
 		out.Labels[k] = v
 	}
-	// The mark the profile's status counts its pods by; set after the profile's labels, which may only repeat it.
-	out.Labels[configv1alpha1.LabelColocationProfile] = profile.Name
+	// The mark the profile's status counts its pods by; set after the profile's labels, which may only repeat it. A
+	// profile created before the CRD bounded names to a label value's 63 characters keeps making batch pods, which
+	// its status cannot count.
+	if len(validation.IsValidLabelValue(profile.Name)) == 0 {
+		out.Labels[configv1alpha1.LabelColocationProfile] = profile.Name
+	}
 	if len(spec.Annotations) > 0 && out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}

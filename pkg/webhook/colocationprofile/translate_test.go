@@ -96,3 +96,26 @@ func TestTranslateFailsWithoutChanging(t *testing.T) {
 		t.Errorf("error %v, want the bad label key named", err)
 	}
 }
+
+// TestTranslateOfALongNamedProfile: a profile whose name cannot be a label value (created before the CRD bounded
+// names) still makes batch pods; they go without the mark its status counts by. A name that can carries it.
+func TestTranslateOfALongNamedProfile(t *testing.T) {
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "gleaner-batch"}, Value: 5000}
+	for _, tt := range []struct {
+		name   string
+		marked bool
+	}{{strings.Repeat("p", 64), false}, {strings.Repeat("p", 63), true}} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("1")}}},
+		}}}
+		if err := Translate(pod, &configv1alpha1.ColocationProfile{ObjectMeta: metav1.ObjectMeta{Name: tt.name}}, pc); err != nil {
+			t.Fatalf("a profile named with %d characters: %v", len(tt.name), err)
+		}
+		if _, ok := pod.Spec.Containers[0].Resources.Requests[slov1alpha1.BatchCPU]; !ok {
+			t.Errorf("a profile named with %d characters: the pod asks for no batch-cpu: %+v", len(tt.name), pod.Spec.Containers[0].Resources)
+		}
+		if got, ok := pod.Labels[configv1alpha1.LabelColocationProfile]; ok != tt.marked || (ok && got != tt.name) {
+			t.Errorf("a profile named with %d characters: label %q (present %v), want present %v", len(tt.name), got, ok, tt.marked)
+		}
+	}
+}
