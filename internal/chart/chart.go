@@ -63,6 +63,9 @@ func list(items schema) schema { return schema{"type": "array", "items": items} 
 
 const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 
+// positiveDurationPattern is durationPattern less 0, for a time that must pass.
+const positiveDurationPattern = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+
 // flagSchema is the schema of one flag's value; null keeps the binary's default.
 func flagSchema(f *pflag.Flag) (schema, error) {
 	s := schema{"description": fmt.Sprintf("--%s: %s (default %q)", f.Name, f.Usage, f.DefValue)}
@@ -182,8 +185,8 @@ func Schema() ([]byte, error) {
 		"priorityClasses": object(map[string]schema{"create": typed("boolean"), "koordinatorNames": typed("boolean")}),
 		"policies":        object(map[string]schema{"enabled": typed("boolean")}),
 		"rbac":            object(map[string]schema{"readerRoles": typed("boolean")}),
-		"giveBack": object(map[string]schema{"enabled": typed("boolean"), "timeout": {"type": "string",
-			"description": "how long the pre-delete Job waits for the manager to take its resources off the Nodes (a Go duration: 2m)"}}),
+		"giveBack": object(map[string]schema{"enabled": typed("boolean"), "timeout": {"type": "string", "pattern": positiveDurationPattern,
+			"description": "how long the pre-delete Job waits for the manager to take its resources off the Nodes (a Go duration: 2m; more on clusters of thousands of nodes)"}}),
 		"sloConfig": {"type": []string{"object", "null"}, "additionalProperties": typed("string", "object"),
 			"description": "slo-controller-config's data keys (docs/configuration.md), each a JSON string or an object"},
 		"image": object(map[string]schema{

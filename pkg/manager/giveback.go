@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
 	"github.com/gleaner-sh/gleaner/pkg/sloconfig"
@@ -22,23 +23,26 @@ import (
 // GiveBackOff is what the give-back writes into the SLO ConfigMap: every key whose plugins write on the Node objects,
 // turned off. The manager then takes off the batch and mid resources (colocation-config), the CPU normalization
 // ratio and the amplification ratio; its node webhook puts the raw allocatable back as the ratio goes.
-var GiveBackOff = map[string]string{
-	sloconfig.ColocationConfigKey:            `{"enable": false}`,
-	sloconfig.CPUNormalizationConfigKey:      `{"enable": false}`,
-	sloconfig.ResourceAmplificationConfigKey: `{"enable": false}`,
+func GiveBackOff() map[string]string {
+	return map[string]string{
+		sloconfig.ColocationConfigKey:            `{"enable": false}`,
+		sloconfig.CPUNormalizationConfigKey:      `{"enable": false}`,
+		sloconfig.ResourceAmplificationConfigKey: `{"enable": false}`,
+	}
 }
 
-// GiveBackAnnotations are the Node annotations the manager and its node webhook write, which the give-back waits to
+// giveBackAnnotations are the Node annotations the manager and its node webhook write, which the give-back waits to
 // see gone. The agent's own (the CPU basic info and the kubelet's manager policies on the NodeResourceTopology and
 // the Node) are not the manager's to take off: docs/operations.md lists them with what stays.
-var GiveBackAnnotations = []string{
+var giveBackAnnotations = []string{
 	slov1alpha1.AnnotationCPUNormalizationRatio,
 	slov1alpha1.AnnotationResourceAmplificationRatio,
 	slov1alpha1.AnnotationRawAllocatable,
 }
 
 // LeftOnNode lists what the manager wrote on node and has not taken off yet: the batch and mid extended resources of
-// its capacity and allocatable, and GiveBackAnnotations, sorted.
+// its capacity and allocatable, and its annotations, sorted. Where the node's own label keeps CPU normalization on
+// whatever the ConfigMap says, the ratio's entry says so: the manager will not take it off.
 func LeftOnNode(node *corev1.Node) []string {
 	var left []string
 	for _, list := range []struct {
@@ -51,10 +55,15 @@ func LeftOnNode(node *corev1.Node) []string {
 			}
 		}
 	}
-	for _, k := range GiveBackAnnotations {
-		if _, ok := node.Annotations[k]; ok {
-			left = append(left, "annotation "+k)
+	for _, k := range giveBackAnnotations {
+		if _, ok := node.Annotations[k]; !ok {
+			continue
 		}
+		entry := "annotation " + k
+		if v := node.Labels[slov1alpha1.LabelCPUNormalizationEnabled]; k == slov1alpha1.AnnotationCPUNormalizationRatio && v == "true" {
+			entry += " (kept by the node's label " + slov1alpha1.LabelCPUNormalizationEnabled + "=true: remove the label)"
+		}
+		left = append(left, entry)
 	}
 	slices.Sort(left)
 	return left
@@ -67,34 +76,38 @@ func isTierResource(r corev1.ResourceName) bool {
 
 // GiveBack is the first step of an uninstall (the chart's pre-delete hook, config/uninstall for kustomize): it turns
 // off, in the SLO ConfigMap namespace/name, every key whose plugins write on the Node objects (GiveBackOff), and
-// waits until the running manager has taken what it wrote off every Node (LeftOnNode), polling every poll, until ctx
-// ends. The manager's own paths do the work, as when a user turns colocation off: its webhook, which puts back an
-// amplified allocatable, is up only while the manager runs, so the give-back has to come before the uninstall
+// waits until the running manager has taken what it wrote off every Node (LeftOnNode), looking every poll on clk,
+// until ctx ends. The manager's own paths do the work, as when a user turns colocation off: its webhook, which puts
+// back an amplified allocatable, is up only while the manager runs, so the give-back has to come before the uninstall
 // deletes it. A missing ConfigMap is written as nothing: colocation is then off already, and the wait says whether
-// the Nodes agree. What is left when ctx ends is the error, node by node.
-func GiveBack(ctx context.Context, c kubernetes.Interface, namespace, name string, poll time.Duration) error {
+// the Nodes agree. What is left when ctx ends is the error, node by node; a Forbidden answer ends it at once (the
+// Job's RBAC is missing, and waiting would not mend it).
+func GiveBack(ctx context.Context, c kubernetes.Interface, clk clock.Clock, namespace, name string, poll time.Duration) error {
 	logger := klog.FromContext(ctx)
 	if err := turnOff(ctx, c, namespace, name); err != nil {
 		return err
 	}
 	logger.Info("colocation, CPU normalization and amplification turned off; waiting for the manager to take them off the Nodes",
 		"configMap", namespace+"/"+name)
-	start := time.Now()
+	start := clk.Now()
 	var left map[string][]string
 	for {
-		var err error
-		left, err = leftOnNodes(ctx, c)
+		now, err := leftOnNodes(ctx, c)
 		switch {
+		case apierrors.IsForbidden(err):
+			return err
 		case err != nil && ctx.Err() == nil:
 			logger.Info("listing the Nodes failed; trying again", "err", err)
-		case err == nil && len(left) == 0:
-			logger.Info("every Node is given back", "after", time.Since(start).Round(time.Second))
+		case err == nil && len(now) == 0:
+			logger.Info("every Node is given back", "after", clk.Since(start).Round(time.Second))
 			return nil
+		case err == nil:
+			left = now
 		}
 		select {
 		case <-ctx.Done():
 			return giveBackError(namespace, left, ctx.Err())
-		case <-time.After(poll):
+		case <-clk.After(poll):
 		}
 	}
 }
@@ -109,7 +122,7 @@ func turnOff(ctx context.Context, c kubernetes.Interface, namespace, name string
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		maps.Copy(cm.Data, GiveBackOff)
+		maps.Copy(cm.Data, GiveBackOff())
 		_, err = c.CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
@@ -123,22 +136,30 @@ func turnOff(ctx context.Context, c kubernetes.Interface, namespace, name string
 	return nil
 }
 
-// leftOnNodes is LeftOnNode of every Node that has something left, by name.
+// leftOnNodes is LeftOnNode of every Node that has something left, by name. The Nodes are listed a page at a time,
+// so that the Job's memory does not grow with the cluster.
 func leftOnNodes(ctx context.Context, c kubernetes.Interface) (map[string][]string, error) {
-	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing the Nodes: %w", err)
-	}
 	left := map[string][]string{}
-	for i := range nodes.Items {
-		if l := LeftOnNode(&nodes.Items[i]); len(l) > 0 {
-			left[nodes.Items[i].Name] = l
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		nodes, err := c.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing the Nodes: %w", err)
 		}
+		for i := range nodes.Items {
+			if l := LeftOnNode(&nodes.Items[i]); len(l) > 0 {
+				left[nodes.Items[i].Name] = l
+			}
+		}
+		if nodes.Continue == "" {
+			return left, nil
+		}
+		opts.Continue = nodes.Continue
 	}
-	return left, nil
 }
 
-// giveBackError says what the manager had not taken off when the wait ended (left is nil when no list answered).
+// giveBackError says what the manager had not taken off when the wait ended: left is the last list that answered,
+// nil when none did.
 func giveBackError(namespace string, left map[string][]string, cause error) error {
 	if left == nil {
 		return fmt.Errorf("the Nodes could not be read before the give-back's time ran out: %w", cause)
@@ -163,6 +184,9 @@ func giveBackError(namespace string, left map[string][]string, cause error) erro
 // RunGiveBack is `gleaner-manager --give-back-nodes`: GiveBack of the options' SLO ConfigMap, with the options'
 // client configuration, for at most timeout.
 func RunGiveBack(ctx context.Context, opts *Options, timeout time.Duration) error {
+	if timeout <= 0 {
+		return fmt.Errorf("--give-back-timeout %s: the wait needs a positive time", timeout)
+	}
 	cfg, err := opts.RESTConfig()
 	if err != nil {
 		return err
@@ -173,5 +197,5 @@ func RunGiveBack(ctx context.Context, opts *Options, timeout time.Duration) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return GiveBack(ctx, c, opts.Namespace, opts.SLOConfigName, 2*time.Second)
+	return GiveBack(ctx, c, clock.RealClock{}, opts.Namespace, opts.SLOConfigName, 5*time.Second)
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slov1alpha1 "github.com/gleaner-sh/gleaner/api/slo/v1alpha1"
@@ -20,7 +21,7 @@ import (
 // TestGiveBackOffIsAValidConfig: what the give-back writes passes the ConfigMap's validation (the webhook refuses
 // an invalid key even during an uninstall) without a finding, and leaves every key it writes off.
 func TestGiveBackOffIsAValidConfig(t *testing.T) {
-	res := sloconfig.ParseConfigMap(GiveBackOff)
+	res := sloconfig.ParseConfigMap(GiveBackOff())
 	if err := res.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestGiveBackOffIsAValidConfig(t *testing.T) {
 			t.Fatalf("the config with every key on: %v", k.Err)
 		}
 	}
-	snap := s.Apply(&corev1.ConfigMap{Data: GiveBackOff}).Current
+	snap := s.Apply(&corev1.ConfigMap{Data: GiveBackOff()}).Current
 	labels := map[string]string{"any": "node"}
 	if en := on.ResourceAmplification(labels).Enable; en == nil || !*en {
 		t.Fatalf("amplification not on before the give-back: %v", en)
@@ -70,6 +71,11 @@ func TestLeftOnNode(t *testing.T) {
 	}
 	if left := LeftOnNode(testutil.Node("clean").Allocatable("cpu", "4").Obj()); len(left) != 0 {
 		t.Errorf("a clean node: %v", left)
+	}
+	labelled := testutil.Node("labelled").Label(slov1alpha1.LabelCPUNormalizationEnabled, "true").
+		Annotation(slov1alpha1.AnnotationCPUNormalizationRatio, "1.2").Obj()
+	if got := strings.Join(LeftOnNode(labelled), "; "); !strings.Contains(got, "remove the label") {
+		t.Errorf("a ratio the node's label keeps: %q does not say to remove the label", got)
 	}
 }
 
@@ -112,7 +118,7 @@ func TestGiveBack(t *testing.T) {
 
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	err = GiveBack(short, c, ns, name, 200*time.Millisecond)
+	err = GiveBack(short, c, clock.RealClock{}, ns, name, 200*time.Millisecond)
 	if err == nil {
 		t.Fatal("GiveBack ended without an error while the node held batch-cpu")
 	}
@@ -128,7 +134,7 @@ func TestGiveBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range GiveBackOff {
+	for k, v := range GiveBackOff() {
 		if got.Data[k] != v {
 			t.Errorf("ConfigMap key %s = %q, want %q", k, got.Data[k], v)
 		}
@@ -141,7 +147,7 @@ func TestGiveBack(t *testing.T) {
 	go func() {
 		long, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		done <- GiveBack(long, c, ns, name, 200*time.Millisecond)
+		done <- GiveBack(long, c, clock.RealClock{}, ns, name, 200*time.Millisecond)
 	}()
 	time.Sleep(time.Second)
 	select {
@@ -169,7 +175,24 @@ func TestGiveBack(t *testing.T) {
 	}
 	short, cancel = context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := GiveBack(short, c, ns, name, 200*time.Millisecond); err != nil {
+	if err := GiveBack(short, c, clock.RealClock{}, ns, name, 200*time.Millisecond); err != nil {
 		t.Errorf("GiveBack without a ConfigMap, nodes clean: %v", err)
+	}
+
+	// Without the Job's RBAC: the first answer says so, without waiting out the time.
+	again := cm.DeepCopy()
+	again.ResourceVersion, again.UID = "", ""
+	if err := e.Client.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	bare, err := kubernetes.NewForConfig(e.TokenConfig(e.ServiceAccountToken(t, ns, "default", nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	begin := time.Now()
+	if err := GiveBack(long, bare, clock.RealClock{}, ns, name, 200*time.Millisecond); !apierrors.IsForbidden(err) || time.Since(begin) > 20*time.Second {
+		t.Errorf("GiveBack without RBAC: %v after %s, want Forbidden at once", err, time.Since(begin))
 	}
 }

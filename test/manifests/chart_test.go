@@ -242,29 +242,27 @@ func compareObjects(t *testing.T, kustomized, chart built) []string {
 	return out
 }
 
+// dropMetadata removes the keys of u's metadata.field (labels, annotations) that drop says are helm's own, and
+// the field when nothing is left.
+func dropMetadata(u *unstructured.Unstructured, field string, drop func(string) bool) {
+	m, _, _ := unstructured.NestedStringMap(u.Object, "metadata", field)
+	for k := range m {
+		if drop(k) {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", field)
+	} else {
+		_ = unstructured.SetNestedStringMap(u.Object, m, "metadata", field)
+	}
+}
+
 // normalize rewrites u in place into the form compareObjects compares.
 func normalize(t *testing.T, u *unstructured.Unstructured) {
 	t.Helper()
-	labels := u.GetLabels()
-	for _, l := range helmLabels {
-		delete(labels, l)
-	}
-	if len(labels) == 0 {
-		unstructured.RemoveNestedField(u.Object, "metadata", "labels")
-	} else {
-		u.SetLabels(labels)
-	}
-	annotations := u.GetAnnotations()
-	for k := range annotations {
-		if strings.HasPrefix(k, "helm.sh/hook") {
-			delete(annotations, k)
-		}
-	}
-	if len(annotations) == 0 {
-		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
-	} else {
-		u.SetAnnotations(annotations)
-	}
+	dropMetadata(u, "labels", func(k string) bool { return slices.Contains(helmLabels, k) })
+	dropMetadata(u, "annotations", func(k string) bool { return strings.HasPrefix(k, "helm.sh/hook") })
 	if u.GetKind() == "ConfigMap" {
 		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
 		for k, v := range data {
@@ -658,6 +656,8 @@ var badValues = []struct {
 	{[]string{"agent.flags.eviction-burst=many"}, `at '/agent/flags/eviction-burst': got string, want null or integer`, "eviction-burst"},
 	{[]string{"agent.flags.prediction-cold-start=1day"}, `at '/agent/flags/prediction-cold-start': '1day' does not match pattern`, "prediction-cold-start"},
 	{[]string{"manager.nodeselector.zone=a"}, `at '/manager': additional properties 'nodeselector' not allowed`, "nodeselector"},
+	{[]string{"giveBack.timeout=2x"}, `at '/giveBack/timeout': '2x' does not match pattern`, "giveBack"},
+	{[]string{"giveBack.timeout=0"}, `at '/giveBack/timeout': got number, want string`, "giveBack"},
 }
 
 // TestChartRefusesBadValues: values the chart cannot render say what is wrong and what is allowed: a sizing row
