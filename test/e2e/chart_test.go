@@ -117,7 +117,8 @@ func lastRelease(t *testing.T, repoRoot string) release {
 }
 
 // worktree checks commit out in a git worktree of repoRoot for the test and returns its directory. A clone without
-// the commit (a shallow one) fails the test: the upgrade starts from that tree.
+// the commit (a shallow one) fetches it from its origin first; where that fails too, so does the test: the upgrade
+// starts from that tree.
 func worktree(t *testing.T, repoRoot, commit string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "release")
@@ -129,7 +130,12 @@ func worktree(t *testing.T, repoRoot, commit string) string {
 		return nil
 	}
 	if err := git("worktree", "add", "--detach", dir, commit); err != nil {
-		t.Fatalf("the last release's tree (a shallow clone lacks its commit; git fetch --unshallow): %v", err)
+		if ferr := git("fetch", "--quiet", "origin", commit); ferr != nil {
+			t.Fatalf("the last release's tree: %v; fetching its commit: %v", err, ferr)
+		}
+		if err := git("worktree", "add", "--detach", dir, commit); err != nil {
+			t.Fatalf("the last release's tree: %v", err)
+		}
 	}
 	t.Cleanup(func() {
 		if err := git("worktree", "remove", "--force", dir); err != nil {
