@@ -178,13 +178,22 @@ func TestGiveBack(t *testing.T) {
 	if err := GiveBack(short, c, clock.RealClock{}, ns, name, 200*time.Millisecond); err != nil {
 		t.Errorf("GiveBack without a ConfigMap, nodes clean: %v", err)
 	}
+}
 
-	// Without the Job's RBAC: the first answer says so, without waiting out the time.
-	again := cm.DeepCopy()
-	again.ResourceVersion, again.UID = "", ""
-	if err := e.Client.Create(ctx, again); err != nil {
+// TestGiveBackWithoutRBAC: without the Job's RBAC the first answer says so, without waiting out the time.
+func TestGiveBackWithoutRBAC(t *testing.T) {
+	e := env.Start(t)
+	ctx := context.Background()
+	const ns, name = "gleaner-system", "slo-controller-config"
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{sloconfig.ColocationConfigKey: `{"enable": true}`}}
+	_ = e.Client.Delete(ctx, cm) // left by another test
+	if err := e.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), cm) })
 	bare, err := kubernetes.NewForConfig(e.TokenConfig(e.ServiceAccountToken(t, ns, "default", nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,14 @@ func Sampled(profile, namespace, key string, probability int32) bool {
 	return h.Sum64()%100 < uint64(probability)
 }
 
+// markProfile sets the label the profile's status counts its pods by. A profile created before the CRD bounded
+// names to a label value's 63 characters keeps making batch pods, which its status cannot count.
+func markProfile(labels map[string]string, profile string) {
+	if len(validation.IsValidLabelValue(profile)) == 0 {
+		labels[configv1alpha1.LabelColocationProfile] = profile
+	}
+}
+
 // Translate makes pod a batch pod as profile says, in place: the QoS class label (and the priority-class labels
 // the pod already carries, set to the batch band), the priority class pc with its priority and preemption policy,
 // the scheduler name, the profile's labels and annotations, the label configv1alpha1.LabelColocationProfile set to
@@ -96,12 +104,8 @@ func Translate(pod *corev1.Pod, profile *configv1alpha1.ColocationProfile, pc *s
 	for k, v := range spec.Labels {
 		out.Labels[k] = v
 	}
-	// The mark the profile's status counts its pods by; set after the profile's labels, which may only repeat it. A
-	// profile created before the CRD bounded names to a label value's 63 characters keeps making batch pods, which
-	// its status cannot count.
-	if len(validation.IsValidLabelValue(profile.Name)) == 0 {
-		out.Labels[configv1alpha1.LabelColocationProfile] = profile.Name
-	}
+	// Set after the profile's labels, which may only repeat it.
+	markProfile(out.Labels, profile.Name)
 	if len(spec.Annotations) > 0 && out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
