@@ -190,21 +190,33 @@ func TestRealKernelServiceStallEvictsBatch(t *testing.T) {
 	store.DeletePod(batch.UID)
 	const measure = 10 * time.Second
 	time.Sleep(2 * time.Second) // the first pass after the squeeze reads the file in again
-	fromAfter, inFrom := count(), pagedIn()
+	cpuUsed := func() time.Duration {
+		d, err := fs.CPUUsage(webCtr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	fromAfter, inFrom, cpuFrom := count(), pagedIn(), cpuUsed()
 	time.Sleep(measure)
 	after, inAfter := count()-fromAfter, pagedIn()-inFrom
-	checkRecovered(t, passesBefore, evictedAfter, inBefore, after, measure, inAfter)
+	cores := (cpuUsed() - cpuFrom).Seconds() / measure.Seconds()
+	checkRecovered(t, passesBefore, evictedAfter, inBefore, after, measure, inAfter, cores)
 }
+
+// minCoresAfter is the CPU the service's readers, four loops that read from the page cache, must have had after the
+// eviction for their speed to be compared: one of the machine's two cores.
+const minCoresAfter = 1.0
 
 // checkRecovered holds the service's reads after the eviction to what they were under the squeeze: passes reads in
 // seconds that brought inBefore MiB in from the disk, then after reads in measure that brought inAfter.
-func checkRecovered(t *testing.T, passes, seconds int, inBefore float64, after int, measure time.Duration, inAfter float64) {
+func checkRecovered(t *testing.T, passes, seconds int, inBefore float64, after int, measure time.Duration, inAfter, coresAfter float64) {
 	t.Helper()
 	rateBefore := float64(passes) / float64(seconds)
 	rateAfter := float64(after) / measure.Seconds()
 	missBefore, missAfter := inBefore/float64(max(passes, 1)), inAfter/float64(max(after, 1))
-	t.Logf("the service read its %d MiB files %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx); "+
-		"each read brought %.1f MiB in from the disk under the squeeze, %.2f MiB after", fileMiB, rateBefore, rateAfter, rateAfter/rateBefore, missBefore, missAfter)
+	t.Logf("the service read its %d MiB files %.1f times a second under the squeeze, %.1f times a second after the eviction (%.1fx, on %.2f cores); "+
+		"each read brought %.1f MiB in from the disk under the squeeze, %.2f MiB after", fileMiB, rateBefore, rateAfter, rateAfter/rateBefore, coresAfter, missBefore, missAfter)
 	// The cause, counted by the kernel whatever else runs: under the squeeze the service's page cache could not hold
 	// its files and a part of each read came from the disk (a quarter of it in the runs here: the readers reclaim
 	// each other's pages); after the eviction the files stay in memory.
@@ -217,7 +229,14 @@ func checkRecovered(t *testing.T, passes, seconds int, inBefore float64, after i
 	// The effect on the service. On this project's machines the disk behind the page cache is itself cached by the
 	// host, so a read that misses costs only 2-3x one that hits (docs/qos.md has the figures); and a read that hits
 	// is all CPU, which the other test packages go test runs beside this one take their share of, while a read that
-	// misses mostly waits. 1.5x held on a quiet machine; 1.3x was measured beside the unit suite's other packages.
+	// misses mostly waits. 1.5x held on a quiet machine (1.9x alone); 1.3x was measured beside the unit suite's other
+	// packages, and 1.0-1.1x when they left the service's readers, all CPU after the eviction, under one core of the
+	// machine's two (105 reads a second under the squeeze alone, 40 beside them): then the speed cannot show what the
+	// eviction did, and the kernel's counts above are the judgment.
+	if coresAfter < minCoresAfter {
+		t.Logf("after the eviction the service's readers had %.2f cores (under %.1f: the machine's other work had the rest), so their speed is no measure of the eviction; judged by their reads from the disk above", coresAfter, minCoresAfter)
+		return
+	}
 	if rateAfter < 1.15*rateBefore {
 		t.Errorf("the service's reads are %.1fx as fast after the batch pod left; want at least 1.15x: the stall was not the batch pod's doing", rateAfter/rateBefore)
 	}
