@@ -39,16 +39,24 @@ func TestOOMKillsBatchBeforeTheService(t *testing.T) {
 	}
 	// The service's score is the runtime hook's, set when its container is created: a service created before the
 	// agent's NRI plugin has connected keeps the kubelet's 1000 (on the v2 node this test runs soon after the
-	// agent starts).
+	// agent starts). So does one whose pod the agent's watch has not delivered by then (the hook fails open after
+	// --nri-pod-wait): on a production node the reconciler lowers it within its interval, but the local node cannot
+	// grant the agent CAP_SYS_RESOURCE, which lowering takes. An init container of a few seconds gives the watch
+	// that time before the service's container is created, as a pod's image pull would.
 	waitForHookMode(e, runtimehook.ModeNRI)
 	limitBestEffort(t, 512<<20)
 
+	before := hookRequests(e)
 	svc := e.RunPodIn(ns, never(testutil.Pod("oom-service").Label(slov1alpha1.LabelPriorityClass, "prod").Label(slov1alpha1.LabelQoSClass, "LS").
-		Image(EaterImage, "--size=288Mi").Obj()))
+		InitContainer("wait", false).Image(EaterImage, "--size=1Mi", "--hold=3s").
+		Container("service").Image(EaterImage, "--size=288Mi").Obj()))
 	waitHolding(e, ns, svc.Name, "288Mi")
 	want := serviceOOMScore(e, svc)
 	if got := processOOMScore(t, svc); got != want {
-		t.Errorf("the service's process has oom_score_adj %d, want %d", got, want)
+		// Which way the hook answered tells a hook that failed open (pod_unknown, error) from one that was not asked
+		// (its connection lost: no CreateContainer counted) and from a value the runtime did not apply (adjusted).
+		t.Fatalf("the service's process has oom_score_adj %d, want %d; the runtime hook's answers meanwhile: %v",
+			got, want, hookRequests(e).since(before))
 	}
 	batch := e.RunPodIn(ns, never(testutil.Pod("oom-batch").PriorityClass("gleaner-batch").Label(slov1alpha1.LabelQoSClass, "BE").
 		Image(EaterImage, "--size=2Gi", "--step=16Mi", "--interval=500ms").Obj()))

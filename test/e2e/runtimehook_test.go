@@ -265,17 +265,47 @@ func report(e *Env, pod *corev1.Pod) (time.Time, cgroupValues) {
 // sandboxesAdjusted reads the agent's count of RunPodSandbox requests the NRI plugin answered with values.
 func sandboxesAdjusted(e *Env) float64 {
 	e.t.Helper()
-	const series = `gleaner_agent_runtime_hook_nri_requests_total{event="RunPodSandbox",result="adjusted"} `
+	return hookRequests(e)["RunPodSandbox/adjusted"]
+}
+
+// hookAnswers counts the NRI requests the agent's runtime hook answered, by "event/result", and its plugin's
+// attempts to connect to the runtime, by "connections/result".
+type hookAnswers map[string]float64
+
+// hookSeries matches the runtime hook's request and connection counters in the agent's metrics.
+var hookSeries = regexp.MustCompile(`^gleaner_agent_runtime_hook_nri_(requests|connections)_total\{(?:event="(\w+)",)?result="(\w+)"\} (\S+)$`)
+
+// hookRequests reads the agent's runtime hook counters from its metrics.
+func hookRequests(e *Env) hookAnswers {
+	e.t.Helper()
+	counts := hookAnswers{}
 	for _, line := range strings.Split(agentMetrics(e), "\n") {
-		if v, ok := strings.CutPrefix(line, series); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				e.t.Fatalf("parsing %q: %v", line, err)
-			}
-			return n
+		m := hookSeries.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n, err := strconv.ParseFloat(m[4], 64)
+		if err != nil {
+			e.t.Fatalf("parsing %q: %v", line, err)
+		}
+		key := m[2] + "/" + m[3]
+		if m[1] == "connections" {
+			key = "connections/" + m[3]
+		}
+		counts[key] = n
+	}
+	return counts
+}
+
+// since is what each count grew by from before, leaving out those that did not.
+func (a hookAnswers) since(before hookAnswers) hookAnswers {
+	d := hookAnswers{}
+	for k, n := range a {
+		if n > before[k] {
+			d[k] = n - before[k]
 		}
 	}
-	return 0
+	return d
 }
 
 // auditOwners are the owners of the executor's recorded writes of dir.

@@ -1,6 +1,7 @@
 // Command eater holds a target amount of memory, e.g. `eater --size 256Mi`, writing to every page so that it is
 // really resident (and charged to the pod's memory cgroup), optionally growing by --step every --interval. It then
-// holds it until SIGTERM or SIGINT.
+// holds it until SIGTERM or SIGINT, or for --hold and then exits (an init container that keeps a pod's main container
+// waiting).
 package main
 
 import (
@@ -23,6 +24,7 @@ func main() {
 	size := fs.String("size", "128Mi", "memory to hold, as Kubernetes writes memory: 64Mi, 1Gi")
 	step := fs.String("step", "", "grow by this much every --interval; empty takes it all at once")
 	interval := fs.Duration("interval", time.Second, "time between steps")
+	hold := fs.Duration("hold", 0, "exit after holding the memory this long; 0 holds it until SIGTERM or SIGINT")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	chunks, err := plan(*size, *step)
 	if err != nil {
@@ -45,7 +47,14 @@ func main() {
 		total += n
 		fmt.Printf("eater: holding %s\n", resource.NewQuantity(total, resource.BinarySI))
 	}
-	<-ctx.Done()
+	if *hold > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(*hold):
+		}
+	} else {
+		<-ctx.Done()
+	}
 	fmt.Printf("eater: releasing %d chunks\n", len(held))
 }
 
