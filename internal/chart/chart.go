@@ -66,6 +66,9 @@ const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 // positiveDurationPattern is durationPattern less 0, for a time that must pass.
 const positiveDurationPattern = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 
+// quantityPattern is a Kubernetes quantity (64Mi, 1G, 0.5), as the API server's OpenAPI has it.
+const quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+
 // flagSchema is the schema of one flag's value; null keeps the binary's default.
 func flagSchema(f *pflag.Flag) (schema, error) {
 	s := schema{"description": fmt.Sprintf("--%s: %s (default %q)", f.Name, f.Usage, f.DefValue)}
@@ -81,6 +84,9 @@ func flagSchema(f *pflag.Flag) (schema, error) {
 		s["pattern"] = durationPattern
 	case "string", "encoder", "time-encoding":
 		s["type"] = []string{"string", "null"}
+	case "quantity":
+		s["type"] = []string{"string", "integer", "null"}
+		s["pattern"] = quantityPattern
 	case "level":
 		s["type"] = []string{"string", "integer", "null"}
 	case "strings", "stringSlice":

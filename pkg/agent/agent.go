@@ -56,7 +56,7 @@ type Agent struct {
 	Reporter *reporter.Reporter
 	// Topology publishes the node's NodeResourceTopology; nil with --report-topology=false.
 	Topology *topologyreporter.Reporter
-	// Prediction predicts what the prod pods will not use; nil with --prediction-off.
+	// Prediction predicts what the prod pods will not use; nil with --prediction=false.
 	Prediction *prediction.Server
 	// Executor writes cgroup values.
 	Executor *executor.Executor
@@ -271,7 +271,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 		topo.PodResourcesSocket = kubeletpolicy.Socket(opts.Devices.KubeletRootDir)
 		a.Topology = topologyreporter.New(c, states, opts.ProcRoot, opts.SysRoot, clk, m, opts.NodeName, topo)
 	}
-	if !opts.PredictionOff {
+	if opts.PredictionEnabled {
 		if a.Prediction, err = prediction.NewServer(states, cache, clk, opts.predictionOptions()); err != nil {
 			return nil, err
 		}

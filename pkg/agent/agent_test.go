@@ -76,7 +76,7 @@ func TestOptionsValidate(t *testing.T) {
 			wantErr: []string{"--metric-cache-node-slots 20 x --metric-cache-step 2s", "at least 30"},
 		},
 		{name: "a ring that holds exactly one round", mutate: func(o *Options) { o.Cache.PodSlots = 60 }},
-		{name: "prediction off trains nothing", mutate: func(o *Options) { o.PredictionOff, o.Cache.PodSlots = true, 10 }},
+		{name: "prediction off trains nothing", mutate: func(o *Options) { o.PredictionEnabled, o.Cache.PodSlots = false, 10 }},
 		{
 			name: "every bad option at once",
 			mutate: func(o *Options) {
@@ -121,6 +121,48 @@ func TestCollectorIntervalsFlag(t *testing.T) {
 	}
 	if err := newFlagSet(NewOptions()).Parse([]string{"--collector-intervals=psi=fast"}); err == nil {
 		t.Error("a bad duration was accepted")
+	}
+}
+
+// TestRenamedFlags: the positive and quantity spellings set what the old ones did, and the old ones keep working for a
+// release, deprecated (hidden from --help, a warning when used).
+func TestRenamedFlags(t *testing.T) {
+	tests := []struct {
+		args       []string
+		prediction bool
+		maxBytes   int64
+	}{
+		{nil, true, 64 << 20},
+		{[]string{"--prediction=false", "--prediction-checkpoint-max-size=32Mi"}, false, 32 << 20},
+		{[]string{"--prediction-checkpoint-max-size=1G"}, true, 1_000_000_000},
+		{[]string{"--prediction-checkpoint-max-size=4096"}, true, 4096},
+		{[]string{"--prediction-off"}, false, 64 << 20},
+		{[]string{"--prediction-off=false"}, true, 64 << 20},
+		{[]string{"--prediction-off=true", "--prediction-checkpoint-max-bytes=33554432"}, false, 32 << 20},
+	}
+	for _, tt := range tests {
+		o := NewOptions()
+		if err := newFlagSet(o).Parse(tt.args); err != nil {
+			t.Errorf("%v: %v", tt.args, err)
+			continue
+		}
+		if o.PredictionEnabled != tt.prediction || o.Prediction.CheckpointMaxBytes != tt.maxBytes {
+			t.Errorf("%v: prediction %v, checkpoint bound %d; want %v, %d", tt.args, o.PredictionEnabled, o.Prediction.CheckpointMaxBytes, tt.prediction, tt.maxBytes)
+		}
+	}
+	fs := newFlagSet(NewOptions())
+	for _, old := range []string{"prediction-off", "prediction-checkpoint-max-bytes"} {
+		if f := fs.Lookup(old); f == nil || f.Deprecated == "" || !f.Hidden {
+			t.Errorf("--%s: %+v; want it kept, deprecated and hidden", old, f)
+		}
+	}
+	if got := fs.Lookup("prediction-checkpoint-max-size").DefValue; got != "64Mi" {
+		t.Errorf("--prediction-checkpoint-max-size's default reads %q, want 64Mi", got)
+	}
+	for _, bad := range []string{"--prediction-checkpoint-max-size=lots", "--prediction-checkpoint-max-size=-1Mi", "--prediction-off=maybe"} {
+		if err := newFlagSet(NewOptions()).Parse([]string{bad}); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
 	}
 }
 

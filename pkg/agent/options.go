@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gleaner-sh/gleaner/pkg/agent/collector"
 	"github.com/gleaner-sh/gleaner/pkg/agent/evictor"
@@ -72,8 +74,9 @@ type Options struct {
 
 	// Prediction configures peak prediction; its CheckpointDir is always StateDir/prediction.
 	Prediction prediction.Options
-	// PredictionOff turns peak prediction off: the NodeMetric reports no prod reclaimable resources (no mid-*).
-	PredictionOff bool
+	// PredictionEnabled runs peak prediction; without it the NodeMetric reports no prod reclaimable resources (no
+	// mid-*).
+	PredictionEnabled bool
 	// QoSPlugins selects QoS manager plugins, as Collectors does collectors.
 	QoSPlugins []string
 	// QoSPluginIntervals overrides QoS plugins' intervals, by name.
@@ -141,6 +144,7 @@ func NewOptions() *Options {
 		Devices:             collector.DefaultDeviceOptions(),
 		QoSPlugins:          []string{"*"},
 		Prediction:          prediction.DefaultOptions(),
+		PredictionEnabled:   true,
 		Executor:            executor.DefaultOptions(),
 		Eviction:            evictor.DefaultOptions(),
 		RuntimeHook:         runtimehook.DefaultOptions(),
@@ -178,13 +182,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Devices.CPIMaxContainers, "cpi-max-containers", o.Devices.CPIMaxContainers, "most containers the cpi collector keeps hardware counters on (two counters per CPU each)")
 	fs.DurationVar(&o.Devices.ColdAge, "cold-memory-age", o.Devices.ColdAge, "how long a page must have been idle to count as cold memory (kidled kernels)")
 	fs.IntVar(&o.Devices.GPUMaxDevices, "gpu-max-devices", o.Devices.GPUMaxDevices, "most GPUs the gpu collector reports")
-	fs.BoolVar(&o.PredictionOff, "prediction-off", o.PredictionOff, "turn peak prediction off: the NodeMetric reports no prod reclaimable resources, so the node offers no mid-* (docs/prediction.md)")
+	fs.BoolVar(&o.PredictionEnabled, "prediction", o.PredictionEnabled, "predict the prod pods' peaks; false: the NodeMetric reports no prod reclaimable resources, so the node offers no mid-* (docs/prediction.md)")
+	deprecatedAlias(fs, fs.VarPF(negated{&o.PredictionEnabled}, "prediction-off", "", "true turns peak prediction off"), "--prediction=false")
 	fs.DurationVar(&o.Prediction.TrainingInterval, "prediction-training-interval", o.Prediction.TrainingInterval, "how often the peak-prediction models learn the collectors' new samples")
 	fs.DurationVar(&o.Prediction.ColdStart, "prediction-cold-start", o.Prediction.ColdStart, "how old a model must be before its peak counts; younger ones reclaim nothing")
 	fs.DurationVar(&o.Prediction.ModelExpiry, "prediction-model-expiry", o.Prediction.ModelExpiry, "how long a prod pod may be gone before its model is dropped")
 	fs.Int64Var(&o.Prediction.SafetyMarginPercent, "prediction-safety-margin-percent", o.Prediction.SafetyMarginPercent, "how much every predicted peak is raised before it is subtracted from the requests")
 	fs.DurationVar(&o.Prediction.CheckpointInterval, "prediction-checkpoint-interval", o.Prediction.CheckpointInterval, "how often the models are saved under --state-dir/prediction (and once more at shutdown)")
-	fs.Int64Var(&o.Prediction.CheckpointMaxBytes, "prediction-checkpoint-max-bytes", o.Prediction.CheckpointMaxBytes, "the most bytes the saved models may take")
+	fs.Var(byteSize{&o.Prediction.CheckpointMaxBytes}, "prediction-checkpoint-max-size", "the most the saved models may take, as a quantity (64Mi) or bytes")
+	deprecatedAlias(fs, fs.VarPF(byteSize{&o.Prediction.CheckpointMaxBytes}, "prediction-checkpoint-max-bytes", "", "the most bytes the saved models may take"), "--prediction-checkpoint-max-size")
 	fs.StringSliceVar(&o.QoSPlugins, "qos-plugins", o.QoSPlugins, "QoS plugins to run: '*' for the defaults, 'name' to add one, '-name' to leave one out (known: "+strings.Join(qosPluginNames(), ", ")+")")
 	fs.Var(&durationMap{m: &o.QoSPluginIntervals}, "qos-plugin-intervals", "interval per QoS plugin, as name=duration pairs (e.g. memoryevict=500ms)")
 	fs.DurationVar(&o.Executor.Resync, "executor-resync", o.Executor.Resync, "how often the resource executor writes every cgroup value it holds again, undoing changes made behind its back")
@@ -282,7 +288,7 @@ func (o *Options) Validate() error {
 // coarse averages, so the models would learn averages (a true p95 of 2,000m learned as 302m) without a word. Pod
 // series train the pod and prod-band models, node series the system model.
 func (o *Options) validateTrainingWindow() error {
-	if o.PredictionOff || o.Cache.Step <= 0 || o.Prediction.TrainingInterval <= 0 {
+	if !o.PredictionEnabled || o.Cache.Step <= 0 || o.Prediction.TrainingInterval <= 0 {
 		return nil // nothing trains, or the cache's and the prediction's own checks already refuse it
 	}
 	interval := o.Prediction.TrainingInterval
@@ -381,6 +387,60 @@ func (d *durationMap) Set(s string) error {
 }
 
 func (d *durationMap) Type() string { return "name=duration,..." }
+
+// deprecatedAlias marks f, an old spelling of a flag, deprecated in favour of use: it keeps working for one release,
+// hidden from --help, with a warning when it is used. A bool's alias takes no value, as a bool flag does.
+func deprecatedAlias(fs *pflag.FlagSet, f *pflag.Flag, use string) {
+	if f.Value.Type() == "bool" {
+		f.NoOptDefVal = "true"
+	}
+	_ = fs.MarkDeprecated(f.Name, "use "+use+"; the old name goes after one release") // f is in fs: no error
+}
+
+// negated is a boolean flag that sets the opposite of *b: the old negative spelling of a positive flag.
+type negated struct{ b *bool }
+
+func (n negated) String() string {
+	if n.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(!*n.b)
+}
+
+func (n negated) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*n.b = !v
+	return nil
+}
+
+func (n negated) Type() string { return "bool" }
+
+// byteSize is a size in bytes written as Kubernetes writes memory (64Mi, 1G) or as a plain number of bytes.
+type byteSize struct{ v *int64 }
+
+func (b byteSize) String() string {
+	if b.v == nil {
+		return "0"
+	}
+	return resource.NewQuantity(*b.v, resource.BinarySI).String()
+}
+
+func (b byteSize) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("%q is no size such as 64Mi or 67108864: %w", s, err)
+	}
+	if q.Sign() < 0 {
+		return fmt.Errorf("%q: a size must not be negative", s)
+	}
+	*b.v = q.Value()
+	return nil
+}
+
+func (b byteSize) Type() string { return "quantity" }
 
 // predictionOptions are the peak-prediction options with the checkpoint directory under --state-dir.
 func (o *Options) predictionOptions() prediction.Options {

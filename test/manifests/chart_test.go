@@ -512,7 +512,7 @@ func expectAgentValues(t *testing.T, b built) {
 	expect(t, "--collector-intervals", ao.CollectorIntervals, map[string]time.Duration{"psi": 10 * time.Second})
 	expect(t, "--eviction-rate", ao.Eviction.RatePerMinute, 2.5)
 	expect(t, "--eviction-local-kill", ao.Eviction.LocalKill, false)
-	expect(t, "--prediction-checkpoint-max-bytes", ao.Prediction.CheckpointMaxBytes, int64(33554432))
+	expect(t, "--prediction-checkpoint-max-size", ao.Prediction.CheckpointMaxBytes, int64(33554432))
 	expect(t, "--prediction-cold-start", ao.Prediction.ColdStart, 12*time.Hour)
 	expect(t, "--cgroup-driver", ao.CgroupDriver, "systemd")
 	expect(t, "--runtime-reconcile-interval", ao.RuntimeHook.ReconcileInterval, 5*time.Second)
