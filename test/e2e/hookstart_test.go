@@ -46,6 +46,7 @@ func TestBatchPodsStartWhileSuppressionMoves(t *testing.T) {
 
 	withQuota := 0
 	for w := range waves {
+		start := time.Now()
 		pods := make([]*corev1.Pod, 0, perWave)
 		for i := range perWave {
 			pod := batchReportPod(fmt.Sprintf("start-%d-%d", w, i), milli, 32<<20)
@@ -71,7 +72,10 @@ func TestBatchPodsStartWhileSuppressionMoves(t *testing.T) {
 				}
 			}
 		}
+		started := time.Since(start)
 		e.DeletePod(pods...)
+		t.Logf("wave %d: %d pods reported their cgroups %s after their creation, and were gone %s later", w, perWave,
+			started.Round(100*time.Millisecond), (time.Since(start) - started).Round(100*time.Millisecond))
 	}
 	stop()
 	wg.Wait()
