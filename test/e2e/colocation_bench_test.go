@@ -96,7 +96,13 @@ func benchColocation(b *testing.B, e *Env) {
 	if err != nil {
 		b.Fatalf("the load generator at SCHED_RR: %v", err)
 	}
+	unregister := suite.OnInterrupt(func() {
+		if err := restore(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: the load generator back at SCHED_OTHER: %v\n", err)
+		}
+	})
 	defer func() {
+		unregister()
 		if err := restore(); err != nil {
 			b.Error(err)
 		}

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,6 +72,38 @@ type Suite struct {
 	startErr error
 	// imagesDir holds the images the suite built for its cluster starts; tearDown removes it.
 	imagesDir string
+
+	interruptMu sync.Mutex
+	// onInterrupt run, last registered first, when a signal ends the run, before the cluster is torn down.
+	onInterrupt []func()
+}
+
+// OnInterrupt registers f to run when SIGINT or SIGTERM ends the run, before the teardown, and returns the func
+// that unregisters it. A benchmark whose load generator runs at a real-time priority puts it back with one: a
+// generator still at SCHED_RR while the cluster goes away left the teardown a few percent of the CPUs, and the
+// process had to be killed.
+func (s *Suite) OnInterrupt(f func()) (unregister func()) {
+	s.interruptMu.Lock()
+	defer s.interruptMu.Unlock()
+	s.onInterrupt = append(s.onInterrupt, f)
+	i := len(s.onInterrupt) - 1
+	return func() {
+		s.interruptMu.Lock()
+		defer s.interruptMu.Unlock()
+		s.onInterrupt[i] = nil
+	}
+}
+
+// interrupted runs the OnInterrupt funcs still registered, last first.
+func (s *Suite) interrupted() {
+	s.interruptMu.Lock()
+	fs := slices.Clone(s.onInterrupt)
+	s.interruptMu.Unlock()
+	for _, f := range slices.Backward(fs) {
+		if f != nil {
+			f()
+		}
+	}
 }
 
 // NewSuite returns a suite that Run starts.
@@ -92,6 +125,7 @@ func (s *Suite) Run(m *testing.M) int {
 	go func() {
 		<-sig
 		fmt.Fprintln(os.Stderr, "e2e: interrupted; tearing the cluster down")
+		s.interrupted()
 		_ = s.tearDown() // it reports its own error
 		os.Exit(1)
 	}()

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,5 +69,19 @@ func TestStatusReportsComponents(t *testing.T) {
 			t.Errorf("component %d = %s alive %t rss %d, want %s alive with memory", i, c.Name, c.Alive, c.RSSBytes, want[i])
 		}
 		t.Logf("%-24s pid %-7d rss %4d MiB", c.Name, c.PID, c.RSSBytes>>20)
+	}
+}
+
+// The funcs registered with OnInterrupt run last first when a signal ends the run, and an unregistered one does not.
+func TestOnInterruptRunsWhatIsRegistered(t *testing.T) {
+	var s Suite
+	var ran []string
+	s.OnInterrupt(func() { ran = append(ran, "first") })
+	unregister := s.OnInterrupt(func() { ran = append(ran, "gone") })
+	s.OnInterrupt(func() { ran = append(ran, "last") })
+	unregister()
+	s.interrupted()
+	if want := []string{"last", "first"}; !slices.Equal(ran, want) {
+		t.Errorf("ran %v, want %v", ran, want)
 	}
 }
