@@ -3,7 +3,7 @@
 // of those requests end to end, which is what batch work next to it would hurt. GET /stats returns the latency
 // percentiles of the last --window requests as JSON; every --report it logs them. With the defaults it uses about
 // a tenth of a core. The work is a spin for --work of wall-clock time (--kind=spin), or, with --kind=fixed, a fixed
-// count of operations (--ops; by default calibrated at start to take --work on an idle CPU), each multiply-adds and a
+// count of operations (--ops; by default calibrated at start to take --work of its thread's CPU time), each multiply-adds and a
 // read from an in-memory working set of --set bytes: work that a neighbour's cache thrashing or a shared core slows
 // down, as it slows a real service. Each answer to GET / carries the handler's start and end (Handler-Start and
 // Handler-End, Unix nanoseconds), so that a client on the same node can tell the handler's time from the time

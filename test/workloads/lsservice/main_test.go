@@ -6,10 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestHandler(t *testing.T) {
@@ -163,5 +167,48 @@ func TestCalibrate(t *testing.T) {
 	}
 	if w.ops != long {
 		t.Errorf("ops = %d after calibrating to 10ms, want %d", w.ops, long)
+	}
+}
+
+// TestCalibrateBesideASpinner: a thread spinning on the same CPU for the whole calibration does not halve the
+// count, as it did when the runs were timed by the clock: calibrate counts the thread's own CPU time.
+func TestCalibrateBesideASpinner(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var allowed, cpu0 unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	first := 0
+	for !allowed.IsSet(first) {
+		first++
+	}
+	cpu0.Set(first) // the first CPU this test may run on
+	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+		t.Fatal(err)
+	}
+	w := newFixedWork(1<<20, 0)
+	alone := w.calibrate(20 * time.Millisecond) // runs longer than the scheduler's slice, shared when a neighbour spins
+
+	var stop atomic.Bool
+	spinning := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // this thread is the spinner's only: it ends with the goroutine
+		if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+			t.Error(err)
+		}
+		close(spinning)
+		for !stop.Load() {
+		}
+	}()
+	<-spinning
+	time.Sleep(20 * time.Millisecond) // the spinner runs
+	beside := w.calibrate(20 * time.Millisecond)
+	stop.Store(true)
+	t.Logf("calibrated to 20ms: %d operations alone on CPU %d, %d beside a spinner there", alone, first, beside)
+	// Timed by the clock, the count beside the spinner was 0.46-0.48 of the count alone; by the thread's CPU time
+	// 0.78-0.97 (the spinner still takes some of the caches at each switch).
+	if r := float64(beside) / float64(alone); r < 0.65 || r > 1.5 {
+		t.Errorf("beside a spinner on its CPU calibrate gave %d operations, alone %d: the spinner's share was counted as work", beside, alone)
 	}
 }
