@@ -19,7 +19,7 @@ export GOFLAGS := -trimpath $(filter-out -trimpath,$(GOFLAGS))
 CONTROLLER_GEN := go tool controller-gen
 # The Helm chart; `make generate` copies into it what config/ generates or holds without options (CHART_GENERATED).
 CHART := charts/gleaner
-CHART_GENERATED := $(CHART)/crds $(CHART)/files/generated
+CHART_GENERATED := $(CHART)/crds $(CHART)/files/generated $(CHART)/files/monitoring
 CHART_SCHEMA := $(CHART)/values.schema.json
 # The local cluster's tool (internal/localcluster) and the e2e suite's own state directory.
 LOCAL := $(BIN)/gleaner-local
@@ -95,6 +95,8 @@ generate: ## Regenerate deepcopy functions, CRD and RBAC manifests from the code
 	  case $$f in */kustomization.yaml|config/webhook/service.yaml) continue ;; esac; \
 	  d=$${f#config/}; cp "$$f" $(CHART)/files/generated/$${d%%/*}-$${d#*/}; \
 	done
+	@# The alerting rules, for metrics.prometheusRule (templates/metrics.yaml).
+	cp config/monitoring/gleaner-rules.yaml $(CHART)/files/monitoring/
 	@# The values' schema, its manager.flags and agent.flags from the binaries' flag sets (internal/chart).
 	go run ./hack/chart-schema > $(CHART_SCHEMA).tmp && mv $(CHART_SCHEMA).tmp $(CHART_SCHEMA)
 

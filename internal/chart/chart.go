@@ -158,6 +158,9 @@ func workload(flags schema, extra map[string]schema) schema {
 		"affinity":                      freeObject(),
 		"podAnnotations":                {"type": "object", "additionalProperties": typed("string")},
 		"podLabels":                     {"type": "object", "additionalProperties": typed("string")},
+		"podSecurityContext":            freeObject(),
+		"extraVolumes":                  list(freeObject()),
+		"extraVolumeMounts":             list(freeObject()),
 	}
 	for k, v := range extra {
 		props[k] = v
@@ -176,6 +179,7 @@ func Schema() ([]byte, error) {
 		return nil, err
 	}
 	row := object(map[string]schema{"requests": freeObject(), "limits": freeObject()})
+	intOrPercent := schema{"type": []string{"integer", "string", "null"}, "pattern": `^[0-9]+%?$`}
 	root := object(map[string]schema{
 		// Helm gives every chart of an umbrella chart its parent's global values; refusing them would refuse being a
 		// dependency. The chart reads none.
@@ -193,15 +197,51 @@ func Schema() ([]byte, error) {
 		"rbac":            object(map[string]schema{"readerRoles": typed("boolean")}),
 		"giveBack": object(map[string]schema{"enabled": typed("boolean"), "timeout": {"type": "string", "pattern": positiveDurationPattern,
 			"description": "how long the pre-delete Job waits for the manager to take its resources off the Nodes (a Go duration: 2m; more on clusters of thousands of nodes)"}}),
+		"webhook": object(map[string]schema{
+			"failurePolicy": {"type": "object", "additionalProperties": schema{"type": "string", "enum": []any{"Fail", "Ignore"}},
+				"description": "failurePolicy per webhook, by its name; one not named keeps config/webhook's"},
+			"timeoutSeconds": {"type": []string{"integer", "null"}, "minimum": 1, "maximum": 30},
+		}),
+		"certManager": object(map[string]schema{
+			"enabled": typed("boolean"),
+			"issuerRef": object(map[string]schema{
+				"name": typed("string"), "kind": typed("string"), "group": typed("string"),
+			}),
+		}),
+		"metrics": object(map[string]schema{
+			"service": object(map[string]schema{"enabled": typed("boolean")}),
+			"serviceMonitor": object(map[string]schema{
+				"enabled":           typed("boolean"),
+				"labels":            {"type": "object", "additionalProperties": typed("string")},
+				"interval":          {"type": "string", "pattern": `^(|[0-9]+(ms|s|m|h))+$`},
+				"scrapeTimeout":     {"type": "string", "pattern": `^(|[0-9]+(ms|s|m|h))+$`},
+				"tlsConfig":         freeObject(),
+				"bearerTokenFile":   typed("string"),
+				"authorization":     freeObject(),
+				"relabelings":       list(freeObject()),
+				"metricRelabelings": list(freeObject()),
+			}),
+			"prometheusRule": object(map[string]schema{
+				"enabled": typed("boolean"),
+				"labels":  {"type": "object", "additionalProperties": typed("string")},
+			}),
+			"readerSubjects": list(freeObject()),
+		}),
 		"sloConfig": {"type": []string{"object", "null"}, "additionalProperties": typed("string", "object"),
 			"description": "slo-controller-config's data keys (docs/configuration.md), each a JSON string or an object"},
 		"image": object(map[string]schema{
 			"registry": typed("string"), "pullPolicy": pullPolicy(false), "pullSecrets": list(freeObject()),
 		}),
 		"manager": workload(mflags, map[string]schema{
-			"replicas":    {"type": "integer", "minimum": 0},
-			"leaderElect": typed("boolean"),
-			"webhookPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+			"replicas":                  {"type": "integer", "minimum": 0},
+			"leaderElect":               typed("boolean"),
+			"webhookPort":               {"type": "integer", "minimum": 1, "maximum": 65535},
+			"topologySpreadConstraints": list(freeObject()),
+			"podDisruptionBudget": object(map[string]schema{
+				"enabled":        typed("boolean", "null"),
+				"minAvailable":   intOrPercent,
+				"maxUnavailable": intOrPercent,
+			}),
 		}),
 		"agent": workload(aflags, map[string]schema{
 			"runtimeHook":         {"type": "string", "enum": []any{"nri", "reconciler", "off"}},

@@ -262,7 +262,9 @@ func dropMetadata(u *unstructured.Unstructured, field string, drop func(string) 
 func normalize(t *testing.T, u *unstructured.Unstructured) {
 	t.Helper()
 	dropMetadata(u, "labels", func(k string) bool { return slices.Contains(helmLabels, k) })
-	dropMetadata(u, "annotations", func(k string) bool { return strings.HasPrefix(k, "helm.sh/hook") })
+	dropMetadata(u, "annotations", func(k string) bool {
+		return strings.HasPrefix(k, "helm.sh/hook") || k == "helm.sh/resource-policy"
+	})
 	if u.GetKind() == "ConfigMap" {
 		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
 		for k, v := range data {
@@ -444,6 +446,7 @@ func TestChartValuesLand(t *testing.T) {
 	expectManagerValues(t, b)
 	expectAgentValues(t, b)
 	expectClusterValues(t, b, ns)
+	expectOptionValues(t, b, ns)
 	applyToAPIServer(t, b)
 }
 
@@ -658,6 +661,12 @@ var badValues = []struct {
 	{[]string{"manager.nodeselector.zone=a"}, `at '/manager': additional properties 'nodeselector' not allowed`, "nodeselector"},
 	{[]string{"giveBack.timeout=2x"}, `at '/giveBack/timeout': '2x' does not match pattern`, "giveBack"},
 	{[]string{"giveBack.timeout=0"}, `at '/giveBack/timeout': got number, want string`, "giveBack"},
+	// the ecosystem's options (chart_options_test.go)
+	{[]string{"webhook.failurePolicy.nope=Fail"}, `webhook.failurePolicy: "nope" is no webhook of the chart (colocation-profile.config.gleaner.sh, `, "webhook.failurePolicy"},
+	{[]string{"webhook.timeoutSeconds=31"}, `at '/webhook/timeoutSeconds'`, "timeoutSeconds"},
+	{[]string{"manager.replicas=2", "manager.podDisruptionBudget.minAvailable=1"}, "manager.podDisruptionBudget: set one of minAvailable and maxUnavailable, the other null", "manager.podDisruptionBudget"},
+	{[]string{"certManager.enabled=true", "manager.flags.webhook-cert-secret=mine"}, `manager.flags.webhook-cert-secret "mine": with certManager.enabled`, "webhook-cert-secret"},
+	{[]string{"rbac.readerRoles=false", "metrics.readerSubjects[0].kind=User", "metrics.readerSubjects[0].name=prom"}, "metrics.readerSubjects binds gleaner-metrics-reader, which rbac.readerRoles=false leaves out", "metrics.readerSubjects"},
 }
 
 // TestChartRefusesBadValues: values the chart cannot render say what is wrong and what is allowed: a sizing row
@@ -759,12 +768,17 @@ func expectResources(t *testing.T, what string, c corev1.Container, cpu, memory,
 }
 
 // applyToAPIServer applies every object of b to the package's API server (kubectl apply --server-side), CRDs
-// first: the API server's validation, admission and CEL compilation accept the chart's objects as rendered.
+// first, those of other projects whose kinds b renders among them (crdsOf), and established before the rest: the
+// API server's validation, admission and CEL compilation accept the chart's objects as rendered.
 func applyToAPIServer(t *testing.T, b built) {
 	t.Helper()
 	e := env.Start(t)
 	var crds, rest bytes.Buffer
-	for _, u := range b.objects {
+	var crdNames []string
+	for _, u := range append(crdsOf(t, b), b.objects...) {
+		if u.GetKind() == "CustomResourceDefinition" {
+			crdNames = append(crdNames, "crd/"+u.GetName())
+		}
 		raw, err := yaml.Marshal(u.Object)
 		if err != nil {
 			t.Fatal(err)
@@ -781,6 +795,11 @@ func applyToAPIServer(t *testing.T, b built) {
 		cmd.Stdin = doc
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("kubectl apply --server-side of the chart's objects: %v\n%s", err, out)
+		}
+		if doc == &crds && len(crdNames) > 0 {
+			if out, err := e.Kubectl(append([]string{"wait", "--for=condition=Established", "--timeout=1m"}, crdNames...)...).CombinedOutput(); err != nil {
+				t.Fatalf("the CRDs are not established: %v\n%s", err, out)
+			}
 		}
 	}
 	t.Cleanup(func() {
@@ -838,7 +857,8 @@ func TestChartKoordinatorPriorityClasses(t *testing.T) {
 
 // TestChartAsASubchart: an umbrella chart that lists gleaner as a dependency and sets global values (Helm hands them
 // to every subchart) lints, and renders the objects the chart renders on its own, with Helm 4 and Helm 3. The
-// umbrella's own values for the subchart land as the chart's values do.
+// umbrella's own values for the subchart land as the chart's values do, the ServiceMonitors and PrometheusRule
+// among them (TestChartMetrics validates those against prometheus-operator's CRDs).
 func TestChartAsASubchart(t *testing.T) {
 	umbrella := t.TempDir()
 	if err := os.CopyFS(filepath.Join(umbrella, "charts", "gleaner"), os.DirFS(chartDir)); err != nil {
@@ -861,13 +881,23 @@ dependencies:
 gleaner:
   manager:
     replicas: 3
+  metrics:
+    serviceMonitor:
+      enabled: true
+    prometheusRule:
+      enabled: true
 `
 	for name, text := range map[string]string{"Chart.yaml": chart, "values.yaml": values} {
 		if err := os.WriteFile(filepath.Join(umbrella, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := render(t, "gleaner-system", "--set", "manager.replicas=3")
+	want := render(t, "gleaner-system", "--set", "manager.replicas=3", "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.prometheusRule.enabled=true")
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		if !slices.ContainsFunc(want.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == kind }) {
+			t.Errorf("the chart renders no %s with metrics.serviceMonitor and metrics.prometheusRule", kind)
+		}
+	}
 	for _, h := range []struct {
 		name  string
 		bin   *helmBinary
