@@ -181,6 +181,10 @@ func printDerivation(w io.Writer, e Explanation, clk clock.PassiveClock) error {
 	exp := e.Explanation
 	fmt.Fprintf(w, "Node %s: published %s (%s ago), colocation strategy: %s\n", e.Node,
 		exp.UpdateTime.UTC().Format("2006-01-02 15:04:05 MST"), age(clk, exp.UpdateTime.Time), orDash(exp.Strategy))
+	if c := meta.FindStatusCondition(exp.Conditions, slov1alpha1.NodeMetricUsable); c != nil {
+		fmt.Fprintf(w, "NodeMetric when published: %s since %s: %s\n", c.Reason,
+			c.LastTransitionTime.UTC().Format("2006-01-02 15:04:05 MST"), c.Message)
+	}
 	if len(e.Disagreements) > 0 {
 		fmt.Fprintf(w, "warning: the node does not carry the values explained here (%s). gleaner-manager writes the explanation after the node: "+
 			"it lags behind a newer write, or writing it failed (gleaner-manager logs the error and retries; "+

@@ -27,6 +27,11 @@ func explained(name string, published string) (*corev1.Node, *slov1alpha1.NodeRe
 	exp := slov1alpha1.NodeResourceExplanationStatus{
 		UpdateTime: metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)),
 		Strategy:   "nodeConfigs gray",
+		Conditions: []metav1.Condition{{
+			Type: slov1alpha1.NodeMetricUsable, Status: metav1.ConditionTrue, Reason: slov1alpha1.ReasonNodeMetricFresh,
+			LastTransitionTime: metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)),
+			Message:            "NodeMetric n was last updated 30s ago, within degradeTimeMinutes (15m0s)",
+		}},
 		Resources: []slov1alpha1.ResourceDerivation{
 			{
 				Resource: slov1alpha1.BatchCPU, Plugin: "batch", Value: &v, MetricTime: &metricTime,
@@ -85,6 +90,7 @@ func TestExplainPrintsTheDerivation(t *testing.T) {
 	for _, want := range []string{
 		"Node explain-a: published 2026-11-22 12:00:00 UTC",
 		"colocation strategy: nodeConfigs gray",
+		"NodeMetric when published: Fresh since 2026-11-22 10:00:00 UTC: NodeMetric n was last updated 30s ago, within degradeTimeMinutes (15m0s)",
 		"kubernetes.io/batch-cpu = 1200 millicores (1200m CPU)  (plugin batch, NodeMetric of 11:59:30, 30s before publishing)",
 		"policy usage",
 		"safetyMargin        1600m  (100 - reclaimThresholdPercent 60)% of capacity",

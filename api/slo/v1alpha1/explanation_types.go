@@ -26,6 +26,7 @@ const LegacyAnnotationResourceExplanation = "noderesource.gleaner.sh/explanation
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=nrexp,categories=gleaner
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.status.strategy`,description="colocation-config strategy that applied"
+// +kubebuilder:printcolumn:name="Metric",type=string,JSONPath=`.status.conditions[?(@.type=="NodeMetricUsable")].reason`,description="whether the node's NodeMetric could be used when the values were published (Fresh), or why not"
 // +kubebuilder:printcolumn:name="Published",type=date,JSONPath=`.status.updateTime`,description="when the explained values were published on the node"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeResourceExplanation struct {
@@ -65,7 +66,20 @@ type NodeResourceExplanationStatus struct {
 	// and resource amplification ratios), in plugin order.
 	// +optional
 	Annotations []AnnotationDerivation `json:"annotations,omitempty"`
+	// Conditions describe the inputs of the derivation at UpdateTime: NodeMetricUsable, whether the node's
+	// NodeMetric could be used (reason Fresh) or not (Missing, NoUsage, Stale, AheadOfClock: the batch and mid
+	// resources were then removed where colocation is on). They are written with the derivation, so they are as
+	// of UpdateTime, not of now: a report that goes stale while the node publishes nothing new (colocation off)
+	// shows here at the next publication. Its lastTransitionTime is kept across the manager's restarts.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// NodeMetricUsable is the NodeResourceExplanationStatus condition that says whether the node's NodeMetric could be
+// used when the explained values were published; its reasons are NodeMetricUsability's (ReasonNodeMetric...).
+const NodeMetricUsable = "NodeMetricUsable"
 
 // AnnotationKeptPrefix starts the Reason of an AnnotationDerivation whose plugin failed: the annotation was left on
 // the node as it was, whatever it is, and the rest of the Reason is the error.

@@ -82,6 +82,12 @@ const (
 // NodeMetricStatus is what the agent measured on the node. Usage quantities are CPU in cores (millicore precision)
 // and memory in bytes; memory excludes page cache.
 type NodeMetricStatus struct {
+	// ObservedGeneration is the metadata.generation of the spec this report followed (its windows and interval):
+	// after a change of spec.metricCollectPolicy, the report is of the new policy once it equals the generation.
+	// 0 from agents older than the field.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// UpdateTime is when the agent wrote this status. The batch plugin degrades a node whose UpdateTime is older than
 	// degradeTimeMinutes.
 	// +optional

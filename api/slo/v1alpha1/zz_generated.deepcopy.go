@@ -5,9 +5,9 @@
 package v1alpha1
 
 import (
-	"k8s.io/api/core/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -17,7 +17,7 @@ func (in *AggregatePolicy) DeepCopyInto(out *AggregatePolicy) {
 	*out = *in
 	if in.Durations != nil {
 		in, out := &in.Durations, &out.Durations
-		*out = make([]metav1.Duration, len(*in))
+		*out = make([]v1.Duration, len(*in))
 		copy(*out, *in)
 	}
 }
@@ -37,15 +37,15 @@ func (in *AggregatedUsage) DeepCopyInto(out *AggregatedUsage) {
 	*out = *in
 	if in.Usage != nil {
 		in, out := &in.Usage, &out.Usage
-		*out = make(map[AggregationType]v1.ResourceList, len(*in))
+		*out = make(map[AggregationType]corev1.ResourceList, len(*in))
 		for key, val := range *in {
-			var outVal map[v1.ResourceName]resource.Quantity
+			var outVal map[corev1.ResourceName]resource.Quantity
 			if val == nil {
 				(*out)[key] = nil
 			} else {
 				inVal := (*in)[key]
 				in, out := &inVal, &outVal
-				*out = make(v1.ResourceList, len(*in))
+				*out = make(corev1.ResourceList, len(*in))
 				for key, val := range *in {
 					(*out)[key] = val.DeepCopy()
 				}
@@ -303,7 +303,7 @@ func (in *HostApplicationMetricInfo) DeepCopyInto(out *HostApplicationMetricInfo
 	*out = *in
 	if in.Usage != nil {
 		in, out := &in.Usage, &out.Usage
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
@@ -618,35 +618,35 @@ func (in *NodeAllocationStatus) DeepCopyInto(out *NodeAllocationStatus) {
 	*out = *in
 	if in.Allocatable != nil {
 		in, out := &in.Allocatable, &out.Allocatable
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
 	if in.Requests != nil {
 		in, out := &in.Requests, &out.Requests
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
 	if in.Limits != nil {
 		in, out := &in.Limits, &out.Limits
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
 	if in.RequestsPercent != nil {
 		in, out := &in.RequestsPercent, &out.RequestsPercent
-		*out = make(map[v1.ResourceName]int64, len(*in))
+		*out = make(map[corev1.ResourceName]int64, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}
 	}
 	if in.LimitsPercent != nil {
 		in, out := &in.LimitsPercent, &out.LimitsPercent
-		*out = make(map[v1.ResourceName]int64, len(*in))
+		*out = make(map[corev1.ResourceName]int64, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}
@@ -729,7 +729,7 @@ func (in *NodeMetricInfo) DeepCopyInto(out *NodeMetricInfo) {
 	*out = *in
 	if in.NodeUsage != nil {
 		in, out := &in.NodeUsage, &out.NodeUsage
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
@@ -743,7 +743,7 @@ func (in *NodeMetricInfo) DeepCopyInto(out *NodeMetricInfo) {
 	}
 	if in.SystemUsage != nil {
 		in, out := &in.SystemUsage, &out.SystemUsage
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
@@ -886,7 +886,7 @@ func (in *NodeReservation) DeepCopyInto(out *NodeReservation) {
 	*out = *in
 	if in.Resources != nil {
 		in, out := &in.Resources, &out.Resources
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
@@ -991,6 +991,13 @@ func (in *NodeResourceExplanationStatus) DeepCopyInto(out *NodeResourceExplanati
 	if in.Annotations != nil {
 		in, out := &in.Annotations, &out.Annotations
 		*out = make([]AnnotationDerivation, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.Conditions != nil {
+		in, out := &in.Conditions, &out.Conditions
+		*out = make([]v1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -1118,7 +1125,7 @@ func (in *NodeSLOStatus) DeepCopyInto(out *NodeSLOStatus) {
 	*out = *in
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]metav1.Condition, len(*in))
+		*out = make([]v1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -1160,7 +1167,7 @@ func (in *PodMetricInfo) DeepCopyInto(out *PodMetricInfo) {
 	*out = *in
 	if in.Usage != nil {
 		in, out := &in.Usage, &out.Usage
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
@@ -1207,7 +1214,7 @@ func (in *ReclaimableMetric) DeepCopyInto(out *ReclaimableMetric) {
 	*out = *in
 	if in.Resource != nil {
 		in, out := &in.Resource, &out.Resource
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
@@ -1234,21 +1241,21 @@ func (in *ReclaimablePrediction) DeepCopyInto(out *ReclaimablePrediction) {
 	*out = *in
 	if in.ProdRequest != nil {
 		in, out := &in.ProdRequest, &out.ProdRequest
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
 	if in.ProdPeak != nil {
 		in, out := &in.ProdPeak, &out.ProdPeak
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
 	if in.SystemPeak != nil {
 		in, out := &in.SystemPeak, &out.SystemPeak
-		*out = make(v1.ResourceList, len(*in))
+		*out = make(corev1.ResourceList, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val.DeepCopy()
 		}

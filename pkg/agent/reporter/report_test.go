@@ -83,6 +83,9 @@ func TestReportWritesOnlyChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectStored(t, got.Status)
+	if got.Status.ObservedGeneration != got.Generation || got.Generation == 0 {
+		t.Errorf("observedGeneration %d, want the spec's generation %d", got.Status.ObservedGeneration, got.Generation)
+	}
 
 	// The informer now holds what was written: the same report sends nothing.
 	store.SetNodeMetric(got)
@@ -111,6 +114,21 @@ func TestReportWritesOnlyChanges(t *testing.T) {
 	}
 	if !got.Status.UpdateTime.Time.Equal(now.Add(time.Second)) || *got.Spec.CollectPolicy.ReportIntervalSeconds != 30 {
 		t.Errorf("after the retry: updateTime %v, interval %d", got.Status.UpdateTime, *got.Spec.CollectPolicy.ReportIntervalSeconds)
+	}
+	// The retried report followed the policy the informer held: it does not claim the newer spec.
+	if got.Status.ObservedGeneration != got.Generation-1 {
+		t.Errorf("observedGeneration %d after a report by the older spec, want %d", got.Status.ObservedGeneration, got.Generation-1)
+	}
+	store.SetNodeMetric(got)
+	clk.Step(time.Second)
+	if res, err := r.Report(ctx); err != nil || res != metrics.ReportWritten {
+		t.Fatalf("report by the newer spec: %s, %v", res, err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: "rep-1"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("observedGeneration %d once the informer has the newer spec, want %d", got.Status.ObservedGeneration, got.Generation)
 	}
 }
 

@@ -162,6 +162,7 @@ func (r *Reporter) report(ctx context.Context) (string, error) {
 	if status == nil {
 		return metrics.ReportNotReady, nil
 	}
+	status.ObservedGeneration = nm.Generation
 	result := metrics.ReportWritten
 	fresh := false
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -279,9 +280,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.times.wrote(node.Name, stamp, degradedBy, nr.Urgent)
 	// The explanation only for a write, and after it: most reconciles (a NodeMetric report that moves nothing
 	// much) end above. It is written by a queue of its own (explanation.go) and cannot hold this write up.
-	c.explanations.set(node, stamp, strategyName(snap, node), nr)
+	reason, message := in.MetricUsability()
+	c.explanations.set(node, stamp, strategyName(snap, node), nr, metricUsable(reason, message))
 	log.FromContext(ctx).V(1).Info("published node resources", "why", why)
 	return requeueAt(in.Now, nextDue(in, stamp, true)), nil
+}
+
+// metricUsable is the NodeMetricUsable condition of a NodeMetric with the usability reason and message, without its
+// transition time.
+func metricUsable(reason, message string) metav1.Condition {
+	status := metav1.ConditionFalse
+	if reason == slov1alpha1.ReasonNodeMetricFresh {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: slov1alpha1.NodeMetricUsable, Status: status, Reason: reason, Message: message}
 }
 
 // statusOf is the state of the node's NodeMetric that the metrics export: degraded only where colocation is on (a

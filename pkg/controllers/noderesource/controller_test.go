@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -274,6 +275,7 @@ func derivation(exp slov1alpha1.NodeResourceExplanationStatus, r corev1.Resource
 // fresh until it steps the clock itself.
 func TestRestartKeepsTheForcedUpdateClock(t *testing.T) {
 	h := start(t)
+	started := h.clock.Now()
 	// The first reconcile calculates 3000 and does not write: within 10% of 2900, and the last write a minute ago.
 	testenv.Eventually(t, "the controller calculates 3000 for node restarted", func() error {
 		if v := h.gauge(t, "gleaner_noderesource_cpu_cores", map[string]string{"node": "restarted", "resource": string(slov1alpha1.BatchCPU)}); v != 3 {
@@ -298,6 +300,23 @@ func TestRestartKeepsTheForcedUpdateClock(t *testing.T) {
 	}
 	if want := h.clock.Now().Truncate(time.Second); !obj.Status.UpdateTime.Time.Equal(want) {
 		t.Errorf("explanation of %v, want the write of %v", obj.Status.UpdateTime, want)
+	}
+	// The NodeMetric has been usable since before the restart: the condition keeps its transition time.
+	expectMetricUsable(t, obj.Status, metav1.ConditionTrue, slov1alpha1.ReasonNodeMetricFresh, started.Add(-time.Hour))
+}
+
+// expectMetricUsable checks the explanation's NodeMetricUsable condition: its status, reason and lastTransitionTime
+// (to the second).
+func expectMetricUsable(t *testing.T, st slov1alpha1.NodeResourceExplanationStatus, status metav1.ConditionStatus, reason string, since time.Time) {
+	t.Helper()
+	c := meta.FindStatusCondition(st.Conditions, slov1alpha1.NodeMetricUsable)
+	switch {
+	case c == nil:
+		t.Errorf("the explanation has no %s condition: %+v", slov1alpha1.NodeMetricUsable, st.Conditions)
+	case c.Status != status || c.Reason != reason || c.Message == "":
+		t.Errorf("%s = %s/%s (%q), want %s/%s with a message", c.Type, c.Status, c.Reason, c.Message, status, reason)
+	case !c.LastTransitionTime.Time.Equal(since.Truncate(time.Second)):
+		t.Errorf("%s changed at %v, want %v", c.Type, c.LastTransitionTime.UTC(), since.Truncate(time.Second).UTC())
 	}
 }
 
@@ -536,7 +555,7 @@ func TestDiffThreshold(t *testing.T) {
 func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	h := start(t)
 	h.makeNode(t, "stale", nil)
-	explanation(t, h.waitBatchCPU(t, "stale", "3000"))
+	expectMetricUsable(t, explanation(t, h.waitBatchCPU(t, "stale", "3000")), metav1.ConditionTrue, slov1alpha1.ReasonNodeMetricFresh, h.clock.Now())
 	stamped := float64(h.clock.Now().Unix())
 	stale := map[string]string{"node": "stale"}
 	if v := h.gauge(t, "gleaner_noderesource_degraded", stale); v != 0 {
@@ -554,10 +573,12 @@ func TestStaleMetricDegradesOnTheClock(t *testing.T) {
 	if _, ok := n.Status.Allocatable[slov1alpha1.MidCPU]; ok {
 		t.Error("mid-cpu survived a stale NodeMetric")
 	}
-	d := derivation(explanation(t, n), slov1alpha1.BatchCPU)
+	exp := explanation(t, n)
+	d := derivation(exp, slov1alpha1.BatchCPU)
 	if d == nil || d.Value != nil || d.Reason != "degraded: NodeMetric stale was last updated 16m0s ago, more than degradeTimeMinutes (15m0s)" {
 		t.Errorf("explanation of the degrade = %+v", d)
 	}
+	expectMetricUsable(t, exp, metav1.ConditionFalse, slov1alpha1.ReasonNodeMetricStale, h.clock.Now())
 	// The alerts' series (config/monitoring/gleaner-rules.yaml): degraded, and the report's time unchanged.
 	if v := h.gauge(t, "gleaner_noderesource_degraded", stale); v != 1 {
 		t.Errorf("degraded gauge of a stale NodeMetric = %v, want 1", v)

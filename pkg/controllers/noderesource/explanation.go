@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -66,8 +67,17 @@ type explanations struct {
 	owners map[string]types.UID
 	// published are the seeded publication times, for nodeTimes; an entry leaves when read.
 	published map[string]time.Time
+	// usable is the NodeMetricUsable condition last handed over per node (seeded from the listed objects), whose
+	// lastTransitionTime the next one keeps when its status is the same.
+	usable map[string]transition
 	// queue is the writer's workqueue, set when it starts; before, set only records.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// transition is a condition's status and its lastTransitionTime.
+type transition struct {
+	status metav1.ConditionStatus
+	at     metav1.Time
 }
 
 // pendingExplanation is one node's explanation to write, or the deletion of its object (gone).
@@ -78,7 +88,7 @@ type pendingExplanation struct {
 }
 
 func newExplanations() *explanations {
-	return &explanations{pending: map[string]*pendingExplanation{}, owners: map[string]types.UID{}, published: map[string]time.Time{}}
+	return &explanations{pending: map[string]*pendingExplanation{}, owners: map[string]types.UID{}, published: map[string]time.Time{}, usable: map[string]transition{}}
 }
 
 // setup registers the writer with the manager, with a client that has a rate limit of its own (qps, burst 2 x qps).
@@ -109,12 +119,15 @@ func (e *explanations) start(_ context.Context, q workqueue.TypedRateLimitingInt
 	return nil
 }
 
-// set hands over the explanation of what was just written on node, published at now. The derivations are copied:
-// the caller's NodeResource is its own again when set returns.
-func (e *explanations) set(node *corev1.Node, now time.Time, strategy string, nr *framework.NodeResource) {
+// set hands over the explanation of what was just written on node, published at now, with the node's
+// NodeMetricUsable condition, whose lastTransitionTime set sets. The derivations are copied: the caller's
+// NodeResource is its own again when set returns.
+func (e *explanations) set(node *corev1.Node, now time.Time, strategy string, nr *framework.NodeResource, usable metav1.Condition) {
 	p := &pendingExplanation{nodeUID: node.UID}
 	p.status.UpdateTime = metav1.NewTime(now)
 	p.status.Strategy = strategy
+	usable.LastTransitionTime = e.transitioned(node.Name, usable.Status, p.status.UpdateTime)
+	p.status.Conditions = []metav1.Condition{usable}
 	p.status.Resources = make([]slov1alpha1.ResourceDerivation, len(nr.Derivations))
 	for i := range nr.Derivations {
 		nr.Derivations[i].DeepCopyInto(&p.status.Resources[i])
@@ -128,12 +141,25 @@ func (e *explanations) set(node *corev1.Node, now time.Time, strategy string, nr
 	e.put(node.Name, p)
 }
 
+// transitioned records that node's NodeMetricUsable condition has status at now and returns its
+// lastTransitionTime: the one recorded when the status is the same, else now.
+func (e *explanations) transitioned(node string, status metav1.ConditionStatus, now metav1.Time) metav1.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if last, ok := e.usable[node]; ok && last.status == status {
+		return last.at
+	}
+	e.usable[node] = transition{status: status, at: now}
+	return now
+}
+
 // forget deletes the object of a node that is gone, if there is one; the garbage collector would too (owner
 // reference), this makes it immediate and independent of the collector.
 func (e *explanations) forget(name string) {
 	e.mu.Lock()
 	_, exists := e.owners[name]
 	_, queued := e.pending[name]
+	delete(e.usable, name)
 	e.mu.Unlock()
 	if exists || queued {
 		e.put(name, &pendingExplanation{gone: true})
@@ -264,7 +290,7 @@ func (e *explanations) seed(ctx context.Context) {
 		return
 	}
 	defer e.seeded.Store(true)
-	owners, published := map[string]types.UID{}, map[string]time.Time{}
+	owners, published, usable := map[string]types.UID{}, map[string]time.Time{}, map[string]transition{}
 	list := &slov1alpha1.NodeResourceExplanationList{}
 	for {
 		if err := e.client.List(ctx, list, client.Limit(seedPageSize), client.Continue(list.Continue)); err != nil {
@@ -281,6 +307,9 @@ func (e *explanations) seed(ctx context.Context) {
 			if !x.Status.UpdateTime.IsZero() {
 				published[x.Name] = x.Status.UpdateTime.Time
 			}
+			if c := meta.FindStatusCondition(x.Status.Conditions, slov1alpha1.NodeMetricUsable); c != nil {
+				usable[x.Name] = transition{status: c.Status, at: c.LastTransitionTime}
+			}
 		}
 		if list.Continue == "" {
 			break
@@ -291,6 +320,11 @@ func (e *explanations) seed(ctx context.Context) {
 	for name, uid := range owners {
 		if _, ok := e.owners[name]; !ok {
 			e.owners[name] = uid
+		}
+	}
+	for name, tr := range usable {
+		if _, ok := e.usable[name]; !ok {
+			e.usable[name] = tr
 		}
 	}
 	e.published = published

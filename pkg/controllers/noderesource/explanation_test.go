@@ -24,7 +24,8 @@ import (
 
 // publishedBefore makes node name as an earlier gleaner-manager left it before this one started: batch-cpu 2900
 // published a minute ago (the calculation gives 3000, within resourceDiffThreshold of it), the other values as the
-// calculation gives them, and its explanation, owned by a node of that name that has been deleted since.
+// calculation gives them, and its explanation, owned by a node of that name that has been deleted since, whose
+// NodeMetric has been usable for an hour.
 func (h *harness) publishedBefore(t *testing.T, name string) {
 	ctx := context.Background()
 	h.makeNode(t, name, nil)
@@ -46,6 +47,10 @@ func (h *harness) publishedBefore(t *testing.T, name string) {
 	exp.Status = slov1alpha1.NodeResourceExplanationStatus{
 		UpdateTime: metav1.NewTime(h.clock.Now().Add(-time.Minute)), Strategy: "cluster",
 		Resources: []slov1alpha1.ResourceDerivation{{Resource: slov1alpha1.BatchCPU, Plugin: "batch", Value: &v}},
+		Conditions: []metav1.Condition{{
+			Type: slov1alpha1.NodeMetricUsable, Status: metav1.ConditionTrue, Reason: slov1alpha1.ReasonNodeMetricFresh,
+			LastTransitionTime: metav1.NewTime(h.clock.Now().Add(-time.Hour)),
+		}},
 	}
 	must(t, h.c.Status().Update(ctx, exp))
 }

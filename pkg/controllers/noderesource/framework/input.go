@@ -94,8 +94,17 @@ func (in *Input) MemoryPressure() *slov1alpha1.MemoryPressure {
 // carry node usage, be younger than the strategy's degradeTimeMinutes, and not be stamped further ahead of the
 // manager's clock than MaxClockSkew (slov1alpha1.NodeMetricProblem, the rule kubectl glean top shares).
 func (in *Input) MetricProblem() string {
+	if reason, message := in.MetricUsability(); reason != slov1alpha1.ReasonNodeMetricFresh {
+		return message
+	}
+	return ""
+}
+
+// MetricUsability is MetricProblem as a reason (slov1alpha1.ReasonNodeMetric...) and a message, which says how old
+// the report is when it can be used too.
+func (in *Input) MetricUsability() (reason, message string) {
 	limit := time.Duration(ptr.Deref(in.Strategy.DegradeTimeMinutes, 0)) * time.Minute
-	return slov1alpha1.NodeMetricProblem(in.Node.Name, in.Metric, limit, in.Now)
+	return slov1alpha1.NodeMetricUsability(in.Node.Name, in.Metric, limit, in.Now)
 }
 
 // MetricDeadline is when the node's NodeMetric becomes too old to use, or the zero time when there is none.
