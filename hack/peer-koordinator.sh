@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# peer-koordinator.sh builds the peer the colocation benchmark measures Gleaner against (issue 44): Koordinator's
+# peer-koordinator.sh builds the peer the colocation benchmark measures Gleaner against: Koordinator's
 # koordlet and koord-manager, from the Go module github.com/koordinator-sh/koordinator at a pinned version through the
 # Go module proxy, into the per-user cache outside the work tree, the way hack/kube-build.sh builds Kubernetes. No
 # Koordinator code or binary is ever part of this repository; a second run finds the binaries and returns at once.
@@ -9,13 +9,13 @@
 #
 # Environment:
 #   GLEANER_CACHE          cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/gleaner)
-#   KOORDINATOR_VERSION    Koordinator version (default v1.8.0, the tag of 2026-04-16 the issue's facts are from;
+#   KOORDINATOR_VERSION    Koordinator version (default v1.8.0, the tag of 2026-04-16;
 #                          name an exact version: the proxy refuses to list them)
 #
 # koordlet needs cgo and libpfm (pkg/koordlet/util/perf_group links -lpfm): Debian's libpfm4-dev, checked below.
 # Only the directory goes to stdout; progress goes to stderr, so `$(hack/peer-koordinator.sh)` works.
 #
-# For the benchmark's peer arm: the settings issue 44 names, as v1.8.0 spells them (from the built binaries' --help,
+# For the benchmark's peer arm: the settings it needs, as v1.8.0 spells them (from the built binaries' --help,
 # with and without agent_mode=hostMode, and the module's source).
 #
 # koordlet (Go's flag package: -name=value or --name=value; a boolean off as --name=false):
@@ -77,16 +77,16 @@ built() {
   for c in "${KOORD_COMMANDS[@]}"; do [[ -x $KOORD_BIN/$c ]] || return 1; done
 }
 
-# need_libpfm fails, saying what to install, when libpfm's header or its link library is missing. The host-packages
-# list (internal/hostpkg/packages.tsv) declares what Gleaner's own targets need; the peer is no target of Gleaner's,
-# so this script checks for itself instead of adding a target there.
+# need_libpfm fails, saying what to install, when libpfm's header or its link library is missing: `make
+# peer-koordinator` installs it first (the host-packages target peer, internal/hostpkg/packages.tsv); a direct run of
+# this script only checks.
 need_libpfm() {
   # gcc -print-file-name prints the path it would link, or the bare name when it finds none.
   if [[ -f $PFM_HEADER && $(gcc -print-file-name=libpfm.so) == /* ]]; then
     return 0
   fi
   log "koordlet links libpfm (cgo, -lpfm) and $PFM_HEADER or libpfm.so is missing."
-  log "install Debian's libpfm4-dev (as root: apt-get install -y libpfm4-dev), then run this again."
+  log "install Debian's libpfm4-dev (go run ./hack/host-packages peer, as root; or make peer-koordinator), then run this again."
   exit 1
 }
 

@@ -29,7 +29,7 @@ func main() {
 }
 
 func run(ctx context.Context, targets []string) error {
-	known := []string{hostpkg.Run, hostpkg.E2E, hostpkg.Unit, hostpkg.CgroupV2, hostpkg.NodeV2}
+	known := []string{hostpkg.Run, hostpkg.E2E, hostpkg.Unit, hostpkg.CgroupV2, hostpkg.NodeV2, hostpkg.Peer}
 	if len(targets) == 0 {
 		return fmt.Errorf("usage: host-packages TARGET... (targets: %s)", strings.Join(known, " "))
 	}

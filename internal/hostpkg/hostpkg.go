@@ -29,6 +29,8 @@ const (
 	CgroupV2 = "cgroupv2"
 	// NodeV2 is `make e2e-cgroupv2`: the local cluster and e2e tests in a cgroup v2 virtual machine.
 	NodeV2 = "nodev2"
+	// Peer is `make peer-koordinator`: the colocation benchmark's peer, built from source (hack/peer-koordinator.sh).
+	Peer = "peer"
 )
 
 //go:embed packages.tsv

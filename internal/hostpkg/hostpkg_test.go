@@ -150,7 +150,7 @@ func TestParse(t *testing.T) {
 // TestTheList: the embedded list parses, every package names the targets it is needed by from the known ones, and
 // the local cluster's packages (runc, the CNI plugins, iptables) are there for the run target.
 func TestTheList(t *testing.T) {
-	known := []string{Run, E2E, Unit, CgroupV2, NodeV2}
+	known := []string{Run, E2E, Unit, CgroupV2, NodeV2, Peer}
 	for _, p := range All() {
 		for _, n := range p.NeededBy {
 			if !slices.Contains(known, n) {
