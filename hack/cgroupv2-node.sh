@@ -136,6 +136,9 @@ if [[ -z ${GLEANER_V2_NODE_CMD:-} ]]; then
   echo "cgroupv2-node: compiling the e2e suite (go test -c) and building the cluster's images"
   go test -c -o "$WORK/bin/e2e.test" ./test/e2e
   go build -o "$WORK/bin/" ./hack/gleaner-local
+  # The cluster's binaries too (the list internal/localcluster asks for): the machine has no network (GOPROXY=off),
+  # so on a machine whose cache lacks them (no host e2e run before) a build inside failed at the first module.
+  hack/kube-build.sh bin etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl containerd >/dev/null
   # A state directory of its own, short (containerd's socket paths under it must fit 107 bytes, whatever the tree's
   # path); the tarball then moves into the tree, where the machine sees it.
   images_state=$(mktemp -d /tmp/gleaner-images.XXXXXX)

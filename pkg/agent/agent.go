@@ -181,6 +181,19 @@ func DetectHost(opts *Options) (Host, error) {
 	return Host{CgroupVersion: v, Layout: cgroup.Layout{Driver: driver, Parent: opts.CgroupParent}}, nil
 }
 
+// runtimeLowersOOMScores is runtimehook.RuntimeCanLowerOOMScores of the host's /proc at procRoot, said in the log
+// when it is not so; unknown is no.
+func runtimeLowersOOMScores(procRoot string) bool {
+	lowers, err := runtimehook.RuntimeCanLowerOOMScores(procRoot)
+	switch {
+	case err != nil:
+		klog.Background().Info("negative oom_score_adj values go to containers through the runtime hook's reconciler only", "err", err.Error())
+	case !lowers:
+		klog.Background().Info("the host's init has no CAP_SYS_RESOURCE in its bounding set, so the runtime cannot start a container below oom_score_adj 0: negative values go to containers through the runtime hook's reconciler only")
+	}
+	return lowers
+}
+
 // New builds the agent's modules for the cluster at cfg; opts must be valid. clk drives every module.
 func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) {
 	host, err := DetectHost(opts)
@@ -253,7 +266,7 @@ func New(cfg *rest.Config, opts *Options, clk clock.WithTicker) (*Agent, error) 
 	}
 	hook, err := runtimehook.New(runtimehook.Deps{
 		States: states, Executor: exec, Cgroups: cgroups, Layout: host.Layout, CgroupVersion: host.CgroupVersion, Clock: clk,
-		Events: eventWriter,
+		Events: eventWriter, RuntimeLowersOOMScores: runtimeLowersOOMScores(opts.ProcRoot),
 	}, opts.RuntimeHook, m.Registry)
 	if err != nil {
 		return nil, err

@@ -147,7 +147,11 @@ func memoryStat(t *testing.T, file, key string) int64 {
 // processOOMScore is the oom_score_adj of the process of pod's first container, found through its cgroup.
 func processOOMScore(t *testing.T, pod *corev1.Pod) int {
 	t.Helper()
-	dir := cgroupDir(t, "memory", filepath.Join("kubepods", strings.ToLower(string(pod.Status.QOSClass)), "pod"+string(pod.UID), containerID(t, pod)))
+	qosDir := strings.ToLower(string(pod.Status.QOSClass))
+	if pod.Status.QOSClass == corev1.PodQOSGuaranteed {
+		qosDir = "" // the kubelet puts Guaranteed pods right under kubepods
+	}
+	dir := cgroupDir(t, "memory", filepath.Join("kubepods", qosDir, "pod"+string(pod.UID), containerID(t, pod)))
 	pids := strings.Fields(readFile(t, filepath.Join(dir, "cgroup.procs")))
 	if len(pids) == 0 {
 		t.Fatalf("no process in %s", dir)

@@ -83,6 +83,9 @@ type Deps struct {
 	Clock clock.WithTicker
 	// Events, when set, receives the Warning events about pods' annotations the hook cannot use.
 	Events EventRecorder
+	// RuntimeLowersOOMScores says the runtime can start a container at a negative oom_score_adj
+	// (RuntimeCanLowerOOMScores); false leaves negative values to the reconciler.
+	RuntimeLowersOOMScores bool
 }
 
 // EventRecorder records events (*events.Writer implements it).

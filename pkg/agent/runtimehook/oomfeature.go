@@ -131,13 +131,15 @@ func (f *oomFeature) ContainerValues(t Target) (Values, error) {
 	return f.values(t, adj), nil
 }
 
-// values are the Values that give a container adj at t.Stage. A negative value is not given at creation: on the
-// local node (containerd 2.4.2) every Guaranteed container created with an OomScoreAdj adjustment of -997, the
-// kubelet's own value, ended up without its cgroup where the kubelet's layout puts it (TestPodCgroupsFollowRequests
-// AndLimits failed four times in four), for a reason not understood yet. Negative values (Guaranteed pods, an
-// annotation) reach the container's processes through the reconciler instead, within its interval.
+// values are the Values that give a container adj at t.Stage. A negative value is given at creation only where the
+// runtime can start a process below 0 (Deps.RuntimeLowersOOMScores). On the local node, whose root cannot lower a
+// score, every Guaranteed container created with the kubelet's own -997 as an adjustment failed
+// TestPodCgroupsFollowRequestsAndLimits, four times in four (its cgroup was not where the kubelet's layout puts it);
+// the likeliest cause is runc, which writes the value in the container's init and fails the start when the kernel
+// refuses it. Where the runtime cannot, negative values (Guaranteed pods, an annotation) reach the container's
+// processes through the reconciler instead, within its interval, if the agent itself holds CAP_SYS_RESOURCE.
 func (f *oomFeature) values(t Target, adj int) Values {
-	if adj < 0 && t.Stage == StageCreateContainer {
+	if adj < 0 && t.Stage == StageCreateContainer && !f.d.RuntimeLowersOOMScores {
 		return Values{}
 	}
 	return Values{OOMScoreAdj: &adj}

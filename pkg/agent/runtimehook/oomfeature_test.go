@@ -276,26 +276,34 @@ func TestOOMScoreAnnotationGoesAndEphemeralContainers(t *testing.T) {
 	}
 }
 
-// Negative values are not given at creation (see oomFeature.values), only by the reconciler: a Guaranteed pod's
-// -997 and an annotated service's -500; a positive one goes to the runtime.
-func TestNegativeOOMScoresWaitForTheReconciler(t *testing.T) {
+// Where the runtime cannot start a process below 0 (Deps.RuntimeLowersOOMScores false), negative values are not
+// given at creation (see oomFeature.values), only by the reconciler: a Guaranteed pod's -997 and an annotated
+// service's -500. Where it can, they go to the runtime at creation too.
+func TestNegativeOOMScoresAtCreationOnlyWhereTheRuntimeCan(t *testing.T) {
 	g := testutil.Pod("db").UID(lsUID).Container("main").Requests("cpu", "1", "memory", "1Gi").Limits("cpu", "1", "memory", "1Gi").Obj()
 	annotated := testutil.Pod("web").UID(beUID).Annotation(slov1alpha1.AnnotationOOMScoreAdj, "-500").Container("main").Requests("memory", "64Mi").Obj()
-	f := newFixture(t, clock.RealClock{}, g, annotated)
-	reg := f.registry(t)
-	for _, tt := range []struct {
-		uid                  types.UID
-		atCreation, atRounds string
-	}{{lsUID, "", "-997"}, {beUID, "", "-500"}} {
-		m := f.store.GetPod(tt.uid)
-		for stage, want := range map[Stage]string{StageCreateContainer: tt.atCreation, StageReconcile: tt.atRounds} {
-			v, err := reg.containerValues(Target{Stage: stage, Pod: m, Container: "main"})
-			got := ""
-			if v.OOMScoreAdj != nil {
-				got = strconv.Itoa(*v.OOMScoreAdj)
+	for _, lowers := range []bool{false, true} {
+		f := newFixture(t, clock.RealClock{}, g, annotated)
+		f.deps.RuntimeLowersOOMScores = lowers
+		reg := f.registry(t)
+		for _, tt := range []struct {
+			uid    types.UID
+			values string
+		}{{lsUID, "-997"}, {beUID, "-500"}} {
+			m := f.store.GetPod(tt.uid)
+			atCreation := ""
+			if lowers {
+				atCreation = tt.values
 			}
-			if err != nil || got != want {
-				t.Errorf("%s at %s: %q, %v; want %q", m.Pod.Name, stage, got, err, want)
+			for stage, want := range map[Stage]string{StageCreateContainer: atCreation, StageReconcile: tt.values} {
+				v, err := reg.containerValues(Target{Stage: stage, Pod: m, Container: "main"})
+				got := ""
+				if v.OOMScoreAdj != nil {
+					got = strconv.Itoa(*v.OOMScoreAdj)
+				}
+				if err != nil || got != want {
+					t.Errorf("runtime lowers %v, %s at %s: %q, %v; want %q", lowers, m.Pod.Name, stage, got, err, want)
+				}
 			}
 		}
 	}
