@@ -163,64 +163,7 @@ func TestChartMetrics(t *testing.T) {
 		name string
 		pod  corev1.PodTemplateSpec
 	}{{"gleaner-manager", b.manager(t).Spec.Template}, {"gleaner-agent", b.agent(t).Spec.Template}} {
-		svc := &corev1.Service{}
-		b.object(t, "Service", c.name+"-metrics", svc)
-		port := containerPorts(c.pod.Spec.Containers[0])["metrics"]
-		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != port || svc.Spec.Ports[0].TargetPort != intstr.FromString("metrics") {
-			t.Errorf("Service %s ports %+v, want %d to the container's port metrics", svc.Name, svc.Spec.Ports, port)
-		}
-		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(c.pod.Labels)) {
-			t.Errorf("Service %s selects %v, not %s's pods %v", svc.Name, svc.Spec.Selector, c.name, c.pod.Labels)
-		}
-
-		sm := chartObject(t, b, "ServiceMonitor", c.name)
-		var spec struct {
-			JobLabel string `json:"jobLabel"`
-			Selector struct {
-				MatchLabels map[string]string `json:"matchLabels"`
-			} `json:"selector"`
-			NamespaceSelector struct {
-				MatchNames []string `json:"matchNames"`
-			} `json:"namespaceSelector"`
-			Endpoints []struct {
-				Port, Path, Scheme, Interval, BearerTokenFile string
-				HonorLabels                                   bool
-				TLSConfig                                     map[string]any `json:"tlsConfig"`
-				Relabelings                                   []struct {
-					SourceLabels []string `json:"sourceLabels"`
-					TargetLabel  string   `json:"targetLabel"`
-				} `json:"relabelings"`
-			} `json:"endpoints"`
-		}
-		fromMap(t, sm.Object["spec"], &spec)
-		sel := labels.SelectorFromSet(spec.Selector.MatchLabels)
-		if !sel.Matches(labels.Set(svc.Labels)) || sel.Matches(labels.Set(webhook.Labels)) {
-			t.Errorf("ServiceMonitor %s selects %v: want %s's metrics Service %v and not the webhook's %v", c.name, spec.Selector.MatchLabels, c.name, svc.Labels, webhook.Labels)
-		}
-		expect(t, "ServiceMonitor "+c.name+" namespaces", spec.NamespaceSelector.MatchNames, []string{ns})
-		job := svc.Labels[spec.JobLabel]
-		if _, named := jobs[job]; !named {
-			t.Errorf("ServiceMonitor %s gives job %q (label %q), which no alert names (%v)", c.name, job, spec.JobLabel, jobs)
-		}
-		jobs[job] = true
-		expect(t, "ServiceMonitor "+c.name+" release label", sm.GetLabels()["release"], "kube-prometheus-stack")
-		if len(spec.Endpoints) != 1 {
-			t.Fatalf("ServiceMonitor %s endpoints: %+v", c.name, spec.Endpoints)
-		}
-		e := spec.Endpoints[0]
-		if e.Port != "metrics" || e.Path != "/metrics" || e.Scheme != "https" || !e.HonorLabels || e.Interval != "30s" ||
-			e.TLSConfig["insecureSkipVerify"] != true || e.BearerTokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
-			t.Errorf("ServiceMonitor %s endpoint %+v: want port metrics, /metrics over https with the service account's token, the chart's tlsConfig and interval, honorLabels", c.name, e)
-		}
-		nodeLabel := slices.ContainsFunc(e.Relabelings, func(r struct {
-			SourceLabels []string `json:"sourceLabels"`
-			TargetLabel  string   `json:"targetLabel"`
-		}) bool {
-			return r.TargetLabel == "node" && reflect.DeepEqual(r.SourceLabels, []string{"__meta_kubernetes_pod_node_name"})
-		})
-		if want := c.name == "gleaner-agent"; nodeLabel != want {
-			t.Errorf("ServiceMonitor %s labels the target with its pod's node: %v, want %v (the manager's series carry their own)", c.name, nodeLabel, want)
-		}
+		expectScraped(t, b, ns, c.name, c.pod, webhook, jobs)
 	}
 	for job, scraped := range jobs {
 		if !scraped {
@@ -246,6 +189,14 @@ func TestChartMetrics(t *testing.T) {
 		t.Errorf("ClusterRoleBinding gleaner-metrics-reader: %+v %+v", crb.RoleRef, crb.Subjects)
 	}
 
+	expectPlainAndServiceOnly(t)
+	applyToAPIServer(t, b)
+}
+
+// expectPlainAndServiceOnly: a ServiceMonitor scrapes over plain HTTP where the binary serves it so, and
+// metrics.service alone renders the Services without ServiceMonitors.
+func expectPlainAndServiceOnly(t *testing.T) {
+	t.Helper()
 	// Plain HTTP where the binary serves it so: no scheme https, no token.
 	plain := render(t, "gleaner-system", "--set", "metrics.serviceMonitor.enabled=true", "--set", "manager.flags.metrics-secure=false")
 	ep, _, _ := unstructured.NestedSlice(chartObject(t, plain, "ServiceMonitor", "gleaner-manager").Object, "spec", "endpoints")
@@ -257,7 +208,73 @@ func TestChartMetrics(t *testing.T) {
 	if !hasObject(services, "Service", "gleaner-agent-metrics") || hasObject(services, "ServiceMonitor", "gleaner-agent") {
 		t.Error("metrics.service.enabled renders the metrics Services without ServiceMonitors")
 	}
-	applyToAPIServer(t, b)
+}
+
+// serviceMonitorSpec is the part of a ServiceMonitor's spec TestChartMetrics reads.
+type serviceMonitorSpec struct {
+	JobLabel string `json:"jobLabel"`
+	Selector struct {
+		MatchLabels map[string]string `json:"matchLabels"`
+	} `json:"selector"`
+	NamespaceSelector struct {
+		MatchNames []string `json:"matchNames"`
+	} `json:"namespaceSelector"`
+	Endpoints []struct {
+		Port, Path, Scheme, Interval, BearerTokenFile string
+		HonorLabels                                   bool
+		TLSConfig                                     map[string]any `json:"tlsConfig"`
+		Relabelings                                   []relabeling   `json:"relabelings"`
+	} `json:"endpoints"`
+}
+
+// relabeling is the part of a ServiceMonitor endpoint's relabeling TestChartMetrics reads.
+type relabeling struct {
+	SourceLabels []string `json:"sourceLabels"`
+	TargetLabel  string   `json:"targetLabel"`
+}
+
+// expectScraped checks the metrics Service and ServiceMonitor of component name (its pods' template pod) in b,
+// rendered into ns, and marks the job it gives in jobs (the alerts' jobs; one it does not name is an error).
+func expectScraped(t *testing.T, b built, ns, name string, pod corev1.PodTemplateSpec, webhook *corev1.Service, jobs map[string]bool) {
+	t.Helper()
+	svc := &corev1.Service{}
+	b.object(t, "Service", name+"-metrics", svc)
+	port := containerPorts(pod.Spec.Containers[0])["metrics"]
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != port || svc.Spec.Ports[0].TargetPort != intstr.FromString("metrics") {
+		t.Errorf("Service %s ports %+v, want %d to the container's port metrics", svc.Name, svc.Spec.Ports, port)
+	}
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+		t.Errorf("Service %s selects %v, not %s's pods %v", svc.Name, svc.Spec.Selector, name, pod.Labels)
+	}
+
+	sm := chartObject(t, b, "ServiceMonitor", name)
+	var spec serviceMonitorSpec
+	fromMap(t, sm.Object["spec"], &spec)
+	sel := labels.SelectorFromSet(spec.Selector.MatchLabels)
+	if !sel.Matches(labels.Set(svc.Labels)) || sel.Matches(labels.Set(webhook.Labels)) {
+		t.Errorf("ServiceMonitor %s selects %v: want %s's metrics Service %v and not the webhook's %v", name, spec.Selector.MatchLabels, name, svc.Labels, webhook.Labels)
+	}
+	expect(t, "ServiceMonitor "+name+" namespaces", spec.NamespaceSelector.MatchNames, []string{ns})
+	job := svc.Labels[spec.JobLabel]
+	if _, named := jobs[job]; !named {
+		t.Errorf("ServiceMonitor %s gives job %q (label %q), which no alert names (%v)", name, job, spec.JobLabel, jobs)
+	}
+	jobs[job] = true
+	expect(t, "ServiceMonitor "+name+" release label", sm.GetLabels()["release"], "kube-prometheus-stack")
+	if len(spec.Endpoints) != 1 {
+		t.Fatalf("ServiceMonitor %s endpoints: %+v", name, spec.Endpoints)
+	}
+	e := spec.Endpoints[0]
+	if e.Port != "metrics" || e.Path != "/metrics" || e.Scheme != "https" || !e.HonorLabels || e.Interval != "30s" ||
+		e.TLSConfig["insecureSkipVerify"] != true || e.BearerTokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+		t.Errorf("ServiceMonitor %s endpoint %+v: want port metrics, /metrics over https with the service account's token, the chart's tlsConfig and interval, honorLabels", name, e)
+	}
+	nodeLabel := slices.ContainsFunc(e.Relabelings, func(r relabeling) bool {
+		return r.TargetLabel == "node" && reflect.DeepEqual(r.SourceLabels, []string{"__meta_kubernetes_pod_node_name"})
+	})
+	if want := name == "gleaner-agent"; nodeLabel != want {
+		t.Errorf("ServiceMonitor %s labels the target with its pod's node: %v, want %v (the manager's series carry their own)", name, nodeLabel, want)
+	}
 }
 
 // fromMap converts an unstructured value into into, by JSON.
@@ -531,13 +548,7 @@ func expectOptionValues(t *testing.T, b built, ns string) {
 		t.Errorf("agent podSecurityContext: %+v", sc)
 	}
 	for name, spec := range map[string]corev1.PodSpec{"manager": mspec, "agent": a} {
-		hasVolume := slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "corp-ca" && v.ConfigMap != nil })
-		hasMount := slices.ContainsFunc(spec.Containers[0].VolumeMounts, func(v corev1.VolumeMount) bool {
-			return v.Name == "corp-ca" && v.MountPath == "/etc/corp-ca"
-		})
-		if !hasVolume || !hasMount || len(spec.Volumes) < 2 {
-			t.Errorf("%s: extraVolumes %v and extraVolumeMounts %v do not land beside the chart's", name, spec.Volumes, spec.Containers[0].VolumeMounts)
-		}
+		expectExtraVolume(t, name, spec)
 	}
 	expect(t, "webhooks with chart-values.yaml", webhooks(t, b), map[string]string{
 		"slo-controller-config.slo.gleaner.sh":        "Fail 10",
@@ -555,4 +566,16 @@ func expectOptionValues(t *testing.T, b built, ns string) {
 	}
 	expect(t, "PrometheusRule release label", chartObject(t, b, "PrometheusRule", "gleaner").GetLabels()["release"], "prometheus")
 	expect(t, "PrometheusRule namespace", chartObject(t, b, "PrometheusRule", "gleaner").GetNamespace(), ns)
+}
+
+// expectExtraVolume: chart-values.yaml's extra volume corp-ca and its mount land in spec beside the chart's own.
+func expectExtraVolume(t *testing.T, name string, spec corev1.PodSpec) {
+	t.Helper()
+	hasVolume := slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "corp-ca" && v.ConfigMap != nil })
+	hasMount := slices.ContainsFunc(spec.Containers[0].VolumeMounts, func(v corev1.VolumeMount) bool {
+		return v.Name == "corp-ca" && v.MountPath == "/etc/corp-ca"
+	})
+	if !hasVolume || !hasMount || len(spec.Volumes) < 2 {
+		t.Errorf("%s: extraVolumes %v and extraVolumeMounts %v do not land beside the chart's", name, spec.Volumes, spec.Containers[0].VolumeMounts)
+	}
 }
