@@ -38,8 +38,9 @@ import (
 // reports the node's NodeMetric and the manager turns it into batch resources. A service pod and a batch pod start,
 // and docs/install.md's upgrade commands (the CRDs, then helm upgrade) move to the working tree's images: both pods
 // keep running, never restarted nor evicted, with their cgroups' values; the webhook keeps the caBundle the manager
-// injected; `helm uninstall` gives the Node back through the chart's pre-delete hook. The next test gets the cluster
-// from config/local again.
+// injected; `helm uninstall` gives the Node back through the chart's pre-delete hook. Last, docs/install.md's
+// kustomize install of the working tree from the same registry (expectKustomizeInstall). The next test gets the
+// cluster from config/local again.
 func TestInstallFromRegistry(t *testing.T) {
 	e := suite.Env(t)
 	helm, err := localcluster.Helm(e.Ctx, e.Suite.RepoRoot)
@@ -65,7 +66,7 @@ func TestInstallFromRegistry(t *testing.T) {
 	start := time.Now()
 	install := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "install-from-registry")
 	if err := e.Suite.StartClusterDeploying(context.Background(), func(ctx context.Context, c *localcluster.Cluster) error {
-		return registryInstall(ctx, t, c, releaseTree, helm, install, reg, release.version)
+		return registryInstall(ctx, t, c, t.TempDir(), releaseTree, helm, install, reg, release.version)
 	}); err != nil {
 		t.Fatalf("installing %s from the registry: %v", release.version, err)
 	}
@@ -79,7 +80,7 @@ func TestInstallFromRegistry(t *testing.T) {
 	running := startUpgradeWorkloads(t, e)
 	start = time.Now()
 	upgrade := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "upgrade-from-registry")
-	if err := registryInstall(e.Ctx, t, e.Cluster, e.Suite.RepoRoot, helm, upgrade, reg, e2eVersion); err != nil {
+	if err := registryInstall(e.Ctx, t, e.Cluster, t.TempDir(), e.Suite.RepoRoot, helm, upgrade, reg, e2eVersion); err != nil {
 		t.Fatalf("upgrading from %s: %v", release.version, err)
 	}
 	t.Logf("upgraded from %s to the working tree in %s", release.version, time.Since(start).Round(time.Second))
@@ -88,6 +89,7 @@ func TestInstallFromRegistry(t *testing.T) {
 	running.expectUntouched(t, e)
 	expectCABundleKept(t, e)
 	expectUninstallGivesBack(t, e, helm)
+	expectKustomizeInstall(t, e, helm, reg, pushed)
 }
 
 // e2eVersion is the version `make push` stamps on the working tree's images and chart in TestInstallFromRegistry;
@@ -295,12 +297,12 @@ func docBlock(t *testing.T, path, name string) string {
 	return block
 }
 
-// registryInstall runs script, commands from docs/install.md, with bash against the cluster c, in a directory of
-// its own: REGISTRY is reg, CHART_VERSION the chart of version (pushed by makePush), kubectl and helm use the
-// cluster's kubeconfig, and helm install and upgrade get what the local cluster needs besides, as the last flags:
-// plain HTTP to the registry (helm pull too), and the config/local values of the tree repoRoot (host network, the
-// API server on 127.0.0.1) with the images pulled, not imported.
-func registryInstall(ctx context.Context, t *testing.T, c *localcluster.Cluster, repoRoot, helm, script, reg, version string) error {
+// registryInstall runs script, commands from docs/install.md, with bash against the cluster c, in the directory
+// dir: REGISTRY is reg, VERSION is version and CHART_VERSION the chart of version (pushed by makePush), kubectl and
+// helm use the cluster's kubeconfig, and helm install and upgrade get what the local cluster needs besides, as the
+// last flags: plain HTTP to the registry (helm pull too), and the config/local values of the tree repoRoot (host
+// network, the API server on 127.0.0.1) with the images pulled, not imported.
+func registryInstall(ctx context.Context, t *testing.T, c *localcluster.Cluster, dir, repoRoot, helm, script, reg, version string) error {
 	wrappers := t.TempDir()
 	values := filepath.Join(repoRoot, "config", "local", "helm-values.yaml")
 	wrapper := fmt.Sprintf(`#!/usr/bin/env bash
@@ -314,8 +316,8 @@ exec %q "$@"
 		return err
 	}
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(c.HelmCommand(ctx, helm).Env, "KUBECONFIG="+c.Kubeconfig(), "REGISTRY="+reg,
+	cmd.Dir = dir
+	cmd.Env = append(c.HelmCommand(ctx, helm).Env, "KUBECONFIG="+c.Kubeconfig(), "REGISTRY="+reg, "VERSION="+version,
 		"CHART_VERSION="+strings.TrimPrefix(version, "v"),
 		"PATH="+wrappers+string(os.PathListSeparator)+c.Layout().BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
@@ -324,6 +326,76 @@ exec %q "$@"
 		return fmt.Errorf("docs/install.md's commands: %w", err)
 	}
 	return nil
+}
+
+// expectKustomizeInstall: docs/install.md's kustomize install brings the working tree's pushed images up from the
+// registry after helm uninstall. The doc's kustomization names config/default on GitHub, which this machine cannot
+// reach; it is swapped for a base in the commands' directory (kustomize takes no absolute path) that is the tree's
+// config/local with the images pulled rather than imported and the agent's pod-resources volume at the local
+// kubelet's, what helm gets from config/local/helm-values.yaml in the same test. Then the pods run the pushed images
+// and the manager publishes batch resources from the new agent's report.
+func expectKustomizeInstall(t *testing.T, e *Env, helm, reg string, pushed map[string]string) {
+	t.Helper()
+	// helm uninstall does not wait for the pods, and the new ones ask for the same host ports.
+	waitNoPods(e, GleanerNamespace)
+	const remote = "https://github.com/gleaner-sh/gleaner//config/default?ref=$VERSION"
+	script := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "install-kustomize-from-registry")
+	if n := strings.Count(script, remote); n != 1 {
+		t.Fatalf("docs/install.md's kustomize install names the base %s %d times, want once:\n%s", remote, n, script)
+	}
+	dir := t.TempDir()
+	base := filepath.Join(dir, "local-base")
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	local, err := filepath.Rel(base, filepath.Join(e.Suite.RepoRoot, "config", "local"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+patches:
+  - patch: |-
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: gleaner-manager, namespace: %[2]s}
+      spec: {template: {spec: {containers: [{name: manager, imagePullPolicy: IfNotPresent}]}}}
+  - patch: |-
+      apiVersion: apps/v1
+      kind: DaemonSet
+      metadata: {name: gleaner-agent, namespace: %[2]s}
+      spec:
+        template:
+          spec:
+            containers: [{name: agent, imagePullPolicy: IfNotPresent}]
+            volumes: [{name: pod-resources, hostPath: {path: %[3]s}}]
+`, local, GleanerNamespace, filepath.Join(e.Cluster.Layout().KubeletDir(), "pod-resources"))
+	if err := os.WriteFile(filepath.Join(base, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The doc's commands make the directory gleaner and write the kustomization there.
+	script = strings.Replace(script, remote, "../local-base", 1)
+	start := time.Now()
+	if err := registryInstall(e.Ctx, t, e.Cluster, dir, e.Suite.RepoRoot, helm, script, reg, e2eVersion); err != nil {
+		t.Fatalf("installing with kustomize: %v", err)
+	}
+	t.Logf("installed with kustomize from %s in %s", reg, time.Since(start).Round(time.Second))
+	expectPulledFrom(t, e, pushed, e2eVersion)
+	expectBatchResources(t, e)
+}
+
+// waitNoPods waits until namespace ns holds no pod.
+func waitNoPods(e *Env, ns string) {
+	e.t.Helper()
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		pods, err := e.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods left in %s", len(pods.Items), ns)
+	})
 }
 
 // expectPulledFrom: the manager's and the agent's pods run the images make push pushed as version, by tag and by

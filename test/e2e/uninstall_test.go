@@ -191,13 +191,7 @@ func TestUninstallRestoresTheNode(t *testing.T) {
 	if _, err := e.Cluster.Kubectl(e.Ctx, "delete", "-k", filepath.Join(local, "uninstall"), "--ignore-not-found", "--wait=true", "--timeout=1m"); err != nil {
 		t.Errorf("deleting the give-back's objects: %v", err)
 	}
-	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
-		pods, err := e.Clientset.CoreV1().Pods(GleanerNamespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(pods.Items) == 0, fmt.Sprintf("%d pods left in %s", len(pods.Items), GleanerNamespace)
-	})
+	waitNoPods(e, GleanerNamespace)
 	after := readNodeState(t, host)
 	t.Logf("uninstalled in %s: %+v", time.Since(start).Round(time.Second), after)
 	if diff := cmp.Diff(before, after); diff != "" {
