@@ -270,12 +270,12 @@ bench-colocation: gleaner-local ## The service's latency alone and beside batch 
 	$(LOCAL) --state-dir $(E2E_STATE) down >/dev/null 2>&1 || true; \
 	exit $$rc
 
-.PHONY: bench-runtimehook
 .PHONY: peer-koordinator
 peer-koordinator: ## Build Koordinator's koordlet and koord-manager (v1.8.0), the colocation benchmark's peer, into the cache and print their directory (once: about 17 minutes on 2 cores; not part of `make test`).
 	@go run ./hack/host-packages peer
 	@hack/peer-koordinator.sh
 
+.PHONY: bench-runtimehook
 bench-runtimehook: gleaner-local ## Container start latency with and without the runtime hook's NRI plugin, 100 pods each, on the real local node (docs/benchmarks.md; root, cgroup v1; ~15 min).
 	rc=0; GLEANER_E2E=1 GLEANER_E2E_STATE=$(E2E_STATE) go test -count=1 -timeout 40m -v -run '^$$' \
 	  -bench '^BenchmarkRuntimeHookStartLatency$$' -benchtime=1x ./test/e2e/ | grep -E 'latency|difference|nri_duration|^(---|ok|FAIL)' || rc=$$?; \
