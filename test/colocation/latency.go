@@ -51,12 +51,28 @@ func Summarize(samples []Sample) Latency {
 // Segments splits a request's latency, in milliseconds, into where it went: from its due time to its sending (the
 // generator's own delay), from sending to the handler's start (the network, the service's accept, read and wait
 // for a CPU), the handler itself, and from the handler's end to the body's end (the answer's way back and the
-// client's wake-up). The four add up to the latency.
+// client's wake-up). The four add up to the latency. HandlerCPU is the part of Handler its thread ran on a CPU
+// (where the service says); the rest of Handler the handler was off the CPU, runnable behind another task or
+// blocked, so a handler that grows by its CPU time ran slower, and one that grows by the rest waited.
 type Segments struct {
 	DueToSent     float64 `json:"dueToSentMs"`
 	SentToHandler float64 `json:"sentToHandlerMs"`
 	Handler       float64 `json:"handlerMs"`
 	HandlerToDone float64 `json:"handlerToDoneMs"`
+	HandlerCPU    float64 `json:"handlerCpuMs,omitempty"`
+}
+
+// segmentCount is how many values a Segments holds.
+const segmentCount = 5
+
+// values are s's fields in their order.
+func (s Segments) values() [segmentCount]float64 {
+	return [segmentCount]float64{s.DueToSent, s.SentToHandler, s.Handler, s.HandlerToDone, s.HandlerCPU}
+}
+
+// segmentsOfValues is the Segments of values in values' order.
+func segmentsOfValues(v [segmentCount]float64) Segments {
+	return Segments{DueToSent: v[0], SentToHandler: v[1], Handler: v[2], HandlerToDone: v[3], HandlerCPU: v[4]}
 }
 
 // Breakdown is the segments of a phase's requests.
@@ -70,36 +86,38 @@ type Breakdown struct {
 // breakdown is the segments of the samples that succeeded and carry the service's timestamps, with p99 the
 // latency at or above which the tail lies; nil when none carries them.
 func breakdown(samples []Sample, p99 time.Duration) *Breakdown {
-	var all [4][]float64
-	var tail Segments
+	var all [segmentCount][]float64
+	var tail [segmentCount]float64
 	tailN := 0
 	for _, s := range samples {
 		if s.Err != "" || s.Sent.IsZero() || s.HandlerStart.IsZero() || s.HandlerEnd.IsZero() {
 			continue
 		}
-		seg := segmentsOf(s)
-		for i, v := range []float64{seg.DueToSent, seg.SentToHandler, seg.Handler, seg.HandlerToDone} {
+		seg := segmentsOf(s).values()
+		for i, v := range seg {
 			all[i] = append(all[i], v)
 		}
 		if s.Latency >= p99 {
-			tail.DueToSent += seg.DueToSent
-			tail.SentToHandler += seg.SentToHandler
-			tail.Handler += seg.Handler
-			tail.HandlerToDone += seg.HandlerToDone
+			for i, v := range seg {
+				tail[i] += v
+			}
 			tailN++
 		}
 	}
 	if len(all[0]) == 0 {
 		return nil
 	}
-	median := func(v []float64) float64 {
+	var med [segmentCount]float64
+	for i, v := range all {
 		slices.Sort(v)
-		return v[(len(v)-1)/2]
+		med[i] = v[(len(v)-1)/2]
 	}
-	b := &Breakdown{Median: Segments{DueToSent: median(all[0]), SentToHandler: median(all[1]), Handler: median(all[2]), HandlerToDone: median(all[3])}}
+	b := &Breakdown{Median: segmentsOfValues(med)}
 	if tailN > 0 {
-		n := float64(tailN)
-		b.Tail = Segments{DueToSent: tail.DueToSent / n, SentToHandler: tail.SentToHandler / n, Handler: tail.Handler / n, HandlerToDone: tail.HandlerToDone / n}
+		for i := range tail {
+			tail[i] /= float64(tailN)
+		}
+		b.Tail = segmentsOfValues(tail)
 	}
 	return b
 }
@@ -112,6 +130,7 @@ func segmentsOf(s Sample) Segments {
 		SentToHandler: ms(s.HandlerStart.Sub(s.Sent)),
 		Handler:       ms(s.HandlerEnd.Sub(s.HandlerStart)),
 		HandlerToDone: ms(done.Sub(s.HandlerEnd)),
+		HandlerCPU:    ms(s.HandlerCPU),
 	}
 }
 

@@ -44,17 +44,20 @@ type Sample struct {
 	Err     string
 	Timeout bool
 	// Sent is when the request was written to the connection; HandlerStart and HandlerEnd are when the service's
-	// handler started and ended, from its answer's headers (zero where unknown).
+	// handler started and ended, and HandlerCPU the CPU time its thread ran in between, from its answer's headers
+	// (zero where unknown).
 	Sent         time.Time
 	HandlerStart time.Time
 	HandlerEnd   time.Time
+	HandlerCPU   time.Duration
 }
 
 // The headers in which the service (test/workloads/lsservice) answers when its handler started and ended, in Unix
-// nanoseconds.
+// nanoseconds, and the CPU time its thread ran meanwhile, in nanoseconds.
 const (
 	HeaderHandlerStart = "Handler-Start"
 	HeaderHandlerEnd   = "Handler-End"
+	HeaderHandlerCPU   = "Handler-Cpu-Ns"
 )
 
 // Run sends requests for d and returns one sample per request due in that time, in due order, once every request
@@ -126,6 +129,7 @@ func (g Generator) send(ctx context.Context, due time.Time) Sample {
 				err = fmt.Errorf("status %s", resp.Status)
 			}
 			s.HandlerStart, s.HandlerEnd = unixNanoHeader(resp.Header, HeaderHandlerStart), unixNanoHeader(resp.Header, HeaderHandlerEnd)
+			s.HandlerCPU = time.Duration(nanosHeader(resp.Header, HeaderHandlerCPU))
 		}
 	}
 	s.Latency = time.Since(due)
@@ -142,11 +146,20 @@ func (g Generator) send(ctx context.Context, due time.Time) Sample {
 
 // unixNanoHeader is the time in h's key, zero when it is absent or not a number.
 func unixNanoHeader(h http.Header, key string) time.Time {
-	n, err := strconv.ParseInt(h.Get(key), 10, 64)
-	if err != nil || n <= 0 {
+	n := nanosHeader(h, key)
+	if n == 0 {
 		return time.Time{}
 	}
 	return time.Unix(0, n)
+}
+
+// nanosHeader is the count of nanoseconds in h's key, 0 when it is absent or not a positive number.
+func nanosHeader(h http.Header, key string) int64 {
+	n, err := strconv.ParseInt(h.Get(key), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }
 
 // Pool is an HTTP client that keeps a fixed number of connections to one service and counts its dials. NewPool's

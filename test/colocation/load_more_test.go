@@ -117,13 +117,15 @@ func TestTimeoutsCountAtTheirLatency(t *testing.T) {
 	}
 }
 
-// The service's timestamps split each latency into four segments that add up to it.
+// The service's timestamps split each latency into four segments that add up to it, and its CPU time says how much
+// of the handler's segment it ran.
 func TestSegments(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		start := time.Now()
 		time.Sleep(3 * time.Millisecond)
 		w.Header().Set(HeaderHandlerStart, strconv.FormatInt(start.UnixNano(), 10))
 		w.Header().Set(HeaderHandlerEnd, strconv.FormatInt(time.Now().UnixNano(), 10))
+		w.Header().Set(HeaderHandlerCPU, "1250000") // 1.25 ms of the handler's 3 on a CPU
 		_, _ = w.Write([]byte("ok\n"))
 	}))
 	defer srv.Close()
@@ -137,10 +139,16 @@ func TestSegments(t *testing.T) {
 		if math.Abs(sum-ms(s.Latency)) > 1e-6 || seg.Handler < 3 || seg.DueToSent < 0 || seg.SentToHandler < 0 || seg.HandlerToDone < 0 {
 			t.Fatalf("segments %+v of a %s request: want four non-negative parts adding up to it, the handler at least 3ms", seg, s.Latency)
 		}
+		if seg.HandlerCPU != 1.25 {
+			t.Fatalf("segments %+v: the handler's CPU %v ms, want the 1.25 its answer said", seg, seg.HandlerCPU)
+		}
 	}
 	l := Summarize(samples)
 	if l.Segments == nil || l.Segments.Median.Handler < 3 || l.Segments.Tail.Handler < 3 {
 		t.Errorf("breakdown %+v, want the handler's 3 ms in the median and the tail", l.Segments)
+	}
+	if l.Segments != nil && (l.Segments.Median.HandlerCPU != 1.25 || l.Segments.Tail.HandlerCPU != 1.25) {
+		t.Errorf("breakdown %+v, want the handler's 1.25 ms of CPU in the median and the tail", l.Segments)
 	}
 	// Without the service's headers there is nothing to split.
 	for i := range samples {

@@ -160,10 +160,10 @@ func (r *Report) Summarise(serviceClass, batchClass string) {
 
 // tailOf is each tail segment's median over the phases that have segments, nil when none has.
 func tailOf(ps []Phase) *Segments {
-	var v [4][]float64
+	var v [segmentCount][]float64
 	for _, p := range ps {
 		if b := p.Latency.Segments; b != nil {
-			for i, x := range []float64{b.Tail.DueToSent, b.Tail.SentToHandler, b.Tail.Handler, b.Tail.HandlerToDone} {
+			for i, x := range b.Tail.values() {
 				v[i] = append(v[i], x)
 			}
 		}
@@ -171,7 +171,12 @@ func tailOf(ps []Phase) *Segments {
 	if len(v[0]) == 0 {
 		return nil
 	}
-	return &Segments{DueToSent: median(v[0]), SentToHandler: median(v[1]), Handler: median(v[2]), HandlerToDone: median(v[3])}
+	var med [segmentCount]float64
+	for i := range v {
+		med[i] = median(v[i])
+	}
+	s := segmentsOfValues(med)
+	return &s
 }
 
 // median is the median of v (the mean of the middle two for an even count), 0 for none.
@@ -204,16 +209,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 			s.Name, s.Rounds, s.P50, s.P99, s.P999, s.P99Ms, s.Errors, 100*s.Node, 100*s.Batch, 100*s.Service, s.BatchCores, s.BatchWork,
 			100*s.Steal, s.Evictions, s.PodsGone)
 	}
-	b.WriteString("\nWhere the slowest percent's time went (ms, the median over rounds of their mean), and the load generator's own\n")
-	b.WriteString("run-queue wait per request (the largest of the rounds) with the connections it opened during the phases:\n\n")
-	b.WriteString("| phase | due → sent | sent → handler | handler | handler → done | generator wait (ms) | dials |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("\nWhere the slowest percent's time went (ms, the median over rounds of their mean; the handler's time on a CPU is\n")
+	b.WriteString("part of the handler's), and the load generator's own run-queue wait per request (the largest of the rounds) with\n")
+	b.WriteString("the connections it opened during the phases:\n\n")
+	b.WriteString("| phase | due → sent | sent → handler | handler | handler on CPU | handler → done | generator wait (ms) | dials |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Ratios {
 		t := Segments{}
 		if s.Tail != nil {
 			t = *s.Tail
 		}
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f | %.3f | %d |\n", s.Name, t.DueToSent, t.SentToHandler, t.Handler, t.HandlerToDone, s.GeneratorWaitMs, s.Dials)
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %d |\n", s.Name, t.DueToSent, t.SentToHandler, t.Handler, t.HandlerCPU,
+			t.HandlerToDone, s.GeneratorWaitMs, s.Dials)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -35,13 +35,13 @@ func TestSummarise(t *testing.T) {
 	r.Phases[1].BatchWork, r.Phases[1].GeneratorWaitMs, r.Phases[1].Dials = 1.5, 0.02, 1
 	r.Phases[4].BatchWork, r.Phases[4].GeneratorWaitMs = 1.7, 0.05
 	r.Phases[1].BatchPodsGone = map[string]int{"holder": 2}
-	r.Phases[1].Latency.Segments = &Breakdown{Tail: Segments{DueToSent: 1, SentToHandler: 2, Handler: 3, HandlerToDone: 4}}
-	r.Phases[4].Latency.Segments = &Breakdown{Tail: Segments{DueToSent: 3, SentToHandler: 4, Handler: 5, HandlerToDone: 6}}
+	r.Phases[1].Latency.Segments = &Breakdown{Tail: Segments{DueToSent: 1, SentToHandler: 2, Handler: 3, HandlerToDone: 4, HandlerCPU: 1.5}}
+	r.Phases[4].Latency.Segments = &Breakdown{Tail: Segments{DueToSent: 3, SentToHandler: 4, Handler: 5, HandlerToDone: 6, HandlerCPU: 2.5}}
 	r.Summarise("service", "batch")
 	want := []Summary{
 		{Name: "alone", Rounds: 2, P50: 1, P99: 1, P999: 1, P99Ms: 5, Node: 0.11, Service: 0.05},
 		{Name: "unprotected", Rounds: 2, P50: 1.5, P99: 5, P999: 5, P99Ms: 25, Errors: 4, Node: 0.96, Batch: 0.81, Service: 0.05, BatchCores: 1.62, Evictions: 3,
-			BatchWork: 1.6, GeneratorWaitMs: 0.05, Dials: 1, PodsGone: 2, Tail: &Segments{DueToSent: 2, SentToHandler: 3, Handler: 4, HandlerToDone: 5}},
+			BatchWork: 1.6, GeneratorWaitMs: 0.05, Dials: 1, PodsGone: 2, Tail: &Segments{DueToSent: 2, SentToHandler: 3, Handler: 4, HandlerToDone: 5, HandlerCPU: 2}},
 		{Name: "protected", Rounds: 2, P50: 1, P99: 1.1, P999: 1.1, P99Ms: 5.5, Node: 0.86, Batch: 0.71, Service: 0.05, BatchCores: 1.42},
 	}
 	if diff := cmp.Diff(want, r.Ratios, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
@@ -58,14 +58,15 @@ func TestSummarise(t *testing.T) {
 | unprotected | 2 | 1.50x | 5.00x | 5.00x | 25.00 | 4 | 96 % | 81 % | 5.0 % | 1.62 | 1.60 | 0.0 % | 3 | 2 |
 | protected | 2 | 1.00x | 1.10x | 1.10x | 5.50 | 0 | 86 % | 71 % | 5.0 % | 1.42 | 0.00 | 0.0 % | 0 | 0 |
 
-Where the slowest percent's time went (ms, the median over rounds of their mean), and the load generator's own
-run-queue wait per request (the largest of the rounds) with the connections it opened during the phases:
+Where the slowest percent's time went (ms, the median over rounds of their mean; the handler's time on a CPU is
+part of the handler's), and the load generator's own run-queue wait per request (the largest of the rounds) with
+the connections it opened during the phases:
 
-| phase | due → sent | sent → handler | handler | handler → done | generator wait (ms) | dials |
-| --- | --- | --- | --- | --- | --- | --- |
-| alone | 0.00 | 0.00 | 0.00 | 0.00 | 0.000 | 0 |
-| unprotected | 2.00 | 3.00 | 4.00 | 5.00 | 0.050 | 1 |
-| protected | 0.00 | 0.00 | 0.00 | 0.00 | 0.000 | 0 |
+| phase | due → sent | sent → handler | handler | handler on CPU | handler → done | generator wait (ms) | dials |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| alone | 0.00 | 0.00 | 0.00 | 0.00 | 0.00 | 0.000 | 0 |
+| unprotected | 2.00 | 3.00 | 4.00 | 2.00 | 5.00 | 0.050 | 1 |
+| protected | 0.00 | 0.00 | 0.00 | 0.00 | 0.00 | 0.000 | 0 |
 `
 	if diff := cmp.Diff(wantTable, b.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)

@@ -32,17 +32,23 @@ import (
 )
 
 // The colocation benchmark's workload. The service answers each request with fixed work (lsservice --kind=fixed:
-// operations calibrated at its start to take benchWork on the idle node, each reading a cache line of a benchSet
-// working set), so that a neighbour that slows the CPU's caches or shares its core lengthens it; at 100 requests a
-// second it uses about a fifth of a core, well under its request of one. The batch mix (batchMix) tries to use every
+// benchOps operations, each reading a cache line of a benchSet working set), so that a neighbour that slows the
+// CPU's caches or shares its core lengthens it; at 100 requests a second it uses about a fifth of a core, well under
+// its request of one. The batch mix (batchMix) tries to use every
 // CPU of the node, as batch work does when nothing stops it.
 const (
 	// LSServiceImage is the latency-sensitive service (test/workloads/lsservice).
 	LSServiceImage = "gleaner.local/lsservice:dev"
 
-	benchRate       = 100
-	benchWork       = "2ms"
-	benchSet        = "8Mi"
+	benchRate = 100
+	benchWork = "2ms"
+	benchSet  = "8Mi"
+	// benchOps is the service's operations per request, the same in every run: about benchWork on this project's
+	// 2-vCPU VM (runs 9-11 calibrated at their start to 28,197-29,807). Calibrated in each run, the count moved with
+	// whatever shared the caches at the pod's start, even timed in the thread's own CPU time (14,232 in run 12, whose
+	// service then did half of the other runs' work), so two runs compared different services.
+	// GLEANER_BENCH_OPS=0 calibrates to benchWork instead.
+	benchOps        = 28000
 	benchServiceApp = "bench-service"
 	benchBatchApp   = "bench-batch"
 	// benchConns is the load generator's connection pool: opened before the first phase, never dialed during one.
@@ -86,7 +92,7 @@ func benchColocation(b *testing.B, e *Env) {
 	waitForHookMode(e, runtimehook.ModeNRI)
 
 	ns := e.Namespace()
-	svc := startBenchService(e, ns, cfg.service)
+	svc := startBenchService(e, ns, cfg.service, cfg.ops)
 	url := "http://" + svc.Status.PodIP + ":8080/"
 	pool := colocation.NewPool(benchConns, benchTimeout)
 	if err := pool.Warm(e.Ctx, url); err != nil {
@@ -250,6 +256,7 @@ type benchConfig struct {
 	settings []string
 	sizes    []benchSize
 	service  string
+	ops      int
 	seed     uint64
 	memory   bool
 }
@@ -265,19 +272,20 @@ func (c benchConfig) String() string {
 	for _, s := range c.sizes {
 		sizes = append(sizes, s.label)
 	}
-	return fmt.Sprintf("%s phases, %d rounds, settings %s, batch sizes %s of the published batch-cpu, service %s, seed %d, memory phase %t",
-		c.phase, c.rounds, strings.Join(c.settings, ","), strings.Join(sizes, ","), c.service, c.seed, c.memory)
+	return fmt.Sprintf("%s phases, %d rounds, settings %s, batch sizes %s of the published batch-cpu, service %s (%d ops, 0 calibrates), seed %d, memory phase %t",
+		c.phase, c.rounds, strings.Join(c.settings, ","), strings.Join(sizes, ","), c.service, c.ops, c.seed, c.memory)
 }
 
 // benchConfigOf reads the run's environment: GLEANER_BENCH_PHASE (a duration, default 60s), GLEANER_BENCH_ROUNDS
 // (default 6), GLEANER_BENCH_SETTINGS (benchSettingsOf; default unprotected,defaults,suppress), GLEANER_BENCH_SIZES
 // (fractions of the published batch-cpu as a/b or decimals, default 1/3,2/3,1), GLEANER_BENCH_SERVICE (fixed or spin,
-// the service's work), GLEANER_BENCH_SEED (the order and the arrivals; default from the clock, logged) and
+// the service's work), GLEANER_BENCH_OPS (its operations per request, default benchOps; 0 calibrates them to
+// benchWork at the service's start), GLEANER_BENCH_SEED (the order and the arrivals; default from the clock, logged) and
 // GLEANER_BENCH_MEMORY (0 leaves out the memory-growth phase). GLEANER_BENCH_MIX picks part of the batch mix
 // (benchMixOf).
 func benchConfigOf(b *testing.B) benchConfig {
 	c := benchConfig{phase: 60 * time.Second, rounds: 6, settings: []string{settingUnprotected, settingDefaults, settingSuppress},
-		service: "fixed", seed: uint64(time.Now().UnixNano()), memory: os.Getenv("GLEANER_BENCH_MEMORY") != "0"}
+		service: "fixed", ops: benchOps, seed: uint64(time.Now().UnixNano()), memory: os.Getenv("GLEANER_BENCH_MEMORY") != "0"}
 	if s := os.Getenv("GLEANER_BENCH_PHASE"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 2*benchWindow {
@@ -285,11 +293,7 @@ func benchConfigOf(b *testing.B) benchConfig {
 		}
 		c.phase = d
 	}
-	if s := os.Getenv("GLEANER_BENCH_ROUNDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("GLEANER_BENCH_ROUNDS=%q: want a positive number", s)
-		}
+	if n, ok := benchEnvInt(b, "GLEANER_BENCH_ROUNDS", 1, "a positive number"); ok {
 		c.rounds = n
 	}
 	if s := os.Getenv("GLEANER_BENCH_SETTINGS"); s != "" {
@@ -312,6 +316,9 @@ func benchConfigOf(b *testing.B) benchConfig {
 		}
 		c.service = s
 	}
+	if n, ok := benchEnvInt(b, "GLEANER_BENCH_OPS", 0, "the service's operations per request, or 0 to calibrate them"); ok {
+		c.ops = n
+	}
 	if s := os.Getenv("GLEANER_BENCH_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -320,6 +327,20 @@ func benchConfigOf(b *testing.B) benchConfig {
 		c.seed = n
 	}
 	return c
+}
+
+// benchEnvInt reads the environment variable name as a whole number of at least least (want says what it is for the
+// error), and whether it is set.
+func benchEnvInt(b *testing.B, name string, least int, want string) (int, bool) {
+	s := os.Getenv(name)
+	if s == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: want %s", name, s, want)
+	}
+	return n, true
 }
 
 // parseFraction reads "2/3" or "0.5".
@@ -352,11 +373,12 @@ func benchCPUs(b *testing.B) int {
 }
 
 // startBenchService runs the service: a prod pod asking for a core, whose load comes from the benchmark only, doing
-// work of kind (fixed or spin) per request.
-func startBenchService(e *Env, ns, kind string) *corev1.Pod {
+// work of kind (fixed, ops operations or calibrated when 0; or spin) per request.
+func startBenchService(e *Env, ns, kind string, ops int) *corev1.Pod {
 	pod := testutil.Pod(benchServiceApp).Label("app", benchServiceApp).Label("gleaner.sh/qos-class", "LS").
 		PriorityClass("gleaner-prod").Container("service").
-		Image(LSServiceImage, "--listen=:8080", "--qps=0", "--report=0", "--kind="+kind, "--work="+benchWork, "--set="+benchSet).
+		Image(LSServiceImage, "--listen=:8080", "--qps=0", "--report=0", "--kind="+kind, "--work="+benchWork, "--set="+benchSet,
+			fmt.Sprintf("--ops=%d", ops)).
 		Requests("cpu", "1", "memory", "128Mi").Limits("cpu", "2", "memory", "256Mi").Obj()
 	pod = e.RunPodIn(ns, pod)
 	e.t.Logf("the service: %s", strings.TrimSpace(e.Kubectl("-n", ns, "logs", pod.Name)))

@@ -7,7 +7,8 @@
 // read from an in-memory working set of --set bytes: work that a neighbour's cache thrashing or a shared core slows
 // down, as it slows a real service. Each answer to GET / carries the handler's start and end (Handler-Start and
 // Handler-End, Unix nanoseconds), so that a client on the same node can tell the handler's time from the time
-// before and after it. With --data-mib it also has a working set in the page cache, as a database has: it writes a file
+// before and after it, and the CPU time its thread ran in between (Handler-Cpu-Ns), which tells work that ran
+// slower from work that waited for a CPU. With --data-mib it also has a working set in the page cache, as a database has: it writes a file
 // of that size into --data-dir at start, and each request reads --read-kib of it at a random place, so a neighbour
 // that leaves its cache too little room shows in its latency.
 package main
@@ -23,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -138,28 +140,37 @@ func newWork(o options) (func(uint64), string, error) {
 	}
 }
 
-// The headers of an answer to GET / that say when its handler started and ended, in Unix nanoseconds.
+// The headers of an answer to GET / that say when its handler started and ended, in Unix nanoseconds, and how much
+// CPU time its thread ran meanwhile, in nanoseconds.
 const (
 	HeaderHandlerStart = "Handler-Start"
 	HeaderHandlerEnd   = "Handler-End"
+	HeaderHandlerCPU   = "Handler-Cpu-Ns"
 )
 
-// newHandler serves / (do the work, read from the working set if there is one, answer "ok" with the handler's start
-// and end), /stats (the recorder's Stats as JSON) and /healthz.
+// newHandler serves / (do the work, read from the working set if there is one, answer "ok" with the handler's start,
+// end and CPU time), /stats (the recorder's Stats as JSON) and /healthz. The work keeps its thread, so that the
+// thread's CPU time is the work's.
 func newHandler(work func(uint64), data *workingSet, rec *recorder) http.Handler {
 	mux := http.NewServeMux()
 	var requests atomic.Uint64
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		start := time.Now()
+		runtime.LockOSThread()
+		start, cpuStart := time.Now(), threadCPUTime()
 		work(requests.Add(1))
+		var err error
 		if data != nil {
-			if err := data.read(); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
+			err = data.read()
+		}
+		cpu, end := threadCPUTime()-cpuStart, time.Now()
+		runtime.UnlockOSThread()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
 		}
 		w.Header().Set(HeaderHandlerStart, strconv.FormatInt(start.UnixNano(), 10))
-		w.Header().Set(HeaderHandlerEnd, strconv.FormatInt(time.Now().UnixNano(), 10))
+		w.Header().Set(HeaderHandlerEnd, strconv.FormatInt(end.UnixNano(), 10))
+		w.Header().Set(HeaderHandlerCPU, strconv.FormatInt(int64(cpu), 10))
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {

@@ -37,6 +37,11 @@ func TestHandler(t *testing.T) {
 		t.Errorf("GET / handler start %q and end %q: want Unix nanoseconds at least the 1ms of work apart",
 			resp.Header.Get(HeaderHandlerStart), resp.Header.Get(HeaderHandlerEnd))
 	}
+	// The spin's CPU time: more than nothing (the test's machine may run something else meanwhile, so not all of the
+	// handler's time), and no more than all of it.
+	if cpu, err := strconv.ParseInt(resp.Header.Get(HeaderHandlerCPU), 10, 64); err != nil || cpu <= 0 || cpu > end-start {
+		t.Errorf("GET / handler CPU %q: want nanoseconds above 0 and at most the handler's %s", resp.Header.Get(HeaderHandlerCPU), time.Duration(end-start))
+	}
 
 	resp, err = http.Get(srv.URL + "/stats")
 	if err != nil {
@@ -62,6 +67,21 @@ func TestHandler(t *testing.T) {
 }
 
 // With a working set, a request reads a piece of the file; a file that cannot be read fails the request.
+// Handler-Cpu-Ns is the work's CPU time, not its time: work that sleeps 20 ms reports a small part of that.
+func TestHandlerCPUIsNotItsTime(t *testing.T) {
+	srv := httptest.NewServer(newHandler(func(uint64) { time.Sleep(20 * time.Millisecond) }, nil, newRecorder(10)))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	cpu, err := strconv.ParseInt(resp.Header.Get(HeaderHandlerCPU), 10, 64)
+	if err != nil || time.Duration(cpu) > 10*time.Millisecond {
+		t.Errorf("GET / handler CPU %q while the work slept 20ms: want nanoseconds below 10ms", resp.Header.Get(HeaderHandlerCPU))
+	}
+}
+
 func TestHandlerReadsTheWorkingSet(t *testing.T) {
 	data, err := newWorkingSet(filepath.Join(t.TempDir(), "ws"), 2, 256)
 	if err != nil {
