@@ -119,6 +119,7 @@ type Receiver struct {
 	mu      sync.Mutex
 	bytes   map[int]int64
 	sources map[string]bool
+	open    int // connections not yet read to their end
 }
 
 // Listen starts a Receiver on addr's ports inside ns, stopped when the test ends.
@@ -149,9 +150,15 @@ func (r *Receiver) serve(ln net.Listener, port int) {
 		}
 		r.mu.Lock()
 		r.sources[c.RemoteAddr().(*net.TCPAddr).IP.String()] = true
+		r.open++
 		r.mu.Unlock()
 		go func() {
-			defer c.Close()
+			defer func() {
+				_ = c.Close()
+				r.mu.Lock()
+				r.open--
+				r.mu.Unlock()
+			}()
 			buf := make([]byte, 256<<10)
 			for {
 				k, err := c.Read(buf)
@@ -171,6 +178,36 @@ func (r *Receiver) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	clear(r.bytes)
+}
+
+// Drain waits until every connection so far has been read to its end, for at most timeout, and returns how many
+// bytes arrived while it waited. A sender that closed its connection may leave many megabytes in its socket's and
+// the receiver's buffers (the receive buffer grows to net.ipv4.tcp_rmem's maximum, 32 MiB on some kernels) when
+// the reading goroutine falls behind on a busy machine; a measurement that starts before they are read counts the
+// last one's bytes as its own.
+func (r *Receiver) Drain(timeout time.Duration) (int64, error) {
+	start := r.total()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		open := r.open
+		r.mu.Unlock()
+		if open == 0 {
+			return r.total() - start, nil
+		}
+		if time.Now().After(deadline) {
+			return r.total() - start, fmt.Errorf("%d connections still open after %v", open, timeout)
+		}
+	}
+}
+
+func (r *Receiver) total() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sum int64
+	for _, b := range r.bytes {
+		sum += b
+	}
+	return sum
 }
 
 // Bytes is how many bytes arrived on port since the last Reset.
