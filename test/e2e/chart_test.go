@@ -33,7 +33,7 @@ import (
 // chart of the last release (CHANGELOG.md's, built in a git worktree of its commit) and of the working tree into a
 // real registry (go-containerregistry's, in this process, over HTTP on loopback); the cluster starts again and runs
 // the install commands of docs/install.md verbatim for the release, with the local cluster's values added to helm
-// (registryInstall). Then: the pods run the release's pushed images, pulled by containerd from the registry; helm
+// (runDocCommands). Then: the pods run the release's pushed images, pulled by containerd from the registry; helm
 // records the release as deployed; the namespace helm creates carries the chart's Pod Security labels; the agent
 // reports the node's NodeMetric and the manager turns it into batch resources. A service pod and a batch pod start,
 // and docs/install.md's upgrade commands (the CRDs, then helm upgrade) move to the working tree's images: both pods
@@ -66,7 +66,7 @@ func TestInstallFromRegistry(t *testing.T) {
 	start := time.Now()
 	install := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "install-from-registry")
 	if err := e.Suite.StartClusterDeploying(context.Background(), func(ctx context.Context, c *localcluster.Cluster) error {
-		return registryInstall(ctx, t, c, t.TempDir(), releaseTree, helm, install, reg, release.version)
+		return runDocCommands(ctx, t, c, t.TempDir(), releaseTree, helm, install, reg, release.version)
 	}); err != nil {
 		t.Fatalf("installing %s from the registry: %v", release.version, err)
 	}
@@ -80,7 +80,7 @@ func TestInstallFromRegistry(t *testing.T) {
 	running := startUpgradeWorkloads(t, e)
 	start = time.Now()
 	upgrade := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "upgrade-from-registry")
-	if err := registryInstall(e.Ctx, t, e.Cluster, t.TempDir(), e.Suite.RepoRoot, helm, upgrade, reg, e2eVersion); err != nil {
+	if err := runDocCommands(e.Ctx, t, e.Cluster, t.TempDir(), e.Suite.RepoRoot, helm, upgrade, reg, e2eVersion); err != nil {
 		t.Fatalf("upgrading from %s: %v", release.version, err)
 	}
 	t.Logf("upgraded from %s to the working tree in %s", release.version, time.Since(start).Round(time.Second))
@@ -90,6 +90,7 @@ func TestInstallFromRegistry(t *testing.T) {
 	expectCABundleKept(t, e)
 	expectUninstallGivesBack(t, e, helm)
 	expectKustomizeInstall(t, e, helm, reg, pushed)
+	expectColocationOn(t, e, helm, reg)
 }
 
 // e2eVersion is the version `make push` stamps on the working tree's images and chart in TestInstallFromRegistry;
@@ -297,12 +298,12 @@ func docBlock(t *testing.T, path, name string) string {
 	return block
 }
 
-// registryInstall runs script, commands from docs/install.md, with bash against the cluster c, in the directory
+// runDocCommands runs script, commands from docs/install.md or the README, with bash against the cluster c, in the directory
 // dir: REGISTRY is reg, VERSION is version and CHART_VERSION the chart of version (pushed by makePush), kubectl and
 // helm use the cluster's kubeconfig, and helm install and upgrade get what the local cluster needs besides, as the
 // last flags: plain HTTP to the registry (helm pull too), and the config/local values of the tree repoRoot (host
 // network, the API server on 127.0.0.1) with the images pulled, not imported.
-func registryInstall(ctx context.Context, t *testing.T, c *localcluster.Cluster, dir, repoRoot, helm, script, reg, version string) error {
+func runDocCommands(ctx context.Context, t *testing.T, c *localcluster.Cluster, dir, repoRoot, helm, script, reg, version string) error {
 	wrappers := t.TempDir()
 	values := filepath.Join(repoRoot, "config", "local", "helm-values.yaml")
 	wrapper := fmt.Sprintf(`#!/usr/bin/env bash
@@ -321,9 +322,9 @@ exec %q "$@"
 		"CHART_VERSION="+strings.TrimPrefix(version, "v"),
 		"PATH="+wrappers+string(os.PathListSeparator)+c.Layout().BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
-	t.Logf("docs/install.md's commands for %s:\n%s\n%s", version, script, out)
+	t.Logf("the docs' commands for %s:\n%s\n%s", version, script, out)
 	if err != nil {
-		return fmt.Errorf("docs/install.md's commands: %w", err)
+		return fmt.Errorf("the docs' commands: %w", err)
 	}
 	return nil
 }
@@ -378,12 +379,70 @@ patches:
 	// The doc's commands make the directory gleaner and write the kustomization there.
 	script = strings.Replace(script, remote, "../local-base", 1)
 	start := time.Now()
-	if err := registryInstall(e.Ctx, t, e.Cluster, dir, e.Suite.RepoRoot, helm, script, reg, e2eVersion); err != nil {
+	if err := runDocCommands(e.Ctx, t, e.Cluster, dir, e.Suite.RepoRoot, helm, script, reg, e2eVersion); err != nil {
 		t.Fatalf("installing with kustomize: %v", err)
 	}
 	t.Logf("installed with kustomize from %s in %s", reg, time.Since(start).Round(time.Second))
 	expectPulledFrom(t, e, pushed, e2eVersion)
 	expectBatchResources(t, e)
+}
+
+// expectColocationOn: after an install, docs/install.md's step 3 and the README's quick start work as written:
+// colocation on from the sample ConfigMap, `kubectl glean nodes`, the sample ColocationProfile, a namespace labelled
+// for it, a Job of the user's (my-job.yaml, written here: plain cpu and memory requests) and `kubectl glean explain
+// NODE`, with this tree's kubectl-glean as the plugin. The Job's pod becomes a batch pod and runs.
+func expectColocationOn(t *testing.T, e *Env, helm, reg string) {
+	t.Helper()
+	const namespace, node = "spark", "glean explain NODE"
+	script := docBlock(t, filepath.Join(e.Suite.RepoRoot, "docs", "install.md"), "turn-colocation-on") +
+		docBlock(t, filepath.Join(e.Suite.RepoRoot, "README.md"), "quick-start-colocation")
+	if n := strings.Count(script, node); n != 1 {
+		t.Fatalf("the README's quick start has %q %d times, want once:\n%s", node, n, script)
+	}
+	script = strings.Replace(script, node, "glean explain "+localcluster.NodeName, 1)
+	// The commands name config/samples as a checkout's root has it, and the user's my-job.yaml in the same place.
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(e.Suite.RepoRoot, "config"), filepath.Join(dir, "config")); err != nil {
+		t.Fatal(err)
+	}
+	job := `apiVersion: batch/v1
+kind: Job
+metadata: {name: my-job}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: work
+          image: ` + PauseImage + `
+          imagePullPolicy: Never
+          resources: {requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 100m, memory: 32Mi}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "my-job.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.Kubectl("create", "namespace", namespace) // the user's own namespace, which the quick start labels
+	gleanOnPath(e)
+	if err := runDocCommands(e.Ctx, t, e.Cluster, dir, e.Suite.RepoRoot, helm, script, reg, e2eVersion); err != nil {
+		t.Fatalf("turning colocation on as the README says: %v", err)
+	}
+	e.Eventually(2*time.Minute, func(ctx context.Context) (bool, string) {
+		pods, err := e.Clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=my-job"})
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(pods.Items) != 1 {
+			return false, fmt.Sprintf("the Job has %d pods, want 1", len(pods.Items))
+		}
+		p := pods.Items[0]
+		req := p.Spec.Containers[0].Resources.Requests
+		batch, plain := req[slov1alpha1.BatchCPU], req[corev1.ResourceCPU]
+		// batch-cpu counts millicores in whole units: the Job's 100m of cpu is 100.
+		return p.Spec.PriorityClassName == "gleaner-batch" && batch.Value() == 100 && plain.IsZero() &&
+				p.Status.Phase == corev1.PodRunning,
+			fmt.Sprintf("pod %s: priority class %q, requests %v, phase %s", p.Name, p.Spec.PriorityClassName, req, p.Status.Phase)
+	})
 }
 
 // waitNoPods waits until namespace ns holds no pod.

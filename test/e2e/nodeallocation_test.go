@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +25,7 @@ import (
 // starts.
 func TestNodeAllocationOnTheRealNode(t *testing.T) {
 	e := suite.Env(t)
-	plugins := t.TempDir()
-	build := exec.CommandContext(e.Ctx, "go", "build", "-o", plugins, "./cmd/kubectl-glean")
-	build.Dir = e.Suite.RepoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-glean: %v\n%s", err, out)
-	}
-	t.Setenv("PATH", plugins+string(os.PathListSeparator)+os.Getenv("PATH"))
+	gleanOnPath(e)
 
 	// The node runs other pods (the demo, system pods) that may come and go: compare snapshots until one agrees.
 	agree := func(pod string) {

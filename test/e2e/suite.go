@@ -347,9 +347,10 @@ func (e *Env) Eventually(timeout time.Duration, cond func(ctx context.Context) (
 	var last string
 	err := wait.PollUntilContextTimeout(e.Ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, msg := cond(ctx)
-		// A call the timeout cut short says only that (a rate limiter's "would exceed context deadline"): the
-		// message before it says what was still wrong.
-		if ctx.Err() == nil || last == "" {
+		// A call the timeout cut short says only that (a rate limiter's "would exceed context deadline", which it
+		// returns before the deadline when its wait would pass it): the message before it says what was still wrong.
+		deadline, _ := ctx.Deadline()
+		if ctx.Err() == nil && time.Until(deadline) > time.Second || last == "" {
 			last = msg
 		}
 		return ok, nil
