@@ -42,6 +42,8 @@ type Phase struct {
 	BatchPodsGone map[string]int `json:"batchPodsGone,omitempty"`
 	// Actions are what Gleaner did in the phase, by counter (evictions, suppression changes, ...).
 	Actions map[string]float64 `json:"actions,omitempty"`
+	// SchedWait is where the service's threads waited for a CPU, when the phase traced the scheduler.
+	SchedWait *SchedWaitResult `json:"schedWait,omitempty"`
 }
 
 // Point is one moment of a run's timeline, for the picture.
@@ -98,6 +100,13 @@ type Summary struct {
 	Tail *Segments `json:"tailSegments,omitempty"`
 	// PodsGone sums the batch pods that went away during the rounds' measurements.
 	PodsGone int `json:"batchPodsGone"`
+	// SchedWait is the median over the rounds that traced the scheduler of the service's threads' wait for a CPU,
+	// in ms per second of the phase, by what ran instead (SchedWaitResult's classes, and SchedWaitTotal and
+	// SchedWaitRunDelay); nil when none traced.
+	SchedWait map[string]float64 `json:"schedWaitMsPerSecond,omitempty"`
+	// SchedWaitLost sums the trace's lost events; SchedWaitTracerCPU is the tracer's largest CPU share of a core.
+	SchedWaitLost      int64   `json:"schedWaitLost,omitempty"`
+	SchedWaitTracerCPU float64 `json:"schedWaitTracerCpu,omitempty"`
 }
 
 // EvictionsAction is the Phase.Actions key of the agent's evictions.
@@ -154,6 +163,7 @@ func (r *Report) Summarise(serviceClass, batchClass string) {
 			}
 		}
 		s.Tail = tailOf(ps)
+		s.SchedWait, s.SchedWaitLost, s.SchedWaitTracerCPU = schedWaitOf(ps)
 		r.Ratios = append(r.Ratios, s)
 	}
 }
@@ -222,8 +232,39 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %d |\n", s.Name, t.DueToSent, t.SentToHandler, t.Handler, t.HandlerCPU,
 			t.HandlerToDone, s.GeneratorWaitMs, s.Dials)
 	}
+	r.writeSchedWait(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSchedWait writes the table of the service's threads' waits for a CPU, when a phase traced them.
+func (r *Report) writeSchedWait(b *strings.Builder) {
+	traced := false
+	for _, s := range r.Ratios {
+		traced = traced || s.SchedWait != nil
+	}
+	if !traced {
+		return
+	}
+	b.WriteString("\nWhile the service's threads waited for a CPU, what ran on it (ms a second of the phase, the median over rounds;\n")
+	b.WriteString("\"run delay\" is the same threads' own schedstat count, which the charges should add up to), the events the\n")
+	b.WriteString("trace lost and the tracer's own CPU:\n\n")
+	b.WriteString("| phase |")
+	for _, c := range SchedWaitClasses {
+		fmt.Fprintf(b, " %s |", c)
+	}
+	b.WriteString(" total | run delay | lost | tracer CPU |\n|" + strings.Repeat(" --- |", len(SchedWaitClasses)+5) + "\n")
+	for _, s := range r.Ratios {
+		if s.SchedWait == nil {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", s.Name)
+		for _, c := range SchedWaitClasses {
+			fmt.Fprintf(b, " %.2f |", s.SchedWait[c])
+		}
+		fmt.Fprintf(b, " %.2f | %.2f | %d | %.1f %% |\n", s.SchedWait[SchedWaitTotal], s.SchedWait[SchedWaitRunDelay], s.SchedWaitLost,
+			100*s.SchedWaitTracerCPU)
+	}
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -89,6 +91,15 @@ func benchColocation(b *testing.B, e *Env) {
 		b.Fatal(err)
 	}
 	b.Logf("colocation benchmark: %s", cfg)
+	var tracer string
+	if cfg.schedWait { // built before this process's threads go to SCHED_RR, which the compiler would inherit
+		tracer = filepath.Join(b.TempDir(), "schedwait")
+		build := exec.CommandContext(e.Ctx, "go", "build", "-o", tracer, "./hack/bench/schedwait")
+		build.Dir = e.Suite.RepoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("building the scheduler tracer: %v\n%s", err, out)
+		}
+	}
 	waitForHookMode(e, runtimehook.ModeNRI)
 
 	ns := e.Namespace()
@@ -127,7 +138,8 @@ func benchColocation(b *testing.B, e *Env) {
 	mix := benchMixOf(b, batchMix(cpus))
 	b.Logf("node publishes %dm of batch-cpu; the mix: %s", published, describeMix(mix))
 
-	r := &benchRun{e: e, b: b, gen: gen, pool: pool, batchNS: batchNS, service: svc, seed: cfg.seed, report: colocation.Report{CPUs: cpus, Rate: benchRate},
+	r := &benchRun{e: e, b: b, gen: gen, pool: pool, batchNS: batchNS, service: svc, seed: cfg.seed, schedWait: tracer,
+		report: colocation.Report{CPUs: cpus, Rate: benchRate},
 		reader: colocation.Reader{ProcStat: "/proc/stat", Classes: []colocation.Class{
 			{Name: "service", Usage: filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/burstable", "pod"+string(svc.UID), "cpuacct.usage"),
 				Stat: filepath.Join("/sys/fs/cgroup/cpu/kubepods/burstable", "pod"+string(svc.UID), "cpu.stat")},
@@ -259,6 +271,8 @@ type benchConfig struct {
 	ops      int
 	seed     uint64
 	memory   bool
+	// schedWait traces the scheduler in every phase (hack/bench/schedwait).
+	schedWait bool
 }
 
 // benchSize is a batch size: the share of the published batch-cpu the batch pods ask for, and its label.
@@ -272,8 +286,8 @@ func (c benchConfig) String() string {
 	for _, s := range c.sizes {
 		sizes = append(sizes, s.label)
 	}
-	return fmt.Sprintf("%s phases, %d rounds, settings %s, batch sizes %s of the published batch-cpu, service %s (%d ops, 0 calibrates), seed %d, memory phase %t",
-		c.phase, c.rounds, strings.Join(c.settings, ","), strings.Join(sizes, ","), c.service, c.ops, c.seed, c.memory)
+	return fmt.Sprintf("%s phases, %d rounds, settings %s, batch sizes %s of the published batch-cpu, service %s (%d ops, 0 calibrates), seed %d, memory phase %t, scheduler trace %t",
+		c.phase, c.rounds, strings.Join(c.settings, ","), strings.Join(sizes, ","), c.service, c.ops, c.seed, c.memory, c.schedWait)
 }
 
 // benchConfigOf reads the run's environment: GLEANER_BENCH_PHASE (a duration, default 60s), GLEANER_BENCH_ROUNDS
@@ -282,10 +296,11 @@ func (c benchConfig) String() string {
 // the service's work), GLEANER_BENCH_OPS (its operations per request, default benchOps; 0 calibrates them to
 // benchWork at the service's start), GLEANER_BENCH_SEED (the order and the arrivals; default from the clock, logged) and
 // GLEANER_BENCH_MEMORY (0 leaves out the memory-growth phase). GLEANER_BENCH_MIX picks part of the batch mix
-// (benchMixOf).
+// (benchMixOf); GLEANER_BENCH_SCHEDWAIT=1 traces the scheduler in every phase (startSchedWait).
 func benchConfigOf(b *testing.B) benchConfig {
 	c := benchConfig{phase: 60 * time.Second, rounds: 6, settings: []string{settingUnprotected, settingDefaults, settingSuppress},
-		service: "fixed", ops: benchOps, seed: uint64(time.Now().UnixNano()), memory: os.Getenv("GLEANER_BENCH_MEMORY") != "0"}
+		service: "fixed", ops: benchOps, seed: uint64(time.Now().UnixNano()), memory: os.Getenv("GLEANER_BENCH_MEMORY") != "0",
+		schedWait: os.Getenv("GLEANER_BENCH_SCHEDWAIT") == "1"}
 	if s := os.Getenv("GLEANER_BENCH_PHASE"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 2*benchWindow {
@@ -824,6 +839,8 @@ type benchRun struct {
 	samples [][]colocation.Sample
 	// unitsPerCPU is each burner's work units per CPU-second with the batch work alone (calibrate), by work name.
 	unitsPerCPU map[string]float64
+	// schedWait is the scheduler tracer's binary, "" for no trace.
+	schedWait string
 }
 
 // benchPhase is one phase's workload.
@@ -966,6 +983,7 @@ func (r *benchRun) phase(ph benchPhase, d time.Duration) {
 	if ph.during != nil {
 		wg.Go(func() { stopDuring = ph.during() })
 	}
+	traced := r.startSchedWait(d)
 	samples, err := gen.Run(r.e.Ctx, d)
 	cancel()
 	wg.Wait()
@@ -987,7 +1005,7 @@ func (r *benchRun) phase(ph benchPhase, d time.Duration) {
 	p := colocation.Phase{Name: ph.name, Setting: ph.setting, Size: ph.size, Round: ph.round, Start: first.At, End: last.At,
 		Latency: colocation.Summarize(samples), CPU: use, BatchCoresDone: use.Classes["batch"] * float64(r.report.CPUs),
 		BatchWork: r.batchWorkDone(work, r.burnerWork()), Actions: diffActions(actions, agentActions(r.e)),
-		Dials: r.pool.Dials() - dials, BatchPodsGone: gone}
+		Dials: r.pool.Dials() - dials, BatchPodsGone: gone, SchedWait: traced()}
 	if len(samples) > 0 {
 		p.GeneratorWaitMs = float64(waitAfter-wait) / float64(time.Millisecond) / float64(len(samples))
 	}
@@ -997,6 +1015,34 @@ func (r *benchRun) phase(ph benchPhase, d time.Duration) {
 	r.report.Phases = append(r.report.Phases, p)
 	r.report.Points = append(r.report.Points, points...)
 	r.samples = append(r.samples, samples)
+}
+
+// startSchedWait starts hack/bench/schedwait on the service pod's threads for d, at SCHED_OTHER (a child of this
+// process's SCHED_RR threads would inherit their policy and run ahead of the service), and returns what waits for
+// its answer and logs it; that returns nil without a tracer.
+func (r *benchRun) startSchedWait(d time.Duration) func() *colocation.SchedWaitResult {
+	if r.schedWait == "" {
+		return func() *colocation.SchedWaitResult { return nil }
+	}
+	var out, errOut bytes.Buffer
+	cmd := exec.Command("chrt", "--other", "0", r.schedWait, "--pod-cgroup", "/kubepods/burstable/pod"+string(r.service.UID),
+		"--generator-pid", strconv.Itoa(os.Getpid()), "--duration", d.String())
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		r.b.Fatalf("starting the scheduler trace: %v", err)
+	}
+	return func() *colocation.SchedWaitResult {
+		if err := cmd.Wait(); err != nil {
+			r.b.Fatalf("the scheduler trace: %v\n%s", err, errOut.String())
+		}
+		var res colocation.SchedWaitResult
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			r.b.Fatalf("the scheduler trace's answer %q: %v", out.String(), err)
+		}
+		r.b.Logf("scheduler trace: the service's %d threads waited %.0f ms for a CPU (their schedstat: %.0f), by what ran: %v; %d switches, %d events lost, the tracer %.1f %% of a core",
+			res.WatchedThreads, res.TotalMs(), res.RunDelayMs, res.WaitedMs, res.Switches, res.Lost, 100*res.OwnCPUMs/res.DurationMs)
+		return &res
+	}
 }
 
 // timeline reads the CPU counters and the batch class's limit every second until ctx ends, and follows the batch
