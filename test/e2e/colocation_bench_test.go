@@ -158,6 +158,9 @@ func benchColocation(b *testing.B, e *Env) {
 			r.splitCPUs(false)
 		}
 	}()
+	if shares, ok := benchEnvInt(b, "GLEANER_BENCH_HOST_SHARES", 2, "the host's processes' cpu.shares"); ok {
+		defer hostShares(b, shares)()
+	}
 	r.apply(settings[0])
 	// The batch work's own rate: units per CPU-second of each burner, with the service idle (no requests).
 	r.calibrate(sized(2.0/3), min(cfg.phase, 30*time.Second), countBurners(mix))
@@ -296,7 +299,8 @@ func (c benchConfig) String() string {
 // the service's work), GLEANER_BENCH_OPS (its operations per request, default benchOps; 0 calibrates them to
 // benchWork at the service's start), GLEANER_BENCH_SEED (the order and the arrivals; default from the clock, logged) and
 // GLEANER_BENCH_MEMORY (0 leaves out the memory-growth phase). GLEANER_BENCH_MIX picks part of the batch mix
-// (benchMixOf); GLEANER_BENCH_SCHEDWAIT=1 traces the scheduler in every phase (startSchedWait).
+// (benchMixOf); GLEANER_BENCH_SCHEDWAIT=1 traces the scheduler in every phase (startSchedWait), and
+// GLEANER_BENCH_HOST_SHARES=N puts the host's processes in a cpu cgroup of N shares for the run (hostShares).
 func benchConfigOf(b *testing.B) benchConfig {
 	c := benchConfig{phase: 60 * time.Second, rounds: 6, settings: []string{settingUnprotected, settingDefaults, settingSuppress},
 		service: "fixed", ops: benchOps, seed: uint64(time.Now().UnixNano()), memory: os.Getenv("GLEANER_BENCH_MEMORY") != "0",
@@ -1015,6 +1019,51 @@ func (r *benchRun) phase(ph benchPhase, d time.Duration) {
 	r.report.Phases = append(r.report.Phases, p)
 	r.report.Points = append(r.report.Points, points...)
 	r.samples = append(r.samples, samples)
+}
+
+// benchHostCgroup is the cpu cgroup GLEANER_BENCH_HOST_SHARES puts the host's processes in.
+const benchHostCgroup = "/sys/fs/cgroup/cpu/gleaner-bench-host"
+
+// hostShares moves every process of the root cpu cgroup but this one (the load generator) and kernel threads (which
+// stay) into benchHostCgroup at shares cpu.shares: the experiment that separates the host's processes' part of the
+// service's wait (run 14 in docs/benchmarks.md) from the rest. What it returns moves them back.
+func hostShares(b *testing.B, shares int) func() {
+	if err := os.Mkdir(benchHostCgroup, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		b.Fatalf("making the host's cgroup: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(benchHostCgroup, "cpu.shares"), []byte(strconv.Itoa(shares)), 0); err != nil {
+		b.Fatalf("the host's cgroup at %d shares: %v", shares, err)
+	}
+	moved := moveProcs(filepath.Dir(benchHostCgroup), benchHostCgroup, os.Getpid())
+	b.Logf("the host's %d processes in %s at cpu.shares %d (kubepods: %s)", moved, benchHostCgroup, shares,
+		strings.TrimSpace(readFileOr(filepath.Join(filepath.Dir(benchHostCgroup), "kubepods", "cpu.shares"))))
+	return func() {
+		moveProcs(benchHostCgroup, filepath.Dir(benchHostCgroup), 0)
+		if err := os.Remove(benchHostCgroup); err != nil {
+			b.Errorf("removing the host's cgroup (its processes back at the root): %v", err)
+		}
+	}
+}
+
+// moveProcs writes every process of the cgroup from into the cgroup to but skip, and counts those that moved; a
+// kernel thread refuses and stays.
+func moveProcs(from, to string, skip int) int {
+	moved := 0
+	for f := range strings.FieldsSeq(readFileOr(filepath.Join(from, "cgroup.procs"))) {
+		if pid, _ := strconv.Atoi(f); pid == skip {
+			continue
+		}
+		if os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(f), 0) == nil {
+			moved++
+		}
+	}
+	return moved
+}
+
+// readFileOr is the file's content, "" when it cannot be read.
+func readFileOr(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 // startSchedWait starts hack/bench/schedwait on the service pod's threads for d, at SCHED_OTHER (a child of this
