@@ -77,15 +77,24 @@ func RunDelay(taskDir string) (time.Duration, error) {
 		if err != nil {
 			return 0, fmt.Errorf("reading thread %d's schedstat: %w", tid, err)
 		}
-		f := strings.Fields(string(b))
-		if len(f) < 2 {
-			return 0, fmt.Errorf("thread %d's schedstat %q: want three fields (run, wait, slices)", tid, strings.TrimSpace(string(b)))
-		}
-		wait, err := strconv.ParseInt(f[1], 10, 64)
+		wait, err := SchedstatRunDelay(b)
 		if err != nil {
-			return 0, fmt.Errorf("thread %d's schedstat %q: %w", tid, strings.TrimSpace(string(b)), err)
+			return 0, fmt.Errorf("thread %d's %w", tid, err)
 		}
-		sum += time.Duration(wait)
+		sum += wait
 	}
 	return sum, nil
+}
+
+// SchedstatRunDelay is the run-queue wait in a thread's /proc/PID/task/TID/schedstat: its second field.
+func SchedstatRunDelay(b []byte) (time.Duration, error) {
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("schedstat %q: want three fields (run, wait, slices)", strings.TrimSpace(string(b)))
+	}
+	wait, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("schedstat %q: %w", strings.TrimSpace(string(b)), err)
+	}
+	return time.Duration(wait), nil
 }

@@ -246,12 +246,10 @@ func schedWaitOf(ps []Phase) (perSecond map[string]float64, lost int64, tracerCP
 			continue
 		}
 		secs := w.DurationMs / 1000
-		var total float64
 		for _, c := range SchedWaitClasses {
 			v[c] = append(v[c], w.WaitedMs[c]/secs)
-			total += w.WaitedMs[c]
 		}
-		v[SchedWaitTotal] = append(v[SchedWaitTotal], total/secs)
+		v[SchedWaitTotal] = append(v[SchedWaitTotal], w.TotalMs()/secs)
 		v[SchedWaitRunDelay] = append(v[SchedWaitRunDelay], w.RunDelayMs/secs)
 		lost += w.Lost
 		tracerCPU = max(tracerCPU, w.OwnCPUMs/w.DurationMs)

@@ -193,9 +193,8 @@ func runDelay(dir string) (map[int]time.Duration, error) {
 			if err != nil {
 				continue // it ended
 			}
-			if fs := strings.Fields(string(st)); len(fs) == 3 {
-				ns, _ := strconv.ParseInt(fs[1], 10, 64)
-				out[tid] = time.Duration(ns)
+			if out[tid], err = colocation.SchedstatRunDelay(st); err != nil {
+				return fmt.Errorf("thread %d's %w", tid, err)
 			}
 		}
 		return nil
