@@ -1036,7 +1036,7 @@ func hostShares(b *testing.B, shares int) func() {
 	}
 	moved := moveProcs(filepath.Dir(benchHostCgroup), benchHostCgroup, os.Getpid())
 	b.Logf("the host's %d processes in %s at cpu.shares %d (kubepods: %s)", moved, benchHostCgroup, shares,
-		strings.TrimSpace(readFileOr(filepath.Join(filepath.Dir(benchHostCgroup), "kubepods", "cpu.shares"))))
+		readTrimmed(filepath.Join(filepath.Dir(benchHostCgroup), "kubepods", "cpu.shares")))
 	return func() {
 		moveProcs(benchHostCgroup, filepath.Dir(benchHostCgroup), 0)
 		if err := os.Remove(benchHostCgroup); err != nil {
@@ -1049,7 +1049,7 @@ func hostShares(b *testing.B, shares int) func() {
 // kernel thread refuses and stays.
 func moveProcs(from, to string, skip int) int {
 	moved := 0
-	for f := range strings.FieldsSeq(readFileOr(filepath.Join(from, "cgroup.procs"))) {
+	for f := range strings.FieldsSeq(readTrimmed(filepath.Join(from, "cgroup.procs"))) {
 		if pid, _ := strconv.Atoi(f); pid == skip {
 			continue
 		}
@@ -1058,12 +1058,6 @@ func moveProcs(from, to string, skip int) int {
 		}
 	}
 	return moved
-}
-
-// readFileOr is the file's content, "" when it cannot be read.
-func readFileOr(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
 }
 
 // startSchedWait starts hack/bench/schedwait on the service pod's threads for d, at SCHED_OTHER (a child of this
