@@ -107,6 +107,8 @@ type Summary struct {
 	// SchedWaitLost sums the trace's lost events; SchedWaitTracerCPU is the tracer's largest CPU share of a core.
 	SchedWaitLost      int64   `json:"schedWaitLost,omitempty"`
 	SchedWaitTracerCPU float64 `json:"schedWaitTracerCpu,omitempty"`
+	// SchedBegan is the same waits by how they began (SchedWait.Began), nil when none traced.
+	SchedBegan map[string]BeganSummary `json:"schedWaitBegan,omitempty"`
 }
 
 // EvictionsAction is the Phase.Actions key of the agent's evictions.
@@ -164,6 +166,7 @@ func (r *Report) Summarise(serviceClass, batchClass string) {
 		}
 		s.Tail = tailOf(ps)
 		s.SchedWait, s.SchedWaitLost, s.SchedWaitTracerCPU = schedWaitOf(ps)
+		s.SchedBegan = schedBeganOf(ps)
 		r.Ratios = append(r.Ratios, s)
 	}
 }
@@ -264,6 +267,40 @@ func (r *Report) writeSchedWait(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, " %.2f | %.2f | %d | %.1f %% |\n", s.SchedWait[SchedWaitTotal], s.SchedWait[SchedWaitRunDelay], s.SchedWaitLost,
 			100*s.SchedWaitTracerCPU)
+	}
+	r.writeSchedBegan(b)
+}
+
+// writeSchedBegan writes how the service's threads' waits began: woken onto a CPU that ran what, or preempted by
+// what; a cell is the waits a second, their mean length and the share over LongWait.
+func (r *Report) writeSchedBegan(b *strings.Builder) {
+	keys := beganOrder(func(k string) bool {
+		for _, s := range r.Ratios {
+			if _, ok := s.SchedBegan[k]; ok {
+				return true
+			}
+		}
+		return false
+	})
+	if len(keys) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nHow those waits began, by what ran on the thread's CPU then: waits a second (the median over rounds), their\n")
+	fmt.Fprintf(b, "mean length and the share over %v (pooled over rounds):\n\n| phase |", LongWait)
+	for _, k := range keys {
+		fmt.Fprintf(b, " %s |", k)
+	}
+	b.WriteString("\n|" + strings.Repeat(" --- |", len(keys)+1) + "\n")
+	for _, s := range r.Ratios {
+		if s.SchedBegan == nil {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", s.Name)
+		for _, k := range keys {
+			c := s.SchedBegan[k]
+			fmt.Fprintf(b, " %.0f/s, %.0f µs, %.1f %% |", c.PerSecond, c.MeanUs, 100*c.Long)
+		}
+		b.WriteString("\n")
 	}
 }
 

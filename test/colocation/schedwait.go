@@ -135,17 +135,44 @@ type SchedWait struct {
 	Waits    int           // how many waits ended with the thread running
 	Ran      time.Duration // the watched threads' time on a CPU
 	Switches int
+	// Began counts the waits that ended with the thread running by how each began: woken onto a CPU that ran a
+	// task of some class (WokenBeside), or taken off its CPU by one (PreemptedBy). A thread woken onto a CPU that
+	// runs a batch task should run within microseconds (the idle group's wake-up preemption); one woken beside the
+	// service's own running thread waits for it.
+	Began map[string]WaitCount
 }
 
+// WaitCount counts waits and their length.
+type WaitCount struct {
+	N  int     `json:"n"`
+	Ms float64 `json:"ms"`
+	// Long counts the waits over LongWait.
+	Long int `json:"long"`
+}
+
+// LongWait is where a wait stops being the cost of a switch: a woken thread that preempts what runs on its CPU runs
+// within tens of microseconds.
+const LongWait = time.Millisecond
+
+// WokenBeside is the SchedWait.Began key of the waits that began with the thread woken onto a CPU running a task
+// of class (or "idle", or "unknown" before the trace saw a switch there).
+func WokenBeside(class string) string { return "woken beside " + class }
+
+// PreemptedBy is the SchedWait.Began key of the waits that began with a task of class taking the thread's CPU.
+func PreemptedBy(class string) string { return "preempted by " + class }
+
 type waiter struct {
-	cpu  int
-	mark time.Duration // charged up to here
+	cpu   int
+	mark  time.Duration // charged up to here
+	since time.Duration // the wait's start
+	began string
 }
 
 // Add takes the next event.
 func (s *SchedWait) Add(ev SchedEvent) {
 	if s.running == nil {
 		s.running, s.waiting, s.onCPU, s.Waited = map[int]int{}, map[int]*waiter{}, map[int]time.Duration{}, map[string]time.Duration{}
+		s.Began = map[string]WaitCount{}
 	}
 	switch ev.Kind {
 	case SchedSwitch:
@@ -157,11 +184,12 @@ func (s *SchedWait) Add(ev SchedEvent) {
 			delete(s.onCPU, ev.Prev)
 		}
 		if ev.PrevRunnable && s.Watch(ev.Prev) {
-			s.waiting[ev.Prev] = &waiter{cpu: ev.CPU, mark: ev.At}
+			s.waiting[ev.Prev] = &waiter{cpu: ev.CPU, mark: ev.At, since: ev.At, began: PreemptedBy(s.ClassOf(ev.Next))}
 		}
 		if s.Watch(ev.Next) {
-			if _, ok := s.waiting[ev.Next]; ok {
+			if w, ok := s.waiting[ev.Next]; ok {
 				s.Waits++
+				s.ended(w, ev.At)
 				delete(s.waiting, ev.Next)
 			}
 			s.onCPU[ev.Next] = ev.At
@@ -169,7 +197,11 @@ func (s *SchedWait) Add(ev SchedEvent) {
 	case SchedWakeup:
 		// A thread woken before it got off its CPU (the kernel traces that wakeup too) is not waiting.
 		if _, running := s.onCPU[ev.PID]; !running && s.Watch(ev.PID) {
-			s.waiting[ev.PID] = &waiter{cpu: ev.To, mark: ev.At}
+			beside := "unknown" // no switch seen on that CPU yet
+			if r, known := s.running[ev.To]; known {
+				beside = s.ClassOf(r)
+			}
+			s.waiting[ev.PID] = &waiter{cpu: ev.To, mark: ev.At, since: ev.At, began: WokenBeside(beside)}
 		}
 	case SchedMigrate:
 		if w, ok := s.waiting[ev.PID]; ok {
@@ -191,6 +223,17 @@ func (s *SchedWait) charge(cpu, prev int, at time.Duration) {
 	}
 }
 
+// ended counts a wait that ended at at by how it began.
+func (s *SchedWait) ended(w *waiter, at time.Duration) {
+	c := s.Began[w.began]
+	c.N++
+	c.Ms += float64(at-w.since) / float64(time.Millisecond)
+	if at-w.since > LongWait {
+		c.Long++
+	}
+	s.Began[w.began] = c
+}
+
 // Total is the whole wait charged.
 func (s *SchedWait) Total() time.Duration {
 	var sum time.Duration
@@ -207,6 +250,8 @@ type SchedWaitResult struct {
 	// Waits counts the waits that ended with a watched thread running; RanMs is their time on a CPU.
 	Waits int     `json:"waits"`
 	RanMs float64 `json:"ranMs"`
+	// Began counts those waits by how they began (SchedWait.Began).
+	Began map[string]WaitCount `json:"began,omitempty"`
 	// Switches counts the trace's context switches, Lost the events the kernel dropped or wrote over.
 	Switches int   `json:"switches"`
 	Lost     int64 `json:"lost"`
@@ -262,4 +307,58 @@ func schedWaitOf(ps []Phase) (perSecond map[string]float64, lost int64, tracerCP
 		perSecond[k] = median(xs)
 	}
 	return perSecond, lost, tracerCPU
+}
+
+// BeganSummary is one way of beginning a wait over a phase's rounds: the waits a second (the median over the rounds
+// that traced), their mean length and the share of them over LongWait (both pooled over the rounds).
+type BeganSummary struct {
+	PerSecond float64 `json:"perSecond"`
+	MeanUs    float64 `json:"meanUs"`
+	Long      float64 `json:"longShare"`
+}
+
+// schedBeganOf sums the phases' waits by how they began; nil when none traced.
+func schedBeganOf(ps []Phase) map[string]BeganSummary {
+	var traced []*SchedWaitResult
+	keys := map[string]bool{}
+	for _, p := range ps {
+		if w := p.SchedWait; w != nil && w.DurationMs > 0 {
+			traced = append(traced, w)
+			for k := range w.Began {
+				keys[k] = true
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	out := map[string]BeganSummary{}
+	for k := range keys {
+		var rates []float64
+		var pooled WaitCount
+		for _, w := range traced {
+			c := w.Began[k] // a round without such a wait counts as 0 a second
+			rates = append(rates, float64(c.N)/(w.DurationMs/1000))
+			pooled.N, pooled.Ms, pooled.Long = pooled.N+c.N, pooled.Ms+c.Ms, pooled.Long+c.Long
+		}
+		s := BeganSummary{PerSecond: median(rates)}
+		if pooled.N > 0 {
+			s.MeanUs, s.Long = 1000*pooled.Ms/float64(pooled.N), float64(pooled.Long)/float64(pooled.N)
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// beganOrder is the order of the Began keys in the report: woken, then preempted, each by SchedWaitClasses.
+func beganOrder(present func(string) bool) []string {
+	var keys []string
+	for _, key := range []func(string) string{WokenBeside, PreemptedBy} {
+		for _, c := range append(append([]string{}, SchedWaitClasses...), "unknown") {
+			if present(key(c)) {
+				keys = append(keys, key(c))
+			}
+		}
+	}
+	return keys
 }

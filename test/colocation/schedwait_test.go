@@ -2,6 +2,7 @@ package colocation
 
 import (
 	"maps"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,8 @@ func TestParseSchedEvent(t *testing.T) {
 }
 
 // TestSchedWaitCharges follows a watched thread (100) through a wakeup behind a batch task, a preemption by a
-// system task, a wait that moves from a busy CPU to an idle one, and a wakeup of a thread still on its CPU.
+// system task, a wait that moves from a busy CPU to an idle one, a wakeup of a thread still on its CPU, and a short
+// wakeup onto an idle CPU; and counts the waits by how they began.
 func TestSchedWaitCharges(t *testing.T) {
 	classes := map[int]string{0: "idle", 100: "service", 200: "batch", 300: "system"}
 	s := &SchedWait{ClassOf: func(pid int) string { return classes[pid] }, Watch: func(pid int) bool { return pid == 100 }}
@@ -65,6 +67,9 @@ func TestSchedWaitCharges(t *testing.T) {
 		"b-200 [001] d..2. 0.031: sched_migrate_task: pid=100 orig_cpu=1 dest_cpu=0",
 		"x-300 [000] d..2. 0.032: sched_switch: prev_pid=300 prev_state=S ==> next_pid=0",
 		"i-0 [000] d..2. 0.0325: sched_switch: prev_pid=0 prev_state=R ==> next_pid=100",
+		"s-100 [000] d..2. 0.040: sched_switch: prev_pid=100 prev_state=S ==> next_pid=0",
+		"x-300 [001] d..2. 0.050: sched_wakeup: pid=100 target_cpu=000",
+		"i-0 [000] d..2. 0.0502: sched_switch: prev_pid=0 prev_state=R ==> next_pid=100",
 	}
 	for _, l := range lines {
 		ev, ok, err := ParseSchedEvent(l)
@@ -73,18 +78,29 @@ func TestSchedWaitCharges(t *testing.T) {
 		}
 		s.Add(ev)
 	}
-	want := map[string]time.Duration{"batch": ms(3) + ms(1), "system": ms(2) + ms(1), "idle": ms(0.5)}
+	want := map[string]time.Duration{"batch": ms(3) + ms(1), "system": ms(2) + ms(1), "idle": ms(0.5) + ms(0.2)}
 	if !maps.Equal(s.Waited, want) {
 		t.Errorf("charged %v, want %v", s.Waited, want)
 	}
-	if s.Waits != 3 || s.Total() != ms(7.5) {
-		t.Errorf("%d waits, %v in all; want 3, 7.5ms", s.Waits, s.Total())
+	if s.Waits != 4 || s.Total() != ms(7.7) {
+		t.Errorf("%d waits, %v in all; want 4, 7.7ms", s.Waits, s.Total())
 	}
-	if s.Ran != ms(4)+ms(1) {
-		t.Errorf("ran %v, want 5ms (the last run has not ended)", s.Ran)
+	if s.Ran != ms(4)+ms(1)+ms(7.5) {
+		t.Errorf("ran %v, want 12.5ms (the last run has not ended)", s.Ran)
 	}
-	if s.Switches != 8 {
-		t.Errorf("%d switches, want 8", s.Switches)
+	if s.Switches != 10 {
+		t.Errorf("%d switches, want 10", s.Switches)
+	}
+	// The wait woken beside batch that moved to the idle CPU counts where it began, whole: 2.5 ms.
+	began := map[string]WaitCount{WokenBeside("batch"): {N: 2, Ms: 5.5, Long: 2}, PreemptedBy("system"): {N: 1, Ms: 2, Long: 1},
+		WokenBeside("idle"): {N: 1, Ms: 0.2}}
+	if len(s.Began) != len(began) {
+		t.Errorf("began %v, want %v", s.Began, began)
+	}
+	for k, w := range began {
+		if g := s.Began[k]; g.N != w.N || g.Long != w.Long || g.Ms-w.Ms > 1e-9 || w.Ms-g.Ms > 1e-9 {
+			t.Errorf("%s: %+v, want %+v", k, g, w)
+		}
 	}
 }
 
@@ -103,7 +119,8 @@ func BenchmarkParseSchedEvent(b *testing.B) {
 func TestSchedWaitSummary(t *testing.T) {
 	trace := func(batch, pod, runDelay, secs float64) *SchedWaitResult {
 		return &SchedWaitResult{WaitedMs: map[string]float64{"batch": batch, "pod": pod}, RunDelayMs: runDelay,
-			DurationMs: secs * 1000, OwnCPUMs: secs * 10, Lost: 1}
+			DurationMs: secs * 1000, OwnCPUMs: secs * 10, Lost: 1,
+			Began: map[string]WaitCount{WokenBeside("batch"): {N: int(batch), Ms: batch / 20, Long: int(batch / 100)}}}
 	}
 	r := Report{Phases: []Phase{
 		{Name: AlonePhase, Round: 1},
@@ -123,6 +140,17 @@ func TestSchedWaitSummary(t *testing.T) {
 			t.Errorf("%s: %v a second, want %v (all: %v)", k, got.SchedWait[k], w, got.SchedWait)
 		}
 	}
+	// 600, 300 and 1,200 waits in 60, 30 and 60 s: 10 a second each, 50 µs on average, 1 % over LongWait; a round
+	// with a second kind of beginning counts as 0 a second of it in the others.
+	r.Phases[2].SchedWait.Began[PreemptedBy("pod")] = WaitCount{N: 90, Ms: 45}
+	r.Summarise("service", "batch")
+	got = r.Ratios[1]
+	if b := got.SchedBegan[WokenBeside("batch")]; b.PerSecond != 10 || math.Abs(b.MeanUs-50) > 1e-9 || math.Abs(b.Long-0.01) > 1e-9 {
+		t.Errorf("woken beside batch: %+v, want 10 a second, 50 µs, 1 %%", b)
+	}
+	if b := got.SchedBegan[PreemptedBy("pod")]; b.PerSecond != 0 || b.MeanUs != 500 || b.Long != 0 {
+		t.Errorf("preempted by pod: %+v, want the median 0 a second, 500 µs", b)
+	}
 	if got.SchedWaitLost != 3 || got.SchedWaitTracerCPU != 0.01 {
 		t.Errorf("lost %d, tracer %v; want 3, 0.01", got.SchedWaitLost, got.SchedWaitTracerCPU)
 	}
@@ -133,5 +161,9 @@ func TestSchedWaitSummary(t *testing.T) {
 	_, waits, _ := strings.Cut(b.String(), "While the service's threads waited")
 	if !strings.Contains(waits, "| defaults 1 | 10.00 | 1.00 | 0.00 |") || strings.Contains(waits, "| alone |") {
 		t.Errorf("the wait table:\n%s", b.String())
+	}
+	if !strings.Contains(waits, "| phase | woken beside batch | preempted by pod |\n") ||
+		!strings.Contains(waits, "| defaults 1 | 10/s, 50 µs, 1.0 % | 0/s, 500 µs, 0.0 % |") {
+		t.Errorf("the table of how waits began:\n%s", waits)
 	}
 }

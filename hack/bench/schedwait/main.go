@@ -6,7 +6,8 @@
 // "system"), or an idle CPU (a woken thread waiting for its CPU to come out of idle).
 //
 // It prints one JSON object: milliseconds charged per class, the number of waits and the pod's threads' time on a
-// CPU, the trace's switches, the events the kernel lost (which must be 0 for the charges to hold), the pod's
+// CPU, the waits counted by how they began (woken onto a CPU that ran a task of some class, or preempted by one:
+// their number, total and how many took over a millisecond), the trace's switches, the events the kernel lost (which must be 0 for the charges to hold), the pod's
 // threads' run delay by their own schedstat over the same time (what the charges should add up to), and this
 // command's own CPU time. The colocation benchmark runs it in each phase with GLEANER_BENCH_SCHEDWAIT=1
 // (docs/benchmarks.md); it needs root and tracefs.
@@ -74,7 +75,7 @@ func run(pod, cgroupRoot string, generator int, d time.Duration) error {
 	}
 	var own1 unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &own1)
-	res := colocation.SchedWaitResult{WaitedMs: map[string]float64{}, Waits: s.Waits, RanMs: ms(s.Ran), Switches: s.Switches,
+	res := colocation.SchedWaitResult{WaitedMs: map[string]float64{}, Waits: s.Waits, RanMs: ms(s.Ran), Began: s.Began, Switches: s.Switches,
 		Lost: inst.lost(), OwnCPUMs: ms(time.Duration(own1.Utime.Nano() + own1.Stime.Nano() - own0.Utime.Nano() - own0.Stime.Nano())),
 		DurationMs: ms(elapsed), WatchedThreads: len(endDelay)}
 	for class, w := range s.Waited {
